@@ -1,0 +1,49 @@
+"""The plain document shape that the search engines index, and the hit they return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Document:
+    """One searchable document.
+
+    ``key`` is the caller's unique handle (the wiki uses the entry's path on the branch);
+    ``doc_id`` is the stable identity shown to users (the entry id). Text fields are plain
+    strings; ``aliases`` and ``tags`` are lists of strings. ``status`` and ``category``
+    are filter attributes, never matched by queries. ``content_hash`` lets callers skip
+    unchanged documents.
+    """
+
+    key: str
+    doc_id: str
+    title: str
+    summary: str = ""
+    body: str = ""
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    status: str = "active"
+    category: str = ""
+    doc_type: str = "note"
+    content_hash: str = ""
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass
+class Hit:
+    """One ranked result: ``rank`` is 1-based, ``score`` is higher-is-better.
+
+    ``legs`` maps a leg name (``"bm25"``, ``"trigram"``) to ``(rank, score)`` in that leg,
+    so every hit can explain where it came from.
+    """
+
+    key: str
+    doc_id: str
+    title: str
+    summary: str
+    category: str
+    status: str
+    score: float
+    rank: int = 0
+    legs: dict[str, tuple[int, float]] = field(default_factory=dict)

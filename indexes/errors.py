@@ -1,0 +1,13 @@
+"""Typed errors of the ``indexes`` package (one base class, one subclass per kind)."""
+
+
+class IndexesError(Exception):
+    """Base class of every error raised by ``indexes``."""
+
+
+class EmptyQueryError(IndexesError):
+    """The query holds no searchable token (empty, whitespace or punctuation only)."""
+
+
+class IndexSchemaError(IndexesError):
+    """The derived database was written by a newer version of the schema."""

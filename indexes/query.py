@@ -1,0 +1,64 @@
+"""Build FTS5 MATCH expressions that can never be a syntax error.
+
+Each whitespace-separated word of the query becomes one FTS5 string (double quoted, inner
+quotes doubled). FTS5 runs the table's own tokenizer over a quoted string, so the query is
+tokenised exactly like the index: ``DEC-0054`` becomes the phrase ``dec 0054`` and matches
+that literal, never ``dec NOT 0054``. Words are OR-combined, so a missing word lowers the
+BM25 score instead of emptying the result (ROBUSTNESS Q1-Q4). Operators such as ``OR``,
+``NEAR``, ``*``, ``-`` or ``:`` are therefore plain text.
+"""
+
+from __future__ import annotations
+
+from indexes.errors import EmptyQueryError
+from indexes.text import has_token, no_space_runs
+
+MAX_WORDS = 64
+"""Words kept from a query; the rest are ignored (a 20,000-character query stays cheap)."""
+
+MAX_WORD_CHARS = 256
+"""Longer words are cut; no index token is that long in practice."""
+
+
+def query_words(query: str) -> list[str]:
+    """The distinct searchable words of ``query``, in order, bounded by :data:`MAX_WORDS`.
+
+    Raises :class:`EmptyQueryError` when no word carries a token.
+    """
+    seen: set[str] = set()
+    words: list[str] = []
+    for word in query.split():
+        word = word[:MAX_WORD_CHARS]
+        if not has_token(word) or word.casefold() in seen:
+            continue
+        seen.add(word.casefold())
+        words.append(word)
+        if len(words) == MAX_WORDS:
+            break
+    if not words:
+        raise EmptyQueryError("the query has no searchable words")
+    return words
+
+
+def quote(text: str) -> str:
+    """Quote ``text`` as one FTS5 string (a phrase of its tokens)."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def match_expression(query: str) -> str:
+    """FTS5 MATCH expression for the unicode61 table: quoted words joined by ``OR``."""
+    return " OR ".join(quote(word) for word in query_words(query))
+
+
+def substring_terms(query: str, *, include_latin: bool) -> list[str]:
+    """Terms for the trigram path: runs of space-less scripts, and with ``include_latin``
+    every word of three or more characters. Terms shorter than three characters cannot be
+    matched by a trigram index and are returned for a LIKE scan instead.
+    """
+    terms = list(dict.fromkeys(no_space_runs(query)))
+    if include_latin:
+        for word in query.split():
+            word = word.strip("\"'()[]{},.;:!?")[:MAX_WORD_CHARS]
+            if len(word) >= 3 and word not in terms:
+                terms.append(word)
+    return terms[:MAX_WORDS]

@@ -1,0 +1,154 @@
+"""``wiki.toml``: the settings that live on the branch (categories, ingest, review, search).
+
+Per-user settings (model names, keys, the branch name) come from the environment or git
+config, never from here. Unknown keys are errors, so a typo never silently does nothing.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+
+from wiki.errors import ConfigError
+
+CONFIG_PATH = "wiki.toml"
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    """How sources become entries.
+
+    ``split_words``: a source longer than this many words is split at its ``##`` headings;
+    ``min_section_words``: shorter sections are merged into the one before;
+    ``max_bytes`` / ``max_lines``: larger sources are skipped as too large;
+    ``categories``: source folder prefix -> wiki folder (longest prefix wins; ``""`` maps a
+    prefix to the root); ``tag_fields`` / ``alias_fields``: source frontmatter keys read as
+    tags / aliases.
+    """
+
+    split_words: int = 500
+    min_section_words: int = 40
+    max_bytes: int = 2_000_000
+    max_lines: int = 50_000
+    extensions: tuple[str, ...] = (".md", ".markdown", ".txt")
+    tag_fields: tuple[str, ...] = ("tags", "keywords")
+    alias_fields: tuple[str, ...] = ("aliases",)
+    categories: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SourcesConfig:
+    """What counts as a change of a source's fingerprint."""
+
+    ignore_frontmatter: bool = True
+    ignore_whitespace: bool = True
+
+
+@dataclass(frozen=True)
+class ReviewConfig:
+    """Who may land a proposal: ``approvals_required`` (1) and whether an author may
+    approve their own proposal (``allow_self_approval``, for a one-person wiki)."""
+
+    approvals_required: int = 1
+    allow_self_approval: bool = False
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Ranking and abstention: BM25 column ``weights`` (title, aliases, tags, summary,
+    body) and ``gap_threshold``, the confidence below which ``ask`` reports an evidence gap."""
+
+    weights: tuple[float, ...] = (8.0, 6.0, 3.0, 3.0, 1.0)
+    gap_threshold: float = 0.5
+
+
+@dataclass(frozen=True)
+class WikiConfig:
+    """All settings read from ``wiki.toml``."""
+
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+    sources: SourcesConfig = field(default_factory=SourcesConfig)
+    review: ReviewConfig = field(default_factory=ReviewConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+
+
+_SECTIONS = {"ingest": IngestConfig, "sources": SourcesConfig, "review": ReviewConfig,
+             "search": SearchConfig}
+
+
+def parse_config(text: str, path: str = CONFIG_PATH) -> WikiConfig:
+    """Parse ``wiki.toml`` text. Raises :class:`ConfigError` naming the key and value."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    data.pop("wiki", None)  # [wiki] holds the format version only
+    sections = {}
+    for name, values in data.items():
+        if name not in _SECTIONS:
+            raise ConfigError(f"{path}: unknown section [{name}] "
+                              f"(known: {', '.join(sorted(_SECTIONS))})")
+        sections[name] = _section(_SECTIONS[name], values, f"{path} [{name}]")
+    return WikiConfig(**sections)
+
+
+def _section(cls, values: dict, where: str):
+    known = {f.name: f for f in fields(cls)}
+    kwargs = {}
+    defaults = cls()
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key '{key}' (known: {', '.join(known)})")
+        default = getattr(defaults, key)
+        if isinstance(default, tuple):
+            if not isinstance(value, list):
+                raise ConfigError(f"{where}: '{key}' must be a list, got {value!r}")
+            value = tuple(value)
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: '{key}' must be true or false, got {value!r}")
+        elif isinstance(default, (int, float)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigError(f"{where}: '{key}' must be a non-negative number, got {value!r}")
+        elif isinstance(default, dict) and (not isinstance(value, dict) or not all(
+                isinstance(v, str) for v in value.values())):
+            raise ConfigError(f"{where}: '{key}' must be a table of strings, got {value!r}")
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+TEMPLATE = """\
+# wiki.toml: settings shared by everyone who uses this wiki (kept on the wiki branch).
+# Per-user settings (model, keys) come from the environment or git config instead.
+[wiki]
+version = 1
+
+[ingest]
+# Sources longer than this many words are split into one entry per `##` section.
+split_words = 500
+min_section_words = 40
+max_bytes = 2000000
+max_lines = 50000
+extensions = [".md", ".markdown", ".txt"]
+tag_fields = ["tags", "keywords"]
+alias_fields = ["aliases"]
+
+# Source folder prefix -> wiki folder; the longest matching prefix wins.
+[ingest.categories]
+# "pages/" = ""
+
+[sources]
+# A change confined to a source's frontmatter or whitespace is not a content change.
+ignore_frontmatter = true
+ignore_whitespace = true
+
+[review]
+approvals_required = 1
+allow_self_approval = false
+
+[search]
+# BM25 column weights: title, aliases, tags, summary, body.
+weights = [8.0, 6.0, 3.0, 3.0, 1.0]
+# Below this confidence `wiki ask` reports an evidence gap instead of answering.
+gap_threshold = 0.5
+"""

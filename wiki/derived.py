@@ -1,0 +1,151 @@
+"""Keeping the derived search database in step with the wiki branch (DESIGN.md §3).
+
+Every read calls :func:`open_synced`: it compares the indexed commit with the branch head
+and, when they differ, re-indexes exactly the entry files whose blob changed (the blob sha
+is the content hash), inside one write transaction, so the index never serves a stale or
+deleted entry (ROBUSTNESS I1) and two processes never both rebuild it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from indexes.documents import Document
+from indexes.store import SearchIndex
+from wiki import indextree
+from wiki.config import CONFIG_PATH, WikiConfig, parse_config
+from wiki.entry import Entry
+from wiki.errors import EntryError
+from wiki.markdown_text import plain_text
+from wiki.workspace import Wiki
+
+COMMIT_KEY = "indexed_commit"
+CONFIG_KEY = "config"
+INVALID_KEY = "invalid_entries"
+
+
+@dataclass
+class SyncReport:
+    """What a sync did: the ``commit`` now indexed and the paths ``added``, ``updated``,
+    ``removed``; ``invalid`` lists ``(path, message)`` of entries left out as malformed."""
+
+    commit: str
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    invalid: list[tuple[str, str]] = field(default_factory=list)
+
+
+def to_document(entry: Entry, blob_sha: str) -> Document:
+    """The searchable form of an entry (frontmatter fields in their own columns)."""
+    return Document(
+        key=entry.path, doc_id=entry.id, title=entry.title, summary=entry.summary,
+        body=plain_text(entry.body), aliases=tuple(entry.aliases), tags=tuple(entry.tags),
+        status=entry.status, category=entry.category, doc_type=entry.type,
+        content_hash=blob_sha,
+        extra={"sources": [s.to_dict() for s in entry.sources]},
+    )
+
+
+def open_index(wiki: Wiki) -> SearchIndex:
+    """The derived database of ``wiki`` (created on first use), not yet synced."""
+    return SearchIndex(wiki.database_path())
+
+
+def sync(wiki: Wiki, index: SearchIndex) -> SyncReport:
+    """Bring ``index`` up to the wiki head and apply the branch's search settings to it.
+    Raises ``NotInitializedError`` without a branch."""
+    head = wiki.require_head()
+    if index.get_meta(COMMIT_KEY) != head:
+        with index.transaction():
+            if index.get_meta(COMMIT_KEY) != head:  # not synced by another process meanwhile
+                report = _apply(wiki, index, head)
+                index.set_meta(COMMIT_KEY, head)
+                config = wiki.store.read_path(head, CONFIG_PATH)
+                index.set_meta(CONFIG_KEY, config.decode("utf-8") if config else "")
+                _configure(index)
+                return report
+    _configure(index)
+    invalid = json.loads(index.get_meta(INVALID_KEY) or "{}")
+    return SyncReport(head, invalid=[(p, m) for p, (_, m) in sorted(invalid.items())])
+
+
+def indexed_config(index: SearchIndex) -> WikiConfig:
+    """The ``wiki.toml`` settings of the indexed commit (read without touching git)."""
+    return parse_config(index.get_meta(CONFIG_KEY) or "")
+
+
+def _configure(index: SearchIndex) -> None:
+    index.weights = tuple(indexed_config(index).search.weights)
+
+
+def _apply(wiki: Wiki, index: SearchIndex, head: str) -> SyncReport:
+    files = {p: f.sha for p, f in wiki.store.files(head).items() if indextree.is_entry_path(p)}
+    indexed = index.content_hashes()
+    previous = json.loads(index.get_meta(INVALID_KEY) or "{}")
+    invalid: dict[str, list[str]] = {}
+    report = SyncReport(head)
+    stale = [p for p in indexed if p not in files]
+    report.removed = len(stale)
+    documents = []
+    for path, sha in sorted(files.items()):
+        if indexed.get(path) == sha:
+            continue
+        if path in previous and previous[path][0] == sha:
+            invalid[path] = previous[path]
+            continue
+        try:
+            entry = Entry.parse(path, wiki.store.read(sha))
+        except EntryError as exc:
+            invalid[path] = [sha, str(exc)]
+            if path in indexed:
+                stale.append(path)
+            continue
+        documents.append(to_document(entry, sha))
+        if path in indexed:
+            report.updated += 1
+        else:
+            report.added += 1
+    index.delete(stale)
+    index.upsert(documents)
+    index.set_meta(INVALID_KEY, json.dumps(invalid, sort_keys=True))
+    report.invalid = [(p, m) for p, (_, m) in sorted(invalid.items())]
+    return report
+
+
+def open_synced(wiki: Wiki) -> tuple[SearchIndex, SyncReport]:
+    """The derived database, brought up to the wiki head first."""
+    index = open_index(wiki)
+    try:
+        report = sync(wiki, index)
+    except BaseException:
+        index.close()
+        raise
+    return index, report
+
+
+def rebuild(wiki: Wiki) -> SyncReport:
+    """Build the derived database from scratch in a temporary file, then rename it into
+    place (readers never see a half-built index). Raises ``NotInitializedError``."""
+    wiki.require_head()
+    target = wiki.database_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    os.unlink(tmp)
+    try:
+        with SearchIndex(tmp) as index:
+            report = sync(wiki, index)
+            index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            index.conn.execute("PRAGMA journal_mode = DELETE")
+        for suffix in ("-wal", "-shm"):
+            Path(str(target) + suffix).unlink(missing_ok=True)
+        os.replace(tmp, target)
+    finally:
+        for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+            Path(leftover).unlink(missing_ok=True)
+    return report

@@ -1,0 +1,64 @@
+"""Typed errors of the ``wiki`` package. The CLI maps each class to one exit code."""
+
+from __future__ import annotations
+
+
+class WikiError(Exception):
+    """Base class of every error raised by ``wiki``; ``str(err)`` is a one-line message
+    that names the file, field or value and says what to do next."""
+
+
+class NotARepositoryError(WikiError):
+    """The path is not inside a git repository."""
+
+
+class NotInitializedError(WikiError):
+    """The repository has no wiki branch yet (run ``wiki init``)."""
+
+
+class AlreadyInitializedError(WikiError):
+    """``wiki init`` found the wiki branch already there."""
+
+
+class ConfigError(WikiError):
+    """``wiki.toml`` or a setting is invalid."""
+
+
+class IdentityError(WikiError):
+    """git cannot tell who the user is (no ``user.name``/``user.email``)."""
+
+
+class EntryError(WikiError):
+    """An entry or source file is malformed: carries ``path``, ``field`` and ``line``."""
+
+    def __init__(self, path: str, message: str, *, field: str | None = None,
+                 line: int | None = None):
+        self.path, self.field, self.line, self.reason = path, field, line, message
+        where = path + (f":{line}" if line else "")
+        what = f"field '{field}': " if field else ""
+        super().__init__(f"{where}: {what}{message}")
+
+
+class SourceError(WikiError):
+    """A source cannot be read (too large, binary, not UTF-8, unreadable)."""
+
+    def __init__(self, path: str, message: str):
+        self.path, self.reason = path, message
+        super().__init__(f"{path}: {message}")
+
+
+class NotFoundError(WikiError):
+    """An entry, proposal or path does not exist."""
+
+
+class RefMovedError(WikiError):
+    """A compare-and-swap ref update lost a race: the ref is no longer at the expected
+    commit. Nothing was overwritten."""
+
+
+class StaleProposalError(WikiError):
+    """A proposal touches entries that changed on the wiki since its base."""
+
+
+class SelfApprovalError(WikiError):
+    """The approver is one of the proposal's authors or committers."""

@@ -1,0 +1,177 @@
+"""YAML frontmatter: strict parsing with line numbers, and edits that keep bytes.
+
+Why not python-frontmatter: it re-dumps the whole block on write and its fence regex
+swallows the blank lines after the closing ``---``, so neither a byte-stable round trip
+nor unknown fields kept byte-for-byte (DESIGN.md §3, ROBUSTNESS F4) is possible with it.
+Values are still parsed and dumped by PyYAML; this module only finds the fences and the
+byte ranges of top-level keys (docs/decisions.md).
+
+Parsing is strict: duplicate keys, tabs, aliases such as ``title: *Italic*`` and
+unterminated blocks are errors that carry the file line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from wiki.errors import EntryError
+
+_FENCE_OPEN = re.compile(r"---[ \t]*\n")
+_FENCE_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+_TOP_KEY = re.compile(
+    r"""^(?![\s#\-]|\.\.\.)(?P<key>"[^"\n]*"|'[^'\n]*'|[^:#\n]+?)[ \t]*:(?:[ \t]|$)""")
+
+
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate mapping keys (PyYAML keeps the last silently)."""
+
+
+def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False):
+    loader.flatten_mapping(node)
+    seen: set = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+        except TypeError:  # unhashable key: let the base constructor report it
+            duplicate = False
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+        if not isinstance(key, (list, dict)):
+            seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def normalize_newlines(text: str) -> str:
+    """Drop a leading BOM and turn CRLF / CR into LF."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@dataclass
+class Frontmatter:
+    """A parsed document: ``data`` (the mapping, ``{}`` when absent), ``body`` (text after
+    the closing fence), ``raw`` (the YAML between the fences, ``None`` when the document has
+    no frontmatter), ``chunks`` (top-level key -> its exact source lines, when the block
+    can be edited key by key) and ``key_lines`` (key -> 1-based file line)."""
+
+    data: dict
+    body: str
+    raw: str | None
+    chunks: dict[str, str] | None = None
+    preamble: str = ""
+    key_lines: dict[str, int] = field(default_factory=dict)
+
+
+def parse(text: str, path: str, *, required: bool = False) -> Frontmatter:
+    """Split and parse ``text`` (already newline-normalised). Raises :class:`EntryError`
+    with the file line for malformed YAML, a non-mapping block, an unclosed block, or a
+    missing block when ``required``."""
+    if not _FENCE_OPEN.match(text) and text.rstrip(" \t") != "---":
+        if required:
+            raise EntryError(path, "no frontmatter: the file must start with a '---' line", line=1)
+        return Frontmatter({}, text, None)
+    start = text.index("\n") + 1 if "\n" in text else len(text)
+    close = _FENCE_CLOSE.search(text, start)
+    if close is None:
+        raise EntryError(path, "frontmatter opened on line 1 is never closed (add a '---' line)",
+                         line=1)
+    raw = text[start:close.start()]
+    body_start = close.end() + 1 if close.end() < len(text) else close.end()
+    body = text[body_start:]
+    try:
+        data = yaml.load(raw, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 2 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise EntryError(path, f"invalid YAML: {problem}", line=line) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise EntryError(path, f"frontmatter must be a mapping of fields, got {kind}", line=2)
+    preamble, chunks, key_lines = _chunks(raw, data)
+    return Frontmatter(data, body, raw, chunks, preamble, key_lines)
+
+
+def _chunks(raw: str, data: dict) -> tuple[str, dict[str, str] | None, dict[str, int]]:
+    """Cut ``raw`` into one run of lines per top-level key (leading comments go with the
+    key after them). Verified by re-parsing each run alone; ``None`` if that fails."""
+    lines = raw.splitlines(keepends=True)
+    preamble, chunks, key_lines = "", {}, {}
+    pending, current = "", None
+    for number, line in enumerate(lines, start=2):
+        match = _TOP_KEY.match(line)
+        if match:
+            key_text = match["key"].strip()
+            try:
+                key = yaml.safe_load(key_text + ": 0")
+                key = next(iter(key)) if isinstance(key, dict) and key else key_text
+            except yaml.YAMLError:
+                key = key_text
+            current = key
+            chunks[current] = pending + line
+            key_lines[str(current)] = number
+            pending = ""
+        elif current is None or not line.strip() or line.startswith("#"):
+            pending += line  # blank or column-0 comment: belongs to the next key
+        else:
+            chunks[current] += pending + line
+            pending = ""
+    if pending:
+        if current is None:
+            preamble = pending
+        else:
+            chunks[current] += pending
+    try:
+        ok = set(chunks) == set(data) and all(
+            yaml.load(text, Loader=StrictLoader) == {key: data[key]}  # noqa: S506
+            for key, text in chunks.items())
+    except yaml.YAMLError:
+        ok = False
+    return preamble, (chunks if ok else None), key_lines
+
+
+def dump_field(key: str, value) -> str:
+    """One top-level ``key: value`` as block YAML (Unicode kept, no line wrapping)."""
+    return yaml.safe_dump({key: value}, sort_keys=False, allow_unicode=True,
+                          default_flow_style=False, width=1_000_000)
+
+
+def render(data: dict, body: str, *, original: Frontmatter | None = None,
+           order: tuple[str, ...] = ()) -> str:
+    """The document text for ``data`` and ``body``.
+
+    With ``original``, keys whose value is unchanged keep their exact original lines and
+    position; changed keys are re-dumped in place; new keys follow, in ``order`` first.
+    Without it (or when the original block cannot be edited key by key), keys are written
+    in ``order``, then the rest in their given order.
+    """
+    parts: list[str] = []
+    if original is not None and original.chunks is not None:
+        parts.append(original.preamble)
+        for key, text in original.chunks.items():
+            if key not in data:
+                continue
+            same = key in original.data and original.data[key] == data[key]
+            parts.append(text if same else dump_field(key, data[key]))
+        remaining = [k for k in data if k not in original.chunks]
+    else:
+        remaining = list(data)
+    rank = {k: i for i, k in enumerate(order)}
+    given = {k: i for i, k in enumerate(remaining)}
+    remaining.sort(key=lambda k: (rank.get(k, len(rank)), given[k]))
+    parts.extend(dump_field(k, data[k]) for k in remaining)
+    block = "".join(parts)
+    if block and not block.endswith("\n"):
+        block += "\n"
+    return f"---\n{block}---\n{body}"

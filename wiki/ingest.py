@@ -1,0 +1,297 @@
+"""Ingest: compile markdown and text sources into entries, without any model.
+
+One entry per source; a source longer than ``[ingest] split_words`` is split at its
+``##`` headings (sections shorter than ``min_section_words`` merge into a neighbour).
+Each entry gets its title (source title, ``: heading`` for sections), a summary (first
+sentences), tags and aliases from the source's own frontmatter, a folder from the
+source's folder, and ``sources:`` with the uri, fingerprint and time. A source whose
+fingerprint is unchanged is skipped; a changed one updates its entries in place (same id
+and path); sections that disappeared are marked ``retracted``, never deleted. The result
+is one proposal. A bad file is reported and skipped; it never stops the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wiki import markdown_text as md
+from wiki.config import IngestConfig, WikiConfig
+from wiki.entry import Entry, Source, now_iso
+from wiki.errors import EntryError, SourceError
+from wiki.frontmatter import parse as parse_frontmatter
+from wiki.gitrepo import Identity
+from wiki.proposals import Proposal, propose
+from wiki.slug import slug_path, slugify, unique_path
+from wiki.sources import fingerprint, read_text, source_uri
+from wiki.workspace import Wiki
+
+Progress = Callable[[int, int, str], None]
+"""Called as ``progress(done, total, path)`` after each source."""
+
+
+@dataclass
+class Skipped:
+    """A source that was not ingested and why (one line, names the file)."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did, with counts of entries and sources."""
+
+    sources: int = 0
+    unchanged_sources: int = 0
+    added: int = 0
+    updated: int = 0
+    retracted: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    proposal: Proposal | None = None
+    proposal_created: bool = False
+
+    @property
+    def changed(self) -> int:
+        return self.added + self.updated + self.retracted
+
+
+@dataclass(frozen=True)
+class Draft:
+    """An entry compiled from one source section, before it is matched to the wiki."""
+
+    locator: str
+    occurrence: int
+    title: str
+    summary: str
+    body: str
+
+
+@dataclass
+class _Candidate:
+    path: Path
+    root: Path
+
+
+def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None = None,
+           author: Identity | None = None, dry_run: bool = False) -> IngestReport:
+    """Compile the sources under ``paths`` and propose the resulting entry changes.
+
+    Returns an :class:`IngestReport`; ``report.proposal`` is ``None`` when nothing changed
+    (or with ``dry_run``). Raises ``NotInitializedError`` without a wiki branch.
+    """
+    snapshot = wiki.snapshot()
+    config = snapshot.config()
+    entries, _ = snapshot.entries()
+    by_uri: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if entry.sources:
+            by_uri.setdefault(entry.sources[0].uri, []).append(entry)
+    taken = set(snapshot.files)
+    ids = {e.id for e in entries}
+    report = IngestReport()
+    candidates = _collect(paths, config.ingest, report)
+    changes: dict[str, bytes | None] = {}
+    touched: list[str] = []
+    for done, candidate in enumerate(candidates, start=1):
+        shown = _display(candidate.path)
+        try:
+            result = _compile(wiki, config, candidate, by_uri, taken, ids)
+        except (SourceError, EntryError) as exc:
+            report.skipped.append(Skipped(shown, getattr(exc, "reason", str(exc))
+                                          if isinstance(exc, SourceError) else str(exc)))
+        else:
+            report.sources += 1
+            if result is None:
+                report.unchanged_sources += 1
+            else:
+                file_changes, added, updated, retracted = result
+                changes.update(file_changes)
+                report.added += added
+                report.updated += updated
+                report.retracted += retracted
+                touched.append(shown)
+        if progress:
+            progress(done, len(candidates), shown)
+    if changes and not dry_run:
+        subject = (f"ingest: {len(touched)} source{'s' * (len(touched) != 1)} "
+                   f"({report.added} new, {report.updated} updated, "
+                   f"{report.retracted} retracted entries)")
+        body = "Sources:\n" + "\n".join(f"- {t}" for t in touched[:200])
+        if len(touched) > 200:
+            body += f"\n- ... and {len(touched) - 200} more"
+        report.proposal, report.proposal_created = propose(
+            wiki, changes, kind="ingest", subject=subject, body=body, author=author)
+    return report
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _collect(paths: Iterable[Path | str], config: IngestConfig,
+             report: IngestReport) -> list[_Candidate]:
+    seen: set[Path] = set()
+    out: list[_Candidate] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file()
+                           and p.suffix.lower() in config.extensions
+                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            root = path
+        elif path.is_file():
+            files, root = [path], path.parent
+        else:
+            report.skipped.append(Skipped(str(path), "no such file or directory"))
+            continue
+        for file in files:
+            resolved = file.resolve()
+            if resolved not in seen:
+                seen.add(resolved)
+                out.append(_Candidate(file, root))
+    return out
+
+
+def _category(wiki: Wiki, candidate: _Candidate, config: IngestConfig) -> str:
+    folder = candidate.path.resolve().parent
+    relative = None
+    if wiki.root is not None:
+        try:
+            relative = folder.relative_to(wiki.root.resolve()).as_posix()
+        except ValueError:
+            relative = None
+    if relative is None:
+        base = candidate.root.resolve()
+        inner = folder.relative_to(base).as_posix() if folder.is_relative_to(base) else ""
+        relative = "/".join(p for p in (base.name, inner) if p and p != ".")
+    relative = "" if relative == "." else relative
+    best = max((p for p in config.categories if (relative + "/").startswith(p)
+                or relative == p.rstrip("/")), key=len, default=None)
+    if best is not None:
+        rest = relative[len(best.rstrip("/")):].strip("/")
+        relative = "/".join(p for p in (config.categories[best].strip("/"), rest) if p)
+    return slug_path(relative)
+
+
+def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
+             by_uri: dict[str, list[Entry]], taken: set[str], ids: set[str]):
+    path = candidate.path
+    text = read_text(path, max_bytes=config.ingest.max_bytes, max_lines=config.ingest.max_lines)
+    shown = _display(path)
+    front = parse_frontmatter(text, shown)
+    uri = source_uri(path, wiki.root)
+    fp = fingerprint(text, ignore_frontmatter=config.sources.ignore_frontmatter,
+                     ignore_whitespace=config.sources.ignore_whitespace)
+    existing = by_uri.get(uri, [])
+    live = [e for e in existing if e.status != "retracted"]
+    if live and all(e.sources[0].fingerprint == fp for e in live):
+        return None
+    title = _scalar(front.data.get("title")) or md.first_heading(front.body) or path.stem
+    tags = _values(front.data, config.ingest.tag_fields)
+    aliases = _values(front.data, config.ingest.alias_fields)
+    drafts = compile_sections(title, front.body, config.ingest)
+    category = _category(wiki, candidate, config.ingest)
+    stamp = now_iso()
+    matched = {(e.sources[0].locator, _occurrence(e)): e for e in existing}
+    changes: dict[str, bytes | None] = {}
+    added = updated = retracted = 0
+    used: set[str] = set()
+    multi = len(drafts) > 1
+    for draft in drafts:
+        source = Source(uri, fp, stamp, draft.locator).to_dict()
+        if draft.occurrence > 1:
+            source["occurrence"] = draft.occurrence
+        body = draft.body.rstrip("\n") + f"\n\n[1]: {uri}\n"
+        fields = {"title": draft.title, "summary": draft.summary, "type": "note",
+                  "status": "active", "tags": tags or None, "aliases": aliases or None,
+                  "sources": [source], "updated": stamp}
+        old = matched.get((draft.locator, draft.occurrence))
+        if old is not None:
+            used.add(old.path)
+            entry = old.updated_with(body=body, **fields)
+            if entry.meta != old.meta or entry.body != old.body:
+                changes[old.path] = entry.to_bytes()
+                updated += 1
+            continue
+        stem = slugify(path.stem) + (f"--{slugify(draft.locator)}" if multi and draft.locator
+                                     else "")
+        target = unique_path(category, stem, taken)
+        entry_id = _new_id(uri, draft, ids)
+        meta = {"id": entry_id, **{k: v for k, v in fields.items() if v is not None},
+                "created": stamp}
+        changes[target] = Entry(target, meta, body).to_bytes()
+        added += 1
+    for old in existing:
+        if old.path not in used and old.status != "retracted":
+            changes[old.path] = old.updated_with(status="retracted", updated=stamp).to_bytes()
+            retracted += 1
+    return changes, added, updated, retracted
+
+
+def compile_sections(title: str, body: str, config: IngestConfig) -> list[Draft]:
+    """Drafts for one source: the whole body, or one per ``##`` section when the body has
+    more than ``config.split_words`` words."""
+    if md.word_count(body) <= config.split_words:
+        return [Draft("", 1, title, md.summary(body), body)]
+    sections = md.split_sections(body, level=2)
+    merged: list[md.Section] = []
+    for section in sections:
+        short = md.word_count(section.text) < config.min_section_words
+        if merged and short:
+            last = merged[-1]
+            merged[-1] = md.Section(last.heading, last.text + section.text, last.occurrence)
+        elif merged and not merged[-1].heading and \
+                md.word_count(merged[-1].text) < config.min_section_words:
+            merged[-1] = md.Section(section.heading, merged[-1].text + section.text,
+                                    section.occurrence)
+        else:
+            merged.append(section)
+    if len(merged) <= 1:
+        return [Draft("", 1, title, md.summary(body), body)]
+    drafts = []
+    for section in merged:
+        name = f"{title}: {section.heading}" if section.heading else title
+        drafts.append(Draft(section.heading, section.occurrence, name,
+                            md.summary(section.text), section.text))
+    return drafts
+
+
+def _occurrence(entry: Entry) -> int:
+    raw = (entry.meta.get("sources") or [{}])[0]
+    value = raw.get("occurrence", 1) if isinstance(raw, dict) else 1
+    return value if isinstance(value, int) else 1
+
+
+def _new_id(uri: str, draft: Draft, ids: set[str]) -> str:
+    digest = hashlib.sha256(f"{uri}\0{draft.locator}\0{draft.occurrence}".encode()).hexdigest()
+    for length in (12, 16, 24, 32):
+        candidate = "e" + digest[:length]
+        if candidate not in ids:
+            ids.add(candidate)
+            return candidate
+    raise AssertionError("sha256 prefix collision")  # pragma: no cover
+
+
+def _scalar(value) -> str:
+    if value is None or isinstance(value, (dict, list)):
+        return ""
+    return " ".join(str(value).split())
+
+
+def _values(data: dict, keys: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for key in keys:
+        value = data.get(key)
+        items = value if isinstance(value, list) else (
+            [v.strip() for v in value.split(",")] if isinstance(value, str) else [])
+        for item in items:
+            text = _scalar(item)
+            if text and text not in out:
+                out.append(text)
+    return out

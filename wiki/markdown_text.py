@@ -1,0 +1,191 @@
+"""Markdown to plain text, sentences, summaries and heading sections.
+
+This is the extractive core of ingest and ``ask`` (the part of the product that is ours
+to write): deliberately simple, line based, and aware of fenced code so that a ``#``
+inside a code block is never a heading.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TEMPLATE = re.compile(r"\{%-?.*?-?%\}|\{\{.*?\}\}|\{#.*?#\}", re.DOTALL)
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_HTML_TAG = re.compile(r"</?[A-Za-z][^>\n]*>")
+_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^)]*\))*(?:\s+\"[^\"]*\")?\)")
+_REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
+_REF_DEF = re.compile(r"^\s*\[[^\]]+\]:\s+\S+.*$", re.MULTILINE)
+_AUTOLINK = re.compile(r"<(https?://[^>]+)>")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|_|~~)(?=\S)(.+?)(?<=\S)\1")
+_CODE = re.compile(r"`([^`]*)`")
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+(?=[\"'(\[]?[A-Z0-9\u3000-\u9fff])")
+_WORD = re.compile(r"\w+")
+
+
+def strip_templates(text: str) -> str:
+    """Remove Liquid/Jinja/Nunjucks tags (``{% %}``, ``{{ }}``, ``{# #}``) and HTML comments."""
+    return _HTML_COMMENT.sub("", _TEMPLATE.sub("", text))
+
+
+def inline_plain(line: str) -> str:
+    """One line of markdown as plain text (links to their text, no emphasis marks)."""
+    line = _IMAGE.sub(r"\1", line)
+    line = _LINK.sub(r"\1", line)
+    line = _REF_LINK.sub(r"\1", line)
+    line = _AUTOLINK.sub(r"\1", line)
+    line = _HTML_TAG.sub("", line)
+    line = _CODE.sub(r"\1", line)
+    for _ in range(2):
+        line = _EMPHASIS.sub(r"\2", line)
+    return re.sub(r"\s+", " ", line).strip()
+
+
+def blocks(markdown: str, *, keep_code: bool = False) -> list[str]:
+    """Plain-text blocks of ``markdown``: paragraphs, list items, table rows and headings,
+    in order. Link definitions are left out, and so is fenced code unless ``keep_code``."""
+    out: list[str] = []
+    paragraph: list[str] = []
+    in_fence = False
+
+    def flush() -> None:
+        if paragraph:
+            text = inline_plain(" ".join(paragraph))
+            if text:
+                out.append(text)
+            paragraph.clear()
+
+    for line in _REF_DEF.sub("", strip_templates(markdown)).splitlines():
+        if _FENCE.match(line):
+            flush()
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            if keep_code and line.strip():
+                out.append(line.strip())
+            continue
+        stripped = line.strip()
+        if not stripped or _TABLE_RULE.match(stripped):
+            flush()
+            continue
+        heading = _HEADING.match(stripped)
+        if heading:
+            flush()
+            out.append(inline_plain(heading.group(2)))
+            continue
+        if stripped.startswith("|"):
+            flush()
+            cells = [inline_plain(c) for c in stripped.strip("|").split("|")]
+            row = " | ".join(c for c in cells if c)
+            if row:
+                out.append(row)
+            continue
+        if _LIST_MARK.match(line):
+            flush()
+            paragraph.append(_LIST_MARK.sub("", line))
+            continue
+        paragraph.append(stripped.lstrip("> ").strip())
+    flush()
+    return out
+
+
+def plain_text(markdown: str) -> str:
+    """All of ``markdown`` as plain text (code kept), one block per line: what is indexed."""
+    return "\n".join(blocks(markdown, keep_code=True))
+
+
+def sentences(markdown: str) -> list[str]:
+    """The sentences of ``markdown`` as plain text, in order."""
+    return [s.strip() for block in blocks(markdown) for s in _SENTENCE_END.split(block)
+            if s.strip()]
+
+
+def summary(markdown: str, *, max_chars: int = 240) -> str:
+    """The first sentence(s) of the first prose block (headings and tables skipped), cut
+    at a word boundary to at most ``max_chars``; ``""`` when there is no prose."""
+    prose = [b for b in _prose_blocks(markdown)]
+    if not prose:
+        return ""
+    picked = ""
+    for sentence in _SENTENCE_END.split(prose[0]):
+        candidate = f"{picked} {sentence}".strip()
+        if picked and len(candidate) > max_chars:
+            break
+        picked = candidate
+        if len(picked) >= 80:
+            break
+    if len(picked) > max_chars:
+        picked = picked[:max_chars].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return picked
+
+
+def _prose_blocks(markdown: str) -> list[str]:
+    headings = {inline_plain(m.group(2)) for m in
+                (_HEADING.match(line.strip()) for line in markdown.splitlines()) if m}
+    return [b for b in blocks(markdown)
+            if b not in headings and " | " not in b and len(_WORD.findall(b)) >= 3]
+
+
+def first_heading(markdown: str, level: int = 1) -> str | None:
+    """The text of the first heading of exactly ``level`` outside code, or ``None``."""
+    for heading_level, text, _ in _headings(markdown):
+        if heading_level == level:
+            return text
+    return None
+
+
+def word_count(text: str) -> int:
+    """Number of words in ``text``."""
+    return len(_WORD.findall(text))
+
+
+@dataclass(frozen=True)
+class Section:
+    """A part of a document: ``heading`` (``""`` for the text before the first heading),
+    ``text`` (its markdown, heading line included) and ``occurrence`` (1 for the first
+    section with this heading, 2 for the next...)."""
+
+    heading: str
+    text: str
+    occurrence: int = 1
+
+
+def split_sections(markdown: str, level: int = 2) -> list[Section]:
+    """Split at headings of ``level`` (outside fenced code)."""
+    lines = markdown.splitlines(keepends=True)
+    cuts = [(number, text) for heading_level, text, number in _headings(markdown)
+            if heading_level == level]
+    sections: list[Section] = []
+    seen: dict[str, int] = {}
+    starts = [0] + [n for n, _ in cuts]
+    headings = [""] + [t for _, t in cuts]
+    for index, start in enumerate(starts):
+        end = starts[index + 1] if index + 1 < len(starts) else len(lines)
+        text = "".join(lines[start:end])
+        heading = headings[index]
+        seen[heading] = seen.get(heading, 0) + 1
+        if index == 0 and not text.strip():
+            continue
+        sections.append(Section(heading, text, seen[heading]))
+    return sections
+
+
+def _headings(markdown: str) -> list[tuple[int, str, int]]:
+    found = []
+    in_fence = False
+    for number, line in enumerate(markdown.splitlines()):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        match = _HEADING.match(line)
+        if match:
+            found.append((len(match.group(1)), inline_plain(strip_templates(match.group(2))),
+                          number))
+    return found

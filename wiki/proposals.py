@@ -1,0 +1,193 @@
+"""Proposals: every change is a branch off the wiki head that another person approves.
+
+A proposal is ``refs/heads/<wiki>-proposals/<name>``: one or more commits on top of the
+wiki head it was made from (its base, also recorded as a ``Wiki-Base:`` trailer). Landing
+creates a merge commit on the wiki branch (parents: the wiki head, the proposal tip) with
+``Proposed-by:``, ``Approved-by:`` and ``Wiki-Proposal:`` trailers and moves the branch by
+compare-and-swap. If the wiki moved since the base, the proposal still lands when no path
+it touches was also changed on the wiki; otherwise it is refused as stale and kept.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from wiki import indextree
+from wiki.branch import TreeFile
+from wiki.errors import (
+    ConfigError,
+    NotFoundError,
+    RefMovedError,
+    SelfApprovalError,
+    StaleProposalError,
+)
+from wiki.gitrepo import Identity, current_identity
+from wiki.snapshot import Snapshot, with_indexes
+from wiki.workspace import Wiki
+
+BASE_TRAILER = "Wiki-Base"
+PROPOSAL_TRAILER = "Wiki-Proposal"
+LAND_ATTEMPTS = 5
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
+
+
+@dataclass
+class Proposal:
+    """An open proposal: ``name`` (its id), ``tip`` and ``base`` commits, the first line
+    of its message (``subject``), everyone who authored or committed it (``authors``),
+    when it was made (``created``, UTC) and the paths it changes (``paths``, index.md
+    excluded). ``stale`` is true when the wiki head is no longer its base."""
+
+    name: str
+    ref: str
+    tip: str
+    base: str
+    subject: str
+    authors: list[Identity]
+    created: dt.datetime
+    paths: list[str] = field(default_factory=list)
+    stale: bool = False
+
+
+@dataclass
+class Landing:
+    """The result of an approval: the new wiki ``commit`` and whether the proposal was
+    ``merged`` onto a wiki head that had moved since its base."""
+
+    proposal: str
+    commit: str
+    merged: bool
+    approver: Identity
+
+
+def changed_paths(before: Mapping[str, TreeFile], after: Mapping[str, TreeFile]) -> set[str]:
+    """Paths whose content differs between two trees (generated index.md files excluded)."""
+    paths = {p for p in before.keys() | after.keys()
+             if (before.get(p) or TreeFile("")).sha != (after.get(p) or TreeFile("")).sha}
+    return {p for p in paths if p.rpartition("/")[2] != indextree.INDEX_NAME}
+
+
+def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subject: str,
+            body: str = "", author: Identity | None = None) -> tuple[Proposal, bool]:
+    """Record ``changes`` (path -> new bytes, ``None`` deletes) as a proposal on the wiki
+    head. Returns ``(proposal, created)``; ``created`` is false when an open proposal with
+    exactly this result already exists (it is returned instead). Changes that leave a path
+    as it is are dropped; raises ``ValueError`` if nothing is left (callers check first)."""
+    head = wiki.require_head()
+    snapshot = wiki.snapshot(head)
+    effective = {p: d for p, d in changes.items() if snapshot.read(p) != d}
+    if not effective:
+        raise ValueError("no changes to propose")
+    author = author or current_identity(wiki.repo)
+    tree = wiki.store.write_tree(snapshot.files, with_indexes(snapshot, effective))
+    for existing in list_proposals(wiki):
+        if existing.base == head and wiki.repo.commit(existing.tip).tree.hexsha == tree:
+            return existing, False
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    name = f"{kind}-{stamp}-{tree[:7]}"
+    message = (f"{subject}\n\n{body.strip()}\n\n" if body.strip() else f"{subject}\n\n")
+    message += f"{PROPOSAL_TRAILER}: {name}\n{BASE_TRAILER}: {head}\n"
+    commit = wiki.store.commit(tree, [head], message, author=author)
+    wiki.store.update_ref(wiki.proposal_prefix + name, commit, None, f"wiki propose {name}")
+    return get_proposal(wiki, name), True
+
+
+def list_proposals(wiki: Wiki) -> list[Proposal]:
+    """Open proposals, oldest first."""
+    refs = wiki.store.list_refs(wiki.proposal_prefix)
+    proposals = [_load(wiki, ref[len(wiki.proposal_prefix):], ref, tip)
+                 for ref, tip in refs.items()]
+    return sorted(proposals, key=lambda p: (p.created, p.name))
+
+
+def get_proposal(wiki: Wiki, name: str) -> Proposal:
+    """The open proposal ``name`` (a full ref or branch name is accepted too).
+    Raises :class:`NotFoundError`."""
+    name = name.removeprefix(wiki.proposal_prefix).removeprefix(
+        wiki.proposal_prefix.removeprefix("refs/heads/"))
+    ref = wiki.proposal_prefix + name
+    tip = wiki.store.resolve(ref) if _NAME.match(name) else None
+    if tip is None:
+        raise NotFoundError(f"no open proposal named {name!r} (see `wiki proposals`)")
+    return _load(wiki, name, ref, tip)
+
+
+def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
+    head = wiki.head()
+    commit = wiki.repo.commit(tip)
+    base = None
+    for line in commit.message.splitlines():
+        if line.startswith(BASE_TRAILER + ":"):
+            base = line.split(":", 1)[1].strip()
+    if base is None or not wiki.repo.is_ancestor(base, tip):
+        merge_base = wiki.repo.merge_base(tip, head) if head else []
+        base = merge_base[0].hexsha if merge_base else tip
+    authors: list[Identity] = []
+    for item in wiki.repo.iter_commits(f"{base}..{tip}"):
+        for actor in (item.author, item.committer):
+            identity = Identity(actor.name or "", actor.email or "")
+            if identity not in authors:
+                authors.append(identity)
+    first = min((c.authored_datetime for c in wiki.repo.iter_commits(f"{base}..{tip}")),
+                default=commit.authored_datetime)
+    paths = sorted(changed_paths(wiki.store.files(base), wiki.store.files(tip)))
+    return Proposal(name, ref, tip, base, commit.summary, authors,
+                    first.astimezone(dt.UTC), paths, stale=head != base)
+
+
+def approve(wiki: Wiki, name: str, approver: Identity | None = None) -> Landing:
+    """Land proposal ``name`` on the wiki branch with compare-and-swap.
+
+    Raises :class:`SelfApprovalError` when the approver authored or committed any of its
+    commits (unless ``[review] allow_self_approval``), :class:`StaleProposalError` when a
+    path it changes also changed on the wiki since its base, and :class:`RefMovedError`
+    after :data:`LAND_ATTEMPTS` lost races. The proposal branch is deleted once landed;
+    its commits stay reachable from the wiki history.
+    """
+    proposal = get_proposal(wiki, name)
+    approver = approver or current_identity(wiki.repo)
+    review = wiki.config().review
+    if review.approvals_required != 1:
+        raise ConfigError("wiki.toml [review] approvals_required: only 1 is supported so far, "
+                          f"got {review.approvals_required}")
+    if not review.allow_self_approval and approver.key() in {a.key() for a in proposal.authors}:
+        raise SelfApprovalError(
+            f"{approver} cannot approve proposal {proposal.name}: they authored or committed "
+            "it; ask someone else to run `wiki approve`")
+    tip_files = wiki.store.files(proposal.tip)
+    base_files = wiki.store.files(proposal.base)
+    ours = changed_paths(base_files, tip_files)
+    for _ in range(LAND_ATTEMPTS):
+        head = wiki.require_head()
+        merged = head != proposal.base
+        if not merged:
+            tree = wiki.repo.commit(proposal.tip).tree.hexsha
+        else:
+            snapshot = Snapshot(wiki.store, head)
+            theirs = changed_paths(base_files, snapshot.files)
+            conflicts = sorted(p for p in ours & theirs
+                               if tip_files.get(p) != snapshot.files.get(p))
+            if conflicts:
+                raise StaleProposalError(
+                    f"proposal {proposal.name} is stale: {', '.join(conflicts[:5])}"
+                    f"{' ...' if len(conflicts) > 5 else ''} changed on the wiki since its "
+                    "base; it is kept — redo the change on the current wiki")
+            changes = {p: (wiki.store.read(tip_files[p].sha) if p in tip_files else None)
+                       for p in ours}
+            tree = wiki.store.write_tree(snapshot.files, with_indexes(snapshot, changes))
+        proposers = ", ".join(str(a) for a in proposal.authors) or "unknown"
+        message = (f"Land proposal {proposal.name}: {proposal.subject}\n\n"
+                   f"Proposed-by: {proposers}\nApproved-by: {approver}\n"
+                   f"{PROPOSAL_TRAILER}: {proposal.name}\n")
+        commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver)
+        try:
+            wiki.store.update_ref(wiki.ref, commit, head, f"wiki approve {proposal.name}")
+        except RefMovedError:
+            continue
+        wiki.store.delete_ref(proposal.ref, proposal.tip)
+        return Landing(proposal.name, commit, merged, approver)
+    raise RefMovedError(f"the wiki branch kept moving; proposal {proposal.name} was not "
+                        f"landed after {LAND_ATTEMPTS} attempts — run `wiki approve` again")

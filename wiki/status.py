@@ -1,0 +1,56 @@
+"""The state of a wiki at a glance: branch head, indexed commit, counts."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from indexes.store import SearchIndex
+from wiki.derived import COMMIT_KEY, INVALID_KEY
+from wiki.proposals import list_proposals
+from wiki.workspace import Wiki
+
+
+@dataclass
+class WikiStatus:
+    """``healthy`` when the derived index is at the branch head and no entry is invalid."""
+
+    branch: str
+    head: str
+    indexed_commit: str | None
+    entries: int
+    by_status: dict[str, int] = field(default_factory=dict)
+    invalid_entries: int = 0
+    open_proposals: int = 0
+    database: str = ""
+
+    @property
+    def healthy(self) -> bool:
+        return self.indexed_commit == self.head and self.invalid_entries == 0
+
+    def rows(self) -> list[tuple[str, str]]:
+        """``(label, value)`` pairs for display."""
+        index_state = "up to date" if self.indexed_commit == self.head else (
+            f"behind ({(self.indexed_commit or 'never built')[:12]}); run `wiki index`")
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(self.by_status.items())) or "-"
+        return [("branch", self.branch), ("head", self.head[:12]), ("index", index_state),
+                ("entries", f"{self.entries} ({statuses})"),
+                ("invalid entries", str(self.invalid_entries)),
+                ("open proposals", str(self.open_proposals)), ("database", self.database)]
+
+
+def wiki_status(wiki: Wiki) -> WikiStatus:
+    """Read the state without changing anything (the index is not synced).
+    Raises ``NotInitializedError`` when there is no wiki branch."""
+    head = wiki.require_head()
+    snapshot = wiki.snapshot(head)
+    info = WikiStatus(wiki.branch, head, None, len(snapshot.entry_paths()),
+                      open_proposals=len(list_proposals(wiki)),
+                      database=str(wiki.database_path()))
+    if wiki.database_path().exists():
+        with SearchIndex(wiki.database_path()) as index:
+            info.indexed_commit = index.get_meta(COMMIT_KEY)
+            info.invalid_entries = len(json.loads(index.get_meta(INVALID_KEY) or "{}"))
+            info.by_status = dict(index.conn.execute(
+                "SELECT status, count(*) FROM docs GROUP BY status"))
+    return info

@@ -1,0 +1,86 @@
+"""The wiki of one repository: where its branch, proposals and derived state live."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import git
+
+from wiki.branch import BranchStore
+from wiki.config import CONFIG_PATH, TEMPLATE, WikiConfig
+from wiki.errors import AlreadyInitializedError, ConfigError, NotInitializedError
+from wiki.gitrepo import common_dir, current_identity, open_repository
+from wiki.snapshot import Snapshot, write_commit
+
+DEFAULT_BRANCH = "wiki"
+_BRANCH_NAME = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]+(?<![./])$")
+
+
+class Wiki:
+    """The wiki kept on a branch of the repository that contains ``path``.
+
+    The branch name comes from ``branch``, else ``$WIKI_BRANCH``, else
+    ``git config wiki.branch``, else ``wiki``. Proposals live under
+    ``refs/heads/<branch>-proposals/`` (git cannot hold both ``wiki`` and ``wiki/x``).
+    Derived state (search database, gap log) lives in ``<git common dir>/wiki/``.
+    """
+
+    def __init__(self, path: Path | str = ".", branch: str | None = None):
+        self.repo: git.Repo = open_repository(path)
+        self.store = BranchStore(self.repo)
+        self.branch = branch or os.environ.get("WIKI_BRANCH") or self._configured_branch()
+        if not _BRANCH_NAME.match(self.branch) or self.branch.endswith(".lock"):
+            raise ConfigError(f"invalid wiki branch name {self.branch!r}")
+        self.ref = f"refs/heads/{self.branch}"
+        self.proposal_prefix = f"refs/heads/{self.branch}-proposals/"
+        self.state_dir = common_dir(self.repo) / "wiki"
+
+    def _configured_branch(self) -> str:
+        try:
+            value = self.repo.config_reader().get_value("wiki", "branch", DEFAULT_BRANCH)
+        except Exception:  # an unreadable config is git's to report, not ours
+            return DEFAULT_BRANCH
+        return str(value)
+
+    @property
+    def root(self) -> Path | None:
+        """The work tree root of the repository (``None`` for a bare repository)."""
+        return Path(self.repo.working_tree_dir) if self.repo.working_tree_dir else None
+
+    def head(self) -> str | None:
+        """The commit at the tip of the wiki branch, or ``None`` before ``init``."""
+        return self.store.resolve(self.ref)
+
+    def require_head(self) -> str:
+        """The wiki head; raises :class:`NotInitializedError` when there is no branch."""
+        head = self.head()
+        if head is None:
+            raise NotInitializedError(
+                f"no wiki branch '{self.branch}' in {self.repo.common_dir}: run `wiki init`")
+        return head
+
+    def snapshot(self, commit: str | None = None) -> Snapshot:
+        """The wiki at ``commit`` (default: the head; raises when not initialised)."""
+        return Snapshot(self.store, commit or self.require_head())
+
+    def config(self) -> WikiConfig:
+        """Settings from ``wiki.toml`` on the wiki head."""
+        return self.snapshot().config()
+
+    def database_path(self) -> Path:
+        """The derived search database of this branch."""
+        return self.state_dir / (self.branch.replace("/", "__") + ".sqlite")
+
+    def init(self) -> str:
+        """Create the wiki branch with ``wiki.toml`` and a root ``index.md`` in one commit
+        authored by the current git identity. Raises :class:`AlreadyInitializedError`."""
+        if self.head() is not None:
+            raise AlreadyInitializedError(f"the wiki branch '{self.branch}' already exists")
+        author = current_identity(self.repo)
+        empty = Snapshot(self.store, None)
+        commit = write_commit(empty, {CONFIG_PATH: TEMPLATE.encode("utf-8")},
+                              "wiki: initialise the wiki\n", author=author)
+        self.store.update_ref(self.ref, commit, None, "wiki init")
+        return commit

@@ -1,0 +1,101 @@
+"""One error path: domain errors become one line on stderr and a documented exit code.
+
+| code | meaning |
+|------|---------|
+| 0    | success |
+| 1    | findings, or something asked for was not found / already exists |
+| 2    | usage or configuration error (bad option, empty query, no repo, no wiki branch) |
+| 3    | evidence gap: ``wiki ask`` found nothing confident enough to answer |
+| 4    | conflict: the wiki moved (lost compare-and-swap) or a proposal is stale |
+| 5    | refused by review policy (e.g. approving your own proposal) |
+| 70   | internal error (a bug): the traceback is written to a log file |
+| 130  | interrupted (Ctrl-C) |
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from indexes.errors import EmptyQueryError, IndexesError
+from wiki.errors import (
+    AlreadyInitializedError,
+    ConfigError,
+    EntryError,
+    IdentityError,
+    NotARepositoryError,
+    NotFoundError,
+    NotInitializedError,
+    RefMovedError,
+    SelfApprovalError,
+    StaleProposalError,
+    WikiError,
+)
+
+OK, FINDINGS, USAGE, GAP, CONFLICT, REFUSED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 4, 5, 70, 130
+
+EXIT_CODES: list[tuple[type[Exception], int]] = [
+    (EmptyQueryError, USAGE),
+    (NotARepositoryError, USAGE),
+    (NotInitializedError, USAGE),
+    (ConfigError, USAGE),
+    (IdentityError, USAGE),
+    (EntryError, USAGE),
+    (NotFoundError, FINDINGS),
+    (AlreadyInitializedError, FINDINGS),
+    (RefMovedError, CONFLICT),
+    (StaleProposalError, CONFLICT),
+    (SelfApprovalError, REFUSED),
+    (WikiError, FINDINGS),
+    (IndexesError, USAGE),
+]
+
+
+def exit_code_for(error: Exception) -> int:
+    """The documented exit code of a domain error."""
+    for kind, code in EXIT_CODES:
+        if isinstance(error, kind):
+            return code
+    return INTERNAL
+
+
+def report(message: str) -> None:
+    """Write one line of talk to stderr."""
+    typer.echo(message, err=True)
+
+
+class WikiGroup(TyperGroup):
+    """The top-level command group: maps domain errors to one line and an exit code, and
+    unexpected ones to a log file and exit 70, so no user error shows a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (WikiError, IndexesError) as error:
+            report(f"error: {error}")
+            raise typer.Exit(exit_code_for(error)) from None
+        except KeyboardInterrupt:
+            report("interrupted")
+            raise typer.Exit(INTERRUPTED) from None
+        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as error:  # a bug: keep the details, show one line
+            log = _write_crash_log()
+            report(f"internal error: {type(error).__name__}: {error} (details in {log}; "
+                   "please report it)")
+            raise typer.Exit(INTERNAL) from None
+
+
+def _write_crash_log() -> Path:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = Path(tempfile.gettempdir()) / f"wiki-crash-{stamp}.log"
+    path.write_text(f"wiki {' '.join(sys.argv[1:])}\n\n{traceback.format_exc()}",
+                    encoding="utf-8")
+    return path
