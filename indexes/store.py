@@ -17,12 +17,13 @@ from pathlib import Path
 
 import sqlite_utils
 
-from indexes.confidence import coverage
+from indexes.confidence import idf, weighted_coverage
 from indexes.documents import Document, Hit
 from indexes.errors import IndexSchemaError
 from indexes.fusion import rrf
+from indexes.passages import TOKENIZER
 from indexes.query import match_expression, query_words, quote, substring_terms
-from indexes.text import no_space_runs, tokens
+from indexes.text import no_space_runs
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -53,14 +54,12 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX docs_doc_id ON docs(doc_id);
     CREATE VIRTUAL TABLE docs_fts USING fts5(
         title, aliases, tags, summary, body,
-        content='docs', content_rowid='rowid',
-        tokenize='unicode61 remove_diacritics 2'
+        content='docs', content_rowid='rowid', tokenize="{tokenizer}"
     );
     CREATE VIRTUAL TABLE docs_tri USING fts5(
         title, aliases, summary, body,
         content='docs', content_rowid='rowid', tokenize='trigram'
     );
-    CREATE VIRTUAL TABLE docs_vocab USING fts5vocab(docs_fts, 'row');
     CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN
         INSERT INTO docs_fts(rowid, title, aliases, tags, summary, body)
         VALUES (new.rowid, new.title, new.aliases, new.tags, new.summary, new.body);
@@ -83,7 +82,7 @@ MIGRATIONS: tuple[str, ...] = (
         INSERT INTO docs_tri(rowid, title, aliases, summary, body)
         VALUES (new.rowid, new.title, new.aliases, new.summary, new.body);
     END;
-    """,
+    """.replace("{tokenizer}", TOKENIZER),
 )
 
 
@@ -301,26 +300,35 @@ class SearchIndex:
         return rrf({"bm25": bm25, "trigram": trigram}, limit=limit)
 
     # -- confidence --------------------------------------------------------------------
-    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
-        """``token -> number of documents containing it`` from the FTS5 vocabulary."""
-        terms = list(dict.fromkeys(terms))
-        if not terms:
-            return {}
-        rows = self.conn.execute(
-            f"SELECT term, doc FROM docs_vocab WHERE term IN ({','.join('?' * len(terms))})",
-            terms)
-        return dict(rows)
+    def word_matches(self, word: str, key: str | None = None) -> tuple[int, bool]:
+        """``(document frequency, found in document key)`` of one query word, matched by
+        FTS5 itself (same tokenizer and stemming as the index; trigram table or a scan
+        for space-less scripts)."""
+        runs = no_space_runs(word)
+        if runs:
+            condition = " AND ".join("instr(d.title || ' ' || d.aliases || ' ' || d.summary "
+                                     "|| ' ' || d.body, ?) > 0" for _ in runs)
+            base, params = f"SELECT d.key FROM docs d WHERE {condition}", list(runs)
+        else:
+            base = ("SELECT d.key FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid "
+                    "WHERE docs_fts MATCH ?")
+            params = [quote(word)]
+        df = self.conn.execute(f"SELECT count(*) FROM ({base})", params).fetchone()[0]
+        found = key is not None and self.conn.execute(
+            f"SELECT 1 FROM ({base}) WHERE key = ?", [*params, key]).fetchone() is not None
+        return df, found
 
     def coverage(self, query: str, key: str) -> float:
-        """IDF-weighted share of the query's tokens found in document ``key`` (0-1); see
+        """IDF-weighted share of the query's words found in document ``key`` (0-1); see
         :mod:`indexes.confidence`."""
-        row = self.get(key)
-        if row is None:
-            return 0.0
-        query_tokens = [t for w in query_words(query) for t in tokens(w)]
-        text = "\n".join(row[c] for c in COLUMNS)
-        return coverage(query_tokens, text, self.document_frequencies(query_tokens),
-                        self.count(Filters(statuses=None)))
+        n_docs = self.count(Filters(statuses=None))
+        return weighted_coverage([self.word_matches(w, key) for w in query_words(query)],
+                                 n_docs)
+
+    def word_weights(self, query: str) -> dict[str, float]:
+        """``query word -> BM25 idf`` over the whole index."""
+        n_docs = self.count(Filters(statuses=None))
+        return {w: idf(self.word_matches(w)[0], n_docs) for w in query_words(query)}
 
 
 def _statements(script: str) -> list[str]:

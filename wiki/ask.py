@@ -1,7 +1,8 @@
 """Extractive answers: the most relevant sentences of the top entries, each cited.
 
 Without a model, an answer is a handful of sentences taken verbatim from the best
-entries, scored by how many of the question's (IDF-weighted) words they contain, each
+entries, ranked by BM25 against the question with the index's own tokenizer
+(:func:`indexes.passages.rank_passages`) and discounted by the rank of their entry, each
 with a citation ``[n]`` to its entry and, through it, to the entry's sources. When the
 retrieval confidence is below the threshold the answer is an evidence gap, recorded in
 ``<git dir>/wiki/gaps.jsonl`` for lint, never a guess (DESIGN.md §5-6).
@@ -13,17 +14,16 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from indexes.confidence import idf
-from indexes.query import query_words
-from indexes.text import tokens
+from indexes.passages import rank_passages
 from wiki.entry import now_iso
-from wiki.markdown_text import sentences
+from wiki.markdown_text import sentences, word_count
 from wiki.search import SearchResult, filters_for, search
 from wiki.workspace import Wiki
 
 MAX_ENTRIES = 3
 MAX_SENTENCES = 4
 MAX_SENTENCE_CHARS = 400
+MIN_SENTENCE_WORDS = 4
 RELATIVE_FLOOR = 0.4
 """A sentence scoring below this share of the best sentence is left out."""
 
@@ -73,38 +73,34 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
 
 def _extract(wiki: Wiki, result: SearchResult, answer: Answer) -> None:
     snapshot = wiki.snapshot(result.commit)
-    query_tokens = {t for w in query_words(result.query) for t in tokens(w)}
-    weights = {t: idf(result.document_frequency.get(t, 0), result.n_docs) for t in query_tokens}
-    scored: list[tuple[float, int, str, int]] = []
-    cited: dict[str, Citation] = {}
+    candidates: list[tuple[int, str]] = []  # (entry position, sentence)
+    entries = []
     for position, hit in enumerate(result.hits[:MAX_ENTRIES]):
         entry = snapshot.entry(hit.key)
-        number = len(cited) + 1
-        cited[hit.key] = Citation(number, entry.id, entry.path, entry.title,
-                                  [s.uri for s in entry.sources])
-        for order, sentence in enumerate(sentences(entry.body)):
-            words = set(tokens(sentence))
-            overlap = sum(weights[t] for t in query_tokens & words)
-            if overlap <= 0 or len(words) < 3:
-                continue
-            # earlier entries and longer matches first; very long sentences are trimmed
-            score = overlap / math.sqrt(1 + position) - 0.01 * order
-            text = sentence if len(sentence) <= MAX_SENTENCE_CHARS else \
-                sentence[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
-            scored.append((score, position, text, number))
-    scored.sort(key=lambda s: (-s[0], s[1]))
+        entries.append(entry)
+        candidates += [(position, s) for s in sentences(entry.body)
+                       if word_count(s) >= MIN_SENTENCE_WORDS]
+    ranked = rank_passages(result.query, [s for _, s in candidates], limit=50)
+    scored = sorted(((score / math.sqrt(1 + candidates[i][0]), i) for i, score in ranked),
+                    key=lambda pair: (-pair[0], pair[1]))
     floor = RELATIVE_FLOOR * scored[0][0] if scored else 0.0
+    numbers: dict[int, int] = {}
     picked: list[tuple[str, int]] = []
-    for score, _, text, number in scored:
-        if score < floor:
+    for score, i in scored:
+        if score < floor or len(picked) == MAX_SENTENCES:
             break
-        if text not in {t for t, _ in picked}:
-            picked.append((text, number))
-        if len(picked) == MAX_SENTENCES:
-            break
-    used = {n for _, n in picked}
+        position, text = candidates[i]
+        if len(text) > MAX_SENTENCE_CHARS:
+            text = text[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
+        if any(text == t for t, _ in picked):
+            continue
+        number = numbers.setdefault(position, len(numbers) + 1)
+        picked.append((text, number))
     answer.sentences = picked
-    answer.citations = [c for c in cited.values() if c.number in used]
+    answer.citations = [Citation(number, entries[position].id, entries[position].path,
+                                 entries[position].title,
+                                 [s.uri for s in entries[position].sources])
+                        for position, number in sorted(numbers.items(), key=lambda p: p[1])]
 
 
 def _record_gap(wiki: Wiki, answer: Answer) -> None:

@@ -46,12 +46,14 @@ def inline_plain(line: str) -> str:
     return re.sub(r"\s+", " ", line).strip()
 
 
-def blocks(markdown: str, *, keep_code: bool = False) -> list[str]:
+def blocks(markdown: str, *, keep_code: bool = False, headings: bool = True) -> list[str]:
     """Plain-text blocks of ``markdown``: paragraphs, list items, table rows and headings,
-    in order. Link definitions are left out, and so is fenced code unless ``keep_code``."""
+    in order. Link definitions are left out, fenced code unless ``keep_code``, and
+    headings and table header rows unless ``headings``."""
     out: list[str] = []
     paragraph: list[str] = []
     in_fence = False
+    last_was_row = False
 
     def flush() -> None:
         if paragraph:
@@ -72,11 +74,15 @@ def blocks(markdown: str, *, keep_code: bool = False) -> list[str]:
         stripped = line.strip()
         if not stripped or _TABLE_RULE.match(stripped):
             flush()
+            if stripped and not headings and last_was_row and out:
+                out.pop()  # the row above a |---| rule is the table's header
             continue
         heading = _HEADING.match(stripped)
+        last_was_row = stripped.startswith("|")
         if heading:
             flush()
-            out.append(inline_plain(heading.group(2)))
+            if headings:
+                out.append(inline_plain(heading.group(2)))
             continue
         if stripped.startswith("|"):
             flush()
@@ -101,8 +107,8 @@ def plain_text(markdown: str) -> str:
 
 def sentences(markdown: str) -> list[str]:
     """The sentences of ``markdown`` as plain text, in order."""
-    return [s.strip() for block in blocks(markdown) for s in _SENTENCE_END.split(block)
-            if s.strip()]
+    return [s.strip() for block in blocks(markdown, headings=False)
+            for s in _SENTENCE_END.split(block) if s.strip()]
 
 
 def summary(markdown: str, *, max_chars: int = 240) -> str:

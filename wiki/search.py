@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from indexes.documents import Hit
-from indexes.query import query_words
 from indexes.store import Filters, SearchIndex
-from indexes.text import tokens
 from wiki.derived import SyncReport, indexed_config, open_synced, sync
 from wiki.workspace import Wiki
 
@@ -27,8 +25,6 @@ class SearchResult:
     threshold: float
     sync: SyncReport
     sources: dict[str, list[dict]] = field(default_factory=dict)
-    document_frequency: dict[str, int] = field(default_factory=dict)
-    n_docs: int = 0
 
     @property
     def gap(self) -> bool:
@@ -58,11 +54,8 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
         confidence = index.coverage(query, hits[0].key) if hits else 0.0
         sources = {h.key: (index.get(h.key) or {}).get("extra", {}).get("sources", [])
                    for h in hits}
-        query_tokens = [t for w in query_words(query) for t in tokens(w)]
-        frequencies = index.document_frequencies(query_tokens)
-        n_docs = index.count(Filters(statuses=None))
     finally:
         if own:
             index.close()
     return SearchResult(query, report.commit, hits, confidence,
-                        config.search.gap_threshold, report, sources, frequencies, n_docs)
+                        config.search.gap_threshold, report, sources)

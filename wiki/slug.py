@@ -48,5 +48,5 @@ def unique_path(folder: str, stem: str, taken: set[str], suffix: str = ".md") ->
 
 def slug_path(path: str) -> str:
     """Slug every segment of a folder path (``Travel & Leave/Per Diem`` ->
-    ``travel-leave/per-diem``); empty segments are dropped."""
-    return "/".join(slugify(part) for part in path.split("/") if part.strip())
+    ``travel-leave/per-diem``); empty, ``.`` and ``..`` segments are dropped."""
+    return "/".join(slugify(part) for part in path.split("/") if part.strip(" ."))

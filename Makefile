@@ -1,0 +1,36 @@
+# Every target sets up what it needs: a fresh machine only needs python3.11 and git.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DATA   ?= $(abspath ../shared/data)
+
+.PHONY: setup demo test lint eval bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## make demo: build a wiki from a real corpus and ask it three questions
+## (DEMO_CORPUS=../shared/data/handbook-18f for the 18F handbook at its checkpoint)
+demo: $(STAMP)
+	WIKI="$(abspath $(BIN)/wiki)" bash scripts/demo.sh
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+eval: $(STAMP)
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.run --dataset all
+
+bench: $(STAMP)
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench
+
+clean:
+	rm -rf $(VENV) evals/.cache .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Evaluation harness and benchmarks for the wiki (see evals/README.md)."""

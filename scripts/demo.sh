@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Build a wiki from a real corpus in a throw-away repository, land it through review
+# (a second identity approves), and ask three questions. Called by `make demo`.
+#   DEMO_CORPUS unset          -> this project's docs/ and README.md
+#   DEMO_CORPUS=<handbook dir> -> the 18F handbook bundle at its checkpoint commit
+#   DEMO_CORPUS=<folder>       -> any folder of markdown
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+WIKI="${WIKI:-$here/.venv/bin/wiki}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME="Ada Author" GIT_AUTHOR_EMAIL="ada@example.com"
+export GIT_COMMITTER_NAME="Ada Author" GIT_COMMITTER_EMAIL="ada@example.com"
+
+corpus="${DEMO_CORPUS:-}"
+if [ -n "$corpus" ] && ls "$corpus"/*.bundle >/dev/null 2>&1; then
+  bundle="$(ls "$corpus"/*.bundle | head -n 1)"
+  checkpoint="$(grep -o 'checkpoint commit `[0-9a-f]\{40\}`' "$corpus/questions-dev/README.md" \
+                | grep -o '[0-9a-f]\{40\}')"
+  echo "== cloning $(basename "$bundle") at checkpoint ${checkpoint:0:12}" >&2
+  git clone --quiet "$bundle" "$work/repo"
+  git -C "$work/repo" checkout --quiet "$checkpoint"
+  sources=("$work/repo/pages")
+  questions=("how do I file a travel voucher?"
+             "what is tock line #670 for?"
+             "who do I send OPM Form 630 to when applying for donated leave?")
+elif [ -n "$corpus" ]; then
+  git init --quiet "$work/repo"
+  sources=("$(cd "$corpus" && pwd)")
+  questions=("${DEMO_Q1:-how do I get started?}" "${DEMO_Q2:-who do I ask for help?}"
+             "${DEMO_Q3:-where is the documentation?}")
+else
+  git init --quiet "$work/repo"
+  sources=("$here/docs" "$here/README.md")
+  questions=("how does a proposal get approved?"
+             "what exit code does an evidence gap return?"
+             "where is the derived search index stored?")
+fi
+
+cd "$work/repo"
+echo "== wiki init" >&2
+"$WIKI" init >/dev/null
+echo "== wiki ingest ${sources[*]}" >&2
+start=$(date +%s.%N)
+proposal="$("$WIKI" ingest "${sources[@]}")"
+echo "== wiki approve $proposal (as a second person)" >&2
+GIT_AUTHOR_NAME="Rita Reviewer" GIT_AUTHOR_EMAIL="rita@example.com" \
+  GIT_COMMITTER_NAME="Rita Reviewer" GIT_COMMITTER_EMAIL="rita@example.com" \
+  "$WIKI" approve "$proposal" >/dev/null
+"$WIKI" index >/dev/null
+end=$(date +%s.%N)
+echo "== ingest + review + index: $(python3 -c "print(f'{$end - $start:.1f}')") s" >&2
+"$WIKI" status
+for q in "${questions[@]}"; do
+  echo
+  echo "\$ wiki ask \"$q\""
+  "$WIKI" ask "$q" || echo "(exit $?: evidence gap)"
+done

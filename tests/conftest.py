@@ -1,0 +1,114 @@
+"""Hermetic fixtures: real git repositories in tmp dirs with pinned identities, a temp
+HOME, real SQLite, the CLI run in-process through typer's runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from wiki.gitrepo import Identity
+from wiki.ingest import ingest
+from wiki.proposals import approve
+from wiki.workspace import Wiki
+
+ALICE = Identity("Alice Author", "alice@example.com")
+BOB = Identity("Bob Reviewer", "bob@example.com")
+
+
+def identity_env(who: Identity) -> dict[str, str]:
+    return {"GIT_AUTHOR_NAME": who.name, "GIT_AUTHOR_EMAIL": who.email,
+            "GIT_COMMITTER_NAME": who.name, "GIT_COMMITTER_EMAIL": who.email}
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path_factory, monkeypatch) -> None:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.delenv("WIKI_BRANCH", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    for key, value in identity_env(ALICE).items():
+        monkeypatch.setenv(key, value)
+
+
+@contextmanager
+def acting_as(who: Identity) -> Iterator[None]:
+    """Temporarily act as ``who`` (git resolves identity from these variables)."""
+    saved = {k: os.environ.get(k) for k in identity_env(who)}
+    os.environ.update(identity_env(who))
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A fresh git repository with one commit on main and a clean work tree."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text("# project\n")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "first")
+    return path
+
+
+@pytest.fixture
+def wiki(repo: Path) -> Wiki:
+    """An initialised wiki in ``repo``."""
+    w = Wiki(repo)
+    w.init()
+    return w
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def ingest_and_land(w: Wiki, *paths: Path):
+    """Ingest as Alice, approve as Bob; returns the ingest report."""
+    report = ingest(w, list(paths), author=ALICE)
+    assert report.proposal is not None, report
+    approve(w, report.proposal.name, approver=BOB)
+    return report
+
+
+def entry_text(entry_id: str, title: str, body: str, **fields) -> str:
+    lines = [f"id: {entry_id}", f"title: {title}"]
+    lines += [f"{k}: {v}" for k, v in fields.items()]
+    return "---\n" + "\n".join(lines) + f"\n---\n{body}\n"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def cli(runner: CliRunner, repo: Path):
+    """Run ``wiki -C repo ARGS`` in-process; returns the click Result."""
+    from wiki_cli.app import app
+
+    def run(*args: str, input: str | None = None):
+        return runner.invoke(app, ["-C", str(repo), *args], input=input)
+
+    return run

@@ -1,0 +1,54 @@
+"""Slugs keep Unicode, are stable and never merge two entries (ROBUSTNESS F1-F2)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from wiki.slug import slug_path, slugify, unique_path
+
+
+def test_names_a_careless_rule_would_merge_stay_distinct() -> None:
+    taken: set[str] = set()
+    paths = [unique_path("notes", slugify(n), taken)
+             for n in ("my_file", "my-file", "my file")]
+    assert paths == ["notes/my_file.md", "notes/my-file.md", "notes/my-file-2.md"]
+
+
+def test_nfc_and_nfd_give_the_same_slug() -> None:
+    nfc = unicodedata.normalize("NFC", "café")
+    nfd = unicodedata.normalize("NFD", "café")
+    assert nfc != nfd
+    assert slugify(nfc) == slugify(nfd) == "café"
+
+
+def test_non_latin_titles_get_stable_distinct_slugs() -> None:
+    assert slugify("日本語のタイトル") == "日本語のタイトル"
+    assert slugify("中文标题") == "中文标题"
+    assert slugify("日本語のタイトル") != slugify("中文标题")
+    assert slugify("Привет мир") == "привет-мир"
+    assert slugify("🚀 Launch!") == "🚀-launch"
+
+
+def test_symbols_only_and_reserved_names() -> None:
+    assert slugify("{") == "entry"
+    assert slugify("   ") == "entry"
+    assert slugify("index") == "index-entry"
+    assert slugify("CON") == "con-entry"
+    taken: set[str] = set()
+    assert unique_path("", slugify("{"), taken) == "entry.md"
+    assert unique_path("", slugify("}"), taken) == "entry-2.md"
+
+
+def test_shell_and_path_characters_are_removed() -> None:
+    assert slugify("$(rm -rf ~); `x`") == "rm-rf-x"
+    assert slugify("../../etc/passwd") == "etc-passwd"
+    assert slug_path("Travel & Leave/../Per Diem") == "travel-leave/per-diem"
+
+
+def test_case_insensitive_collisions_are_avoided() -> None:
+    taken = {"notes/readme.md"}
+    assert unique_path("notes", "README", taken) == "notes/README-2.md"
+
+
+def test_long_names_are_cut() -> None:
+    assert len(slugify("word " * 100)) <= 80
