@@ -19,9 +19,21 @@ MAX_WORDS = 64
 MAX_WORD_CHARS = 256
 """Longer words are cut; no index token is that long in practice."""
 
+STOPWORDS = frozenset("""
+a an and are as at be but by for if in into is it no not of on or such that the their then
+there these they this to was will with
+what which who whom whose when where why how do does did doing done can could should would
+may might must shall i me my we our us you your he she him her his its them am been being
+have has had having about any some from so than too very just also there's what's
+""".split())
+"""Lucene's English stop set (also Anserini's, behind BEIR's BM25 baseline) plus the
+question and pronoun words people type into a search box. Dropped from a query unless
+the query has nothing else, so "how do I file a voucher" searches "file voucher"."""
+
 
 def query_words(query: str) -> list[str]:
-    """The distinct searchable words of ``query``, in order, bounded by :data:`MAX_WORDS`.
+    """The distinct searchable words of ``query``, in order, without :data:`STOPWORDS`
+    (unless nothing else is left), bounded by :data:`MAX_WORDS`.
 
     Raises :class:`EmptyQueryError` when no word carries a token.
     """
@@ -29,15 +41,18 @@ def query_words(query: str) -> list[str]:
     words: list[str] = []
     for word in query.split():
         word = word[:MAX_WORD_CHARS]
-        if not has_token(word) or word.casefold() in seen:
+        key = word.casefold()
+        if not has_token(word) or key in seen:
             continue
-        seen.add(word.casefold())
+        seen.add(key)
         words.append(word)
-        if len(words) == MAX_WORDS:
-            break
     if not words:
         raise EmptyQueryError("the query has no searchable words")
-    return words
+    content = [w for w in words if w.casefold().strip(_EDGE_PUNCTUATION) not in STOPWORDS]
+    return (content or words)[:MAX_WORDS]
+
+
+_EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}<>"
 
 
 def quote(text: str) -> str:

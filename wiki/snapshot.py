@@ -61,13 +61,16 @@ class Snapshot:
 def with_indexes(snapshot: Snapshot,
                  changes: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
     """``changes`` plus the regenerated ``index.md`` of every folder above a changed entry,
-    so the listing is always part of the same commit as the change."""
-    changes = {p: d for p, d in changes.items() if p.rpartition("/")[2] != indextree.INDEX_NAME}
+    so the listing is always part of the same commit as the change. An ``index.md`` in
+    ``changes`` contributes only its overview (the text above the marker)."""
+    overviews = {p: d for p, d in changes.items() if p.rpartition("/")[2] == indextree.INDEX_NAME}
+    changes = {p: d for p, d in changes.items() if p not in overviews}
     paths = set(snapshot.entry_paths())
     for path, data in changes.items():
         if indextree.is_entry_path(path):
             (paths.discard if data is None else paths.add)(path)
     folders = {f for p in changes if indextree.is_entry_path(p) for f in indextree.ancestors(p)}
+    folders |= {indextree.parent(p) for p in overviews}
     if snapshot.commit is None:
         folders.add("")
 
@@ -80,7 +83,7 @@ def with_indexes(snapshot: Snapshot,
             return indextree.Listing(path.rpartition("/")[2].removesuffix(".md"), "")
 
     def existing(path: str) -> str | None:
-        data = snapshot.read(path)
+        data = overviews[path] if path in overviews else snapshot.read(path)
         return data.decode("utf-8", "replace") if data is not None else None
 
     return {**changes, **indextree.regenerate(paths, folders, listing, existing)}

@@ -1,0 +1,134 @@
+"""Ingest: sources to entries as a proposal; unchanged is a no-op; bad files are skipped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import ALICE, git, ingest_and_land, write
+
+from wiki.entry import Entry
+from wiki.ingest import ingest
+from wiki.workspace import Wiki
+
+LONG_SECTION = " ".join(f"word{i}" for i in range(120))
+
+
+def _entries(wiki: Wiki) -> dict[str, Entry]:
+    good, bad = wiki.snapshot().entries()
+    assert bad == []
+    return {e.path: e for e in good}
+
+
+def test_ingest_compiles_sources_into_entries(wiki: Wiki, repo: Path) -> None:
+    write(repo / "docs" / "travel" / "per-diem.md",
+          "---\ntitle: Per Diem\nkeywords: [travel, money]\naliases: [M&IE]\n---\n"
+          "Per diem covers meals. It is paid daily.\n")
+    write(repo / "docs" / "notes.txt", "Plain text notes about the office.\n")
+    report = ingest_and_land(wiki, repo / "docs")
+    assert (report.sources, report.added, report.skipped) == (2, 2, [])
+    entries = _entries(wiki)
+    assert set(entries) == {"docs/travel/per-diem.md", "docs/notes.md"}
+    entry = entries["docs/travel/per-diem.md"]
+    assert entry.title == "Per Diem"
+    assert entry.summary == "Per diem covers meals. It is paid daily."
+    assert entry.tags == ["travel", "money"] and entry.aliases == ["M&IE"]
+    assert entry.sources[0].uri == "git:docs/travel/per-diem.md"
+    assert entry.sources[0].fingerprint.startswith("sha256:")
+    assert entry.body.endswith("[1]: git:docs/travel/per-diem.md\n")
+    assert "[Per Diem](per-diem.md)" in wiki.snapshot().read("docs/travel/index.md").decode()
+    assert git(repo, "status", "--porcelain") == "?? docs/"  # the work tree is untouched
+
+
+def test_reingesting_unchanged_sources_changes_nothing(wiki: Wiki, repo: Path) -> None:
+    write(repo / "kb" / "a.md", "# A\n\nAlpha text here.\n")
+    ingest_and_land(wiki, repo / "kb")
+    head = wiki.head()
+    # CRLF, BOM, trailing spaces and a frontmatter-only edit are not content changes
+    (repo / "kb" / "a.md").write_bytes(b"\xef\xbb\xbf---\nx: 1\n---\n# A  \r\n\r\nAlpha text here.\r\n")
+    report = ingest(wiki, [repo / "kb"], author=ALICE)
+    assert (report.unchanged_sources, report.changed, report.proposal) == (1, 0, None)
+    assert wiki.head() == head
+
+
+def test_changed_source_updates_its_entry_in_place(wiki: Wiki, repo: Path) -> None:
+    source = write(repo / "kb" / "a.md", "---\ntitle: A\n---\nThe limit is 10.\n")
+    ingest_and_land(wiki, repo / "kb")
+    before = _entries(wiki)["kb/a.md"]
+    source.write_text("---\ntitle: A\n---\nThe limit is 20.\n")
+    report = ingest_and_land(wiki, repo / "kb")
+    assert (report.added, report.updated) == (0, 1)
+    after = _entries(wiki)["kb/a.md"]
+    assert after.id == before.id and after.meta["created"] == before.meta["created"]
+    assert "The limit is 20." in after.body
+    assert after.sources[0].fingerprint != before.sources[0].fingerprint
+
+
+def test_long_source_is_split_at_headings(wiki: Wiki, repo: Path) -> None:
+    text = "---\ntitle: Guide\n---\nIntro.\n\n" + "".join(
+        f"## Part {n}\n\n{LONG_SECTION}\n\n" for n in ("One", "Two", "Three", "Four", "Five", "Six"))
+    write(repo / "kb" / "guide.md", text)
+    ingest_and_land(wiki, repo / "kb")
+    entries = _entries(wiki)
+    assert sorted(entries) == [f"kb/guide--part-{n}.md" for n in
+                               ("five", "four", "one", "six", "three", "two")]
+    assert entries["kb/guide--part-one.md"].title == "Guide: Part One"
+    assert entries["kb/guide--part-one.md"].body.startswith("Intro.")  # short intro merged
+    assert {e.sources[0].locator for e in entries.values()} == \
+        {"Part One", "Part Two", "Part Three", "Part Four", "Part Five", "Part Six"}
+    # a section that disappears is retracted, never deleted
+    write(repo / "kb" / "guide.md", text.replace(f"## Part Five\n\n{LONG_SECTION}\n\n", ""))
+    report = ingest_and_land(wiki, repo / "kb")
+    assert (report.retracted, report.updated) == (1, 5)
+    assert _entries(wiki)["kb/guide--part-five.md"].status == "retracted"
+
+
+def test_bad_files_are_reported_and_skipped_and_left_unchanged(wiki: Wiki, repo: Path) -> None:
+    bad_yaml = b"---\ntitle: *Italic*\n---\nbody\n"
+    write(repo / "kb" / "good.md", "# Good\n\nGood text.\n")
+    (repo / "kb" / "bad.md").write_bytes(bad_yaml)
+    (repo / "kb" / "unclosed.md").write_bytes(b"---\ntitle: x\nbody\n")
+    (repo / "kb" / "binary.md").write_bytes(b"\x00\x01")
+    report = ingest(wiki, [repo / "kb", repo / "missing"], author=ALICE)
+    reasons = {Path(s.path).name: s.reason for s in report.skipped}
+    assert set(reasons) == {"bad.md", "unclosed.md", "binary.md", "missing"}
+    assert "bad.md:2" in reasons["bad.md"] and "invalid YAML" in reasons["bad.md"]
+    assert "never closed" in reasons["unclosed.md"]
+    assert "binary" in reasons["binary.md"]
+    assert report.added == 1
+    assert (repo / "kb" / "bad.md").read_bytes() == bad_yaml
+
+
+def test_file_names_a_careless_slug_would_merge(wiki: Wiki, repo: Path) -> None:
+    for name in ("my_file.md", "my-file.md", "my file.md", "café.md", "{.md", "日本語.md"):
+        write(repo / "kb" / name, f"# {name}\n\nText of {name}.\n")
+    report = ingest_and_land(wiki, repo / "kb")
+    assert report.added == 6
+    paths = set(_entries(wiki))
+    assert len(paths) == 6
+    assert {"kb/my_file.md", "kb/café.md", "kb/日本語.md", "kb/entry.md"} <= paths
+    for path in paths:  # every returned path opens
+        assert wiki.snapshot().read(path)
+
+
+def test_dry_run_and_category_mapping(wiki: Wiki, repo: Path) -> None:
+    write(repo / "pages" / "hr" / "leave.md", "# Leave\n\nAnnual leave rules.\n")
+    report = ingest(wiki, [repo / "pages"], author=ALICE, dry_run=True)
+    assert report.added == 1 and report.proposal is None
+    config = wiki.snapshot().read("wiki.toml").decode().replace(
+        '# "pages/" = ""', '"pages/" = ""')
+    from conftest import BOB
+
+    from wiki.proposals import approve, propose
+    proposal, _ = propose(wiki, {"wiki.toml": config.encode()}, kind="config",
+                          subject="map pages/ to the root", author=ALICE)
+    approve(wiki, proposal.name, approver=BOB)
+    ingest_and_land(wiki, repo / "pages")
+    assert "hr/leave.md" in _entries(wiki)
+
+
+def test_same_content_proposed_twice_points_at_the_first(wiki: Wiki, repo: Path) -> None:
+    write(repo / "kb" / "a.md", "# A\n\nText.\n")
+    first = ingest(wiki, [repo / "kb"], author=ALICE)
+    second = ingest(wiki, [repo / "kb"], author=ALICE)
+    assert first.proposal_created and not second.proposal_created
+    assert second.proposal.name == first.proposal.name

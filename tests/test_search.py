@@ -1,0 +1,153 @@
+"""Search: every ROBUSTNESS Q-case, filters, and index freshness (I1-I2)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ALICE, BOB, entry_text, git
+
+from indexes.errors import EmptyQueryError
+from wiki.ask import ask
+from wiki.derived import rebuild
+from wiki.errors import NotInitializedError
+from wiki.proposals import approve, propose
+from wiki.search import filters_for, search
+from wiki.workspace import Wiki
+
+ENTRIES = {
+    "decisions/dec-0054.md": entry_text("d54", "Database choice", "We decided DEC-0054: use Postgres."),
+    "decisions/dec-0055.md": entry_text("d55", "Queue choice", "DEC 0055 was about queues; see dec and 0054 apart."),
+    "releases/v.md": entry_text("rel", "Release notes", "Version 2026.4.10 ships v1.2.3 of src/store.ts and @scope/pkg on host:8080 via wiki://notes/x."),
+    "travel/per-diem.md": entry_text("pd", "Per diem", "Per diem covers meals and incidental expenses on travel days."),
+    "travel/lodging.md": entry_text("lod", "Lodging", "Hotels are booked through the travel system."),
+    "ja/ml.md": entry_text("ja1", "機械学習の基礎", "機械学習の基礎について説明します。深層学習も扱います。"),
+    "zh/db.md": entry_text("zh1", "数据库设计", "我们使用关系型数据库存储订单数据。"),
+    "meta/fields.md": entry_text("meta1", "Field names", "Ordinary body text.", tags="[secretsauce]"),
+    "old/superseded.md": entry_text("old1", "Old per diem", "Per diem was 40 dollars.", status="superseded"),
+}
+
+
+@pytest.fixture
+def populated(wiki: Wiki) -> Wiki:
+    proposal, _ = propose(wiki, {p: t.encode() for p, t in ENTRIES.items()}, kind="seed",
+                          subject="seed", author=ALICE)
+    approve(wiki, proposal.name, approver=BOB)
+    return wiki
+
+
+def _keys(wiki: Wiki, query: str, **kwargs) -> list[str]:
+    return [h.key for h in search(wiki, query, **kwargs).hits]
+
+
+@pytest.mark.parametrize("query", ["DEC-0054", '"DEC-0054"', "dec-0054"])
+def test_hyphenated_identifier_finds_the_literal_first(populated: Wiki, query: str) -> None:
+    assert _keys(populated, query)[0] == "decisions/dec-0054.md"
+    assert "decisions/dec-0055.md" not in _keys(populated, query)  # not "dec NOT 0054"
+
+
+@pytest.mark.parametrize("query", ["2026.4.10", "v1.2.3", "src/store.ts", "@scope/pkg",
+                                   "host:8080", "wiki://notes/x"])
+def test_dotted_and_slashed_tokens(populated: Wiki, query: str) -> None:
+    assert _keys(populated, query)[0] == "releases/v.md"
+
+
+@pytest.mark.parametrize("query", ['"', "status: done", "retry OR", "-only", "why?", "50%",
+                                   "a,b", "(x", "*", "NEAR", "AND OR NOT", "x" * 20_000,
+                                   "per diem " * 3000, "title:per", "^meals", "{near}"])
+def test_punctuation_is_never_a_syntax_error(populated: Wiki, query: str) -> None:
+    try:
+        search(populated, query)
+    except EmptyQueryError:
+        assert not any(ch.isalnum() for ch in query)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n", '"', "*", "?!"])
+def test_empty_queries_raise_a_clear_error(populated: Wiki, query: str) -> None:
+    with pytest.raises(EmptyQueryError, match="no searchable words"):
+        search(populated, query)
+
+
+def test_missing_terms_lower_the_rank_instead_of_emptying_it(populated: Wiki) -> None:
+    keys = _keys(populated, "per diem meals incidental zebra unicorn")
+    assert keys[0] == "travel/per-diem.md"
+    assert _keys(populated, "lodging hotels travel")[0] == "travel/lodging.md"
+
+
+@pytest.mark.parametrize(("query", "expected"), [("機械学習", "ja/ml.md"), ("深層学習", "ja/ml.md"),
+                                                 ("学習", "ja/ml.md"), ("数据库", "zh/db.md"),
+                                                 ("订单", "zh/db.md")])
+def test_cjk_substrings_are_found(populated: Wiki, query: str, expected: str) -> None:
+    assert _keys(populated, query)[0] == expected
+
+
+def test_nonsense_query_is_an_evidence_gap(populated: Wiki) -> None:
+    result = search(populated, "zzqx plugh frobnicate")
+    assert result.hits == [] and result.gap
+    answer = ask(populated, "zzqx plugh frobnicate")
+    assert answer.gap and answer.sentences == []
+    log = (populated.state_dir / "gaps.jsonl").read_text()
+    assert "zzqx plugh frobnicate" in log
+
+
+def test_partial_nonsense_has_low_confidence(populated: Wiki) -> None:
+    result = search(populated, "per diem for quantum zzqx teleportation")
+    assert result.hits and result.confidence < result.threshold
+
+
+def test_frontmatter_is_not_body_text(populated: Wiki) -> None:
+    assert _keys(populated, "id") == []          # a key name matches nothing
+    assert _keys(populated, "meta1") == []       # neither does an id value
+    assert _keys(populated, "secretsauce") == ["meta/fields.md"]  # tags are their own field
+
+
+def test_status_and_category_filters_apply_before_ranking(populated: Wiki) -> None:
+    assert "old/superseded.md" not in _keys(populated, "per diem dollars")
+    assert "old/superseded.md" in _keys(populated, "per diem dollars",
+                                        filters=filters_for(include_superseded=True))
+    assert _keys(populated, "per diem", filters=filters_for(category="travel")) == \
+        ["travel/per-diem.md"]
+    assert _keys(populated, "per diem", filters=filters_for(category="trav")) == []
+
+
+def test_ask_cites_entries_and_their_sources(populated: Wiki) -> None:
+    answer = ask(populated, "what does per diem cover?")
+    assert not answer.gap
+    assert answer.sentences[0] == (
+        "Per diem covers meals and incidental expenses on travel days.", 1)
+    assert answer.citations[0].path == "travel/per-diem.md"
+    assert answer.citations[0].entry_id == "pd"
+
+
+def test_index_follows_edits_and_deletions_made_with_plain_git(populated: Wiki, tmp_path) -> None:
+    assert _keys(populated, "lodging")[0] == "travel/lodging.md"
+    view = tmp_path / "view"
+    git(populated.root, "worktree", "add", "-q", str(view), "wiki")
+    (view / "travel" / "lodging.md").unlink()
+    (view / "travel" / "per-diem.md").write_text(
+        entry_text("pd", "Per diem", "Per diem now covers only meals, mileage stipend."))
+    git(view, "add", "-A")
+    git(view, "commit", "-q", "-m", "hand edit")
+    assert _keys(populated, "lodging hotels") == []
+    assert _keys(populated, "mileage stipend")[0] == "travel/per-diem.md"
+    assert search(populated, "mileage").commit == populated.head()
+
+
+def test_invalid_entry_on_the_branch_is_left_out_not_fatal(populated: Wiki, tmp_path) -> None:
+    view = tmp_path / "view"
+    git(populated.root, "worktree", "add", "-q", str(view), "wiki")
+    (view / "travel" / "lodging.md").write_text("---\ntitle: *broken\n---\nHotels\n")
+    git(view, "commit", "-q", "-am", "break it")
+    result = search(populated, "hotels per diem")
+    assert "travel/lodging.md" not in [h.key for h in result.hits]
+    assert result.sync.invalid and result.sync.invalid[0][0] == "travel/lodging.md"
+
+
+def test_rebuild_without_a_wiki_branch_fails_clearly(repo) -> None:
+    with pytest.raises(NotInitializedError, match="no wiki branch 'wiki'"):
+        rebuild(Wiki(repo))
+
+
+def test_rebuild_gives_the_same_results(populated: Wiki) -> None:
+    before = _keys(populated, "per diem meals")
+    report = rebuild(populated)
+    assert report.added == len(ENTRIES)
+    assert _keys(populated, "per diem meals") == before
