@@ -20,12 +20,12 @@ MAX_WORD_CHARS = 256
 """Longer words are cut; no index token is that long in practice."""
 
 STOPWORDS = frozenset("""
-a an and are as at be but by for if in into is it no not of on or such that the their then
-there these they this to was will with
-what which who whom whose when where why how do does did doing done can could should would
-may might must shall i me my we our us you your he she him her his its them am been being
-have has had having about any some from so than too very just also there's what's
-""".split())
+a an and are as at be but by for if in into is it no not of on or such that the their
+then there these they this to was will with what which who whom whose when where why how
+do does did doing done can could should would may might must shall i me my we our us you
+your he she him her his its them am been being have has had having about any some from
+so than too very just also there's what's
+""".split())  # noqa: SIM905
 """Lucene's English stop set (also Anserini's, behind BEIR's BM25 baseline) plus the
 question and pronoun words people type into a search box. Dropped from a query unless
 the query has nothing else, so "how do I file a voucher" searches "file voucher"."""
