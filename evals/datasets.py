@@ -25,6 +25,7 @@ CHECKPOINT = "81a04684589d557e6faca4dc9890e541b917977e"
 BUNDLE = "handbook-18f/handbook-18f-md-history.bundle"
 QUESTIONS = "handbook-18f/questions-dev"
 SCIFACT = "beir-scifact"
+DONE = ".eval-build-done"
 AUTHOR = ("Eval Author", "author@example.com")
 APPROVER = ("Eval Approver", "approver@example.com")
 
@@ -158,25 +159,36 @@ def build_handbook(data: Path, target: Path, *, checkpoint: str = CHECKPOINT) ->
 def cached_handbook(data: Path, *, checkpoint: str = CHECKPOINT,
                     log=None) -> tuple[Path, BuildTimes | None]:
     """The handbook wiki repository from the cache, built first when missing. Returns
-    ``(path, times)``; ``times`` is ``None`` when the cache was reused."""
+    ``(path, times)``; ``times`` is ``None`` when the cache was reused.
+
+    A build happens in a temporary folder that is renamed into place once complete, so a
+    cached folder is always whole; builds for other source hashes are pruned, keeping the
+    most recent one (another run may still be using it)."""
     key = f"handbook-{checkpoint[:12]}-{source_hash('wiki', 'indexes')}"
     path = CACHE_DIR / key
-    if (path / ".done").exists():
+    if (path / DONE).exists():
         return path, None
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    for old in CACHE_DIR.glob(f"handbook-{checkpoint[:12]}-*"):
-        if old != path:
-            shutil.rmtree(old, ignore_errors=True)
     if log:
         log(f"building the handbook wiki in {path} (first run or code changed)")
     tmp = Path(tempfile.mkdtemp(prefix=key + ".", dir=CACHE_DIR))
     try:
         times = build_handbook(data, tmp / "repo", checkpoint=checkpoint)
-        shutil.rmtree(path, ignore_errors=True)
-        (tmp / "repo").rename(path)
-        (path / ".done").write_text(json.dumps(vars(times)), encoding="utf-8")
+        (tmp / "repo" / DONE).write_text(json.dumps(vars(times)), encoding="utf-8")
+        if path.exists() and not (path / DONE).exists():
+            shutil.rmtree(path)  # left by an older version of this code
+        try:
+            (tmp / "repo").rename(path)
+        except OSError:
+            if not (path / DONE).exists():  # else another process built it meanwhile
+                raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    older = sorted((p for p in CACHE_DIR.glob(f"handbook-{checkpoint[:12]}-*")
+                    if p != path and (p / DONE).exists()),
+                   key=lambda p: (p / DONE).stat().st_mtime, reverse=True)
+    for old in older[1:]:
+        shutil.rmtree(old, ignore_errors=True)
     return path, times
 
 

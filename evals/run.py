@@ -25,6 +25,8 @@ HANDBOOK_LIMIT = 30
 this leaves about 10 distinct pages for the @10 metrics)."""
 
 SCIFACT_LIMIT = 100
+FIELDS = {"flat": "title + text in the body column, as BEIR/Anserini flat",
+          "multifield": "title in the title column, text in the body, default weights"}
 METRIC_COLUMNS = ([f"recall@{k}" for k in KS] + [f"hit@{k}" for k in KS]
                   + ["mrr@10", "ndcg@10", "missed@10", "non_gold@10", "p50_ms", "p95_ms"])
 
@@ -158,7 +160,7 @@ def run_scifact(data: Path, methods: list[str], splits: list[str], out: Path,
     facts = {"date": now(), "project commit": project_commit(),
              "sizes": f"{n_docs} documents; " + ", ".join(
                  f"{s}: {len(datasets.scifact_split(data, s).queries)} queries" for s in splits),
-             "parameters": f"fields={fields} (flat: title + text in one column), "
+             "parameters": f"fields={fields} ({FIELDS[fields]}), "
                            f"{SCIFACT_LIMIT} documents retrieved per query"}
     text, results = [header("BEIR SciFact", facts)], {}
     retrievers = {m: METHODS[m](target) for m in methods}
@@ -203,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     methods = list(METHODS) if not args.method or "all" in args.method else \
         list(dict.fromkeys(args.method))
-    data = datasets.data_dir(args.data)
+    try:
+        data = datasets.data_dir(args.data)
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
     out = Path(args.out)
     if args.dataset in ("handbook", "all"):
         print(run_handbook(data, methods, out), end="\n\n")

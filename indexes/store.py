@@ -225,6 +225,15 @@ class SearchIndex:
         record["extra"] = json.loads(record["extra"])
         return record
 
+    def extras(self, keys: Iterable[str]) -> dict[str, dict]:
+        """``key -> extra`` (the decoded JSON attributes) for the given keys, one query."""
+        keys = list(keys)
+        if not keys:
+            return {}
+        rows = self.conn.execute(
+            f"SELECT key, extra FROM docs WHERE key IN ({','.join('?' * len(keys))})", keys)
+        return {key: json.loads(extra) for key, extra in rows}
+
     def keys_for_doc_id(self, doc_id: str) -> list[str]:
         """Keys of the documents whose ``doc_id`` is ``doc_id`` (normally one)."""
         return [r[0] for r in self.conn.execute(

@@ -96,6 +96,9 @@ def _extract(wiki: Wiki, result: SearchResult, answer: Answer) -> None:
             continue
         number = numbers.setdefault(position, len(numbers) + 1)
         picked.append((text, number))
+    if not picked and entries:  # confident retrieval, no sentence matched: the summary
+        picked.append((entries[0].summary or entries[0].title, 1))
+        numbers[0] = 1
     answer.sentences = picked
     answer.citations = [Citation(number, entries[position].id, entries[position].path,
                                  entries[position].title,

@@ -192,7 +192,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     live = [e for e in existing if e.status != "retracted"]
     if live and all(e.sources[0].fingerprint == fp for e in live):
         return None
-    title = _scalar(front.data.get("title")) or md.first_heading(front.body) or path.stem
+    title = md.inline_plain(_scalar(front.data.get("title"))) or \
+        md.first_heading(front.body) or path.stem
     tags = _values(front.data, config.ingest.tag_fields)
     aliases = _values(front.data, config.ingest.alias_fields)
     drafts = compile_sections(title, front.body, config.ingest)

@@ -52,8 +52,8 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
         config = indexed_config(index)
         hits = index.search(query, limit=limit, filters=filters or filters_for())
         confidence = index.coverage(query, hits[0].key) if hits else 0.0
-        sources = {h.key: (index.get(h.key) or {}).get("extra", {}).get("sources", [])
-                   for h in hits}
+        extras = index.extras(h.key for h in hits)
+        sources = {key: extra.get("sources", []) for key, extra in extras.items()}
     finally:
         if own:
             index.close()

@@ -1,0 +1,215 @@
+"""Speed benchmarks on the handbook wiki (the cached build from evals.datasets).
+
+    python -m evals.bench [--data DIR] [--out evals/results] [--repeat 20] [--cli-runs 10]
+
+1. in-process search latency over the dev questions, with an index opened once;
+2. a from-scratch build: clone, init, ingest 247 pages, approve, rebuild the index;
+3. the ``wiki search`` command as a subprocess (wall time, peak RSS, heavy imports).
+
+Writes ``<out>/bench.md`` and ``<out>/bench.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from evals import datasets
+from evals.metrics import percentile
+from evals.report import header, md_table, now, project_commit, write
+
+BUILD_TARGET_S = 30.0
+CLI_TARGET_S = 0.5
+CLI_QUERY = "travel voucher"
+HEAVY = ("torch", "sentence_transformers", "litellm", "transformers")
+PROBE = """
+import json, sys
+repo, query, names = sys.argv[1], sys.argv[2], set(json.loads(sys.argv[3]))
+sys.argv = ["wiki", "-C", repo, "search", query]
+from wiki_cli.app import main
+try:
+    main()
+except SystemExit:
+    pass
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in names)
+print("PROBE " + json.dumps({"heavy": heavy, "modules": len(sys.modules)}))
+"""
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def stats_ms(samples: list[float]) -> dict:
+    return {"n": len(samples), "p50_ms": percentile(samples, 50),
+            "p95_ms": percentile(samples, 95), "mean_ms": statistics.fmean(samples),
+            "max_ms": max(samples)}
+
+
+def search_latency(repo: Path, questions: list[str], repeat: int) -> dict:
+    """Per-query latency of ``wiki.search.search`` with an open index, and of
+    ``SearchIndex.search_bm25`` alone (limit 10 both)."""
+    from wiki.derived import open_synced
+    from wiki.search import search
+    from wiki.workspace import Wiki
+
+    wiki = Wiki(repo)
+    index, _ = open_synced(wiki)
+    full: list[float] = []
+    bare: list[float] = []
+    try:
+        for q in questions:  # warm-up: page cache, sqlite statement cache
+            search(wiki, q, index=index)
+        for _ in range(repeat):
+            for q in questions:
+                start = time.perf_counter()
+                search(wiki, q, limit=10, index=index)
+                full.append((time.perf_counter() - start) * 1000)
+                start = time.perf_counter()
+                index.search_bm25(q, limit=10)
+                bare.append((time.perf_counter() - start) * 1000)
+    finally:
+        index.close()
+    return {"wiki.search.search": stats_ms(full), "SearchIndex.search_bm25": stats_ms(bare)}
+
+
+def fresh_build(data: Path) -> dict:
+    """Wall time of every phase of a from-scratch build in a temporary folder."""
+    tmp = Path(tempfile.mkdtemp(prefix="wiki-bench-"))
+    try:
+        times = datasets.build_handbook(data, tmp / "repo")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {**vars(times), "total": times.total,
+            "without_clone": times.without_clone}
+
+
+def wiki_executable() -> str:
+    local = datasets.REPO_ROOT / ".venv" / "bin" / "wiki"
+    return str(local) if local.exists() else (shutil.which("wiki") or "wiki")
+
+
+def run_child(command: list[str]) -> tuple[float, int, int, str]:
+    """Run ``command``; returns (wall seconds, exit status, peak RSS in KiB, stdout)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    output = child.stdout.read() if child.stdout else b""
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.stdout:
+        child.stdout.close()
+    return wall, child.returncode, usage.ru_maxrss, output.decode("utf-8", "replace")
+
+
+def cli_search(repo: Path, runs: int) -> dict:
+    """Wall time and peak RSS of ``wiki -C repo search QUERY`` (one warm-up run, then
+    ``runs`` timed runs), and which heavy modules the same command imports."""
+    command = [wiki_executable(), "-C", str(repo), "search", CLI_QUERY]
+    run_child(command)
+    walls, rss, codes = [], [], set()
+    for _ in range(runs):
+        wall, code, peak, _ = run_child(command)
+        walls.append(wall)
+        rss.append(peak)
+        codes.add(code)
+    probe = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", PROBE, str(repo), CLI_QUERY,
+         json.dumps(HEAVY)], capture_output=True, text=True, check=False)
+    found = next((json.loads(line[6:]) for line in probe.stdout.splitlines()
+                  if line.startswith("PROBE ")), {"heavy": None, "modules": None})
+    return {"command": " ".join(command), "runs": runs, "exit_codes": sorted(codes),
+            "median_s": statistics.median(walls), "min_s": min(walls), "max_s": max(walls),
+            "peak_rss_mib": max(rss) / 1024, "heavy_modules": found["heavy"],
+            "modules_loaded": found["modules"], "slowest_imports": slowest(probe.stderr)}
+
+
+def slowest(importtime: str, top: int = 8) -> list[tuple[str, float]]:
+    """The top-level imports with the largest cumulative time (ms) from ``-X importtime``."""
+    rows = []
+    for line in importtime.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, name = line[12:].split("|")
+        if not name.startswith("  "):  # one space before a top-level name, more when nested
+            rows.append((name.strip(), int(cumulative) / 1000))
+    return sorted(rows, key=lambda r: -r[1])[:top]
+
+
+def markdown(facts: dict, latency: dict, build: dict, cli: dict) -> str:
+    ok = "yes" if build["total"] <= BUILD_TARGET_S else "NO"
+    cli_ok = "yes" if cli["median_s"] <= CLI_TARGET_S else "NO"
+    text = [header("Benchmarks (handbook wiki)", facts), "",
+            "## 1. Search latency, in process (index opened once)", "",
+            md_table(["call", "queries", "p50 ms", "p95 ms", "mean ms", "max ms"],
+                     [[name, s["n"], s["p50_ms"], s["p95_ms"], s["mean_ms"], s["max_ms"]]
+                      for name, s in latency.items()]),
+            "", "## 2. Build from scratch", "",
+            md_table(["phase", "seconds"],
+                     [[p, build[p]] for p in ("clone", "init", "ingest", "approve", "index")]
+                     + [["total", build["total"]],
+                        ["total without clone", build["without_clone"]]]),
+            "", f"{build['pages']} pages -> {build['entries']} entries, "
+                f"{len(build['skipped'])} skipped. Target <= {BUILD_TARGET_S:.0f} s "
+                f"(total): met: {ok}.",
+            "", "## 3. `wiki search` as a subprocess", "",
+            md_table(["measure", "value"],
+                     [["command", f"`{cli['command']}`"],
+                      ["runs (after 1 warm-up)", cli["runs"]],
+                      ["exit codes", cli["exit_codes"]],
+                      ["median s", cli["median_s"]], ["min s", cli["min_s"]],
+                      ["max s", cli["max_s"]], ["peak RSS MiB", cli["peak_rss_mib"]],
+                      ["heavy modules imported", ", ".join(cli["heavy_modules"] or []) or
+                       ("none" if cli["heavy_modules"] is not None else "probe failed")],
+                      ["modules loaded", cli["modules_loaded"]]]),
+            "", f"Target median <= {CLI_TARGET_S} s: met: {cli_ok}.", "",
+            "Slowest top-level imports (cumulative ms, `python -X importtime`):", "",
+            md_table(["module", "ms"], cli["slowest_imports"])]
+    return "\n".join(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evals.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", help="shared data folder (default $WIKI_DATA or "
+                                       "../shared/data)")
+    parser.add_argument("--out", default=str(datasets.REPO_ROOT / "evals" / "results"))
+    parser.add_argument("--repeat", type=int, default=20, help="passes over the questions")
+    parser.add_argument("--cli-runs", type=int, default=10)
+    args = parser.parse_args(argv)
+    try:
+        data = datasets.data_dir(args.data)
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
+    repo, _ = datasets.cached_handbook(data, log=log)
+    answerable, unanswerable = datasets.handbook_questions(data)
+    questions = [q.question for q in answerable + unanswerable]
+    log(f"1/3 search latency: {len(questions)} questions x {args.repeat}")
+    latency = search_latency(repo, questions, args.repeat)
+    log("2/3 build from scratch")
+    build = fresh_build(data)
+    log(f"3/3 `wiki search` subprocess x {args.cli_runs}")
+    cli = cli_search(repo, args.cli_runs)
+    facts = {"date": now(), "project commit": project_commit(),
+             "machine": f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}",
+             "parameters": f"{len(questions)} questions x {args.repeat} passes, limit 10; "
+                           f"`wiki search {CLI_QUERY!r}` x {args.cli_runs}"}
+    text = markdown(facts, latency, build, cli)
+    write(Path(args.out), "bench", text, {**facts, "latency": latency, "build": build,
+                                          "cli": cli, "targets": {
+                                              "build_total_s": BUILD_TARGET_S,
+                                              "cli_median_s": CLI_TARGET_S}})
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
