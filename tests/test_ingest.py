@@ -132,3 +132,16 @@ def test_same_content_proposed_twice_points_at_the_first(wiki: Wiki, repo: Path)
     second = ingest(wiki, [repo / "kb"], author=ALICE)
     assert first.proposal_created and not second.proposal_created
     assert second.proposal.name == first.proposal.name
+
+
+def test_huge_sources_are_skipped_with_a_reason_and_the_run_goes_on(wiki: Wiki,
+                                                                   repo: Path) -> None:
+    write(repo / "kb" / "small.md", "# Small\n\nSmall text.\n")
+    with open(repo / "kb" / "huge.md", "wb") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    (repo / "kb" / "app.txt").write_text("log line\n" * 100_000)
+    report = ingest(wiki, [repo / "kb"], author=ALICE)
+    reasons = {Path(s.path).name: s.reason for s in report.skipped}
+    assert reasons["huge.md"].startswith("too large: 52,428,800 bytes")
+    assert reasons["app.txt"].startswith("too large: 100,001 lines")
+    assert report.added == 1
