@@ -34,7 +34,7 @@ else
   sources=("$here/docs" "$here/README.md")
   questions=("how does a proposal get approved?"
              "what exit code does an evidence gap return?"
-             "where is the derived search index stored?")
+             "where does the derived state live?")
 fi
 
 cd "$work/repo"

@@ -72,7 +72,7 @@ class Draft:
 @dataclass
 class _Candidate:
     path: Path
-    root: Path
+    root: Path | None
 
 
 def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None = None,
@@ -146,7 +146,7 @@ def _collect(paths: Iterable[Path | str], config: IngestConfig,
                            and not any(part.startswith(".") for part in p.relative_to(path).parts))
             root = path
         elif path.is_file():
-            files, root = [path], path.parent
+            files, root = [path], None  # a file named on its own goes to the wiki root
         else:
             report.skipped.append(Skipped(str(path), "no such file or directory"))
             continue
@@ -166,6 +166,8 @@ def _category(wiki: Wiki, candidate: _Candidate, config: IngestConfig) -> str:
             relative = folder.relative_to(wiki.root.resolve()).as_posix()
         except ValueError:
             relative = None
+    if relative is None and candidate.root is None:
+        relative = ""
     if relative is None:
         base = candidate.root.resolve()
         inner = folder.relative_to(base).as_posix() if folder.is_relative_to(base) else ""

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 
 _TEMPLATE = re.compile(r"\{%-?.*?-?%\}|\{\{.*?\}\}|\{#.*?#\}", re.DOTALL)
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_HTML_TAG = re.compile(r"</?[A-Za-z][^>\n]*>")
+_HTML_TAGS = (
+    "a|abbr|article|aside|b|blockquote|br|button|caption|center|cite|code|col|colgroup|dd|"
+    "del|details|div|dl|dt|em|figcaption|figure|font|footer|form|h[1-6]|header|hr|i|iframe|"
+    "img|input|ins|kbd|label|li|main|mark|nav|ol|option|p|pre|q|s|samp|script|section|select|"
+    "small|source|span|strong|style|sub|summary|sup|table|tbody|td|textarea|tfoot|th|thead|"
+    "time|tr|u|ul|var|video")
+# Only real HTML elements: "<git dir>" or "<branch>" in prose is text, not a tag.
+_HTML_TAG = re.compile(rf"</?(?:{_HTML_TAGS})(?:\s[^>\n]*)?/?>", re.IGNORECASE)
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^)]*\))*(?:\s+\"[^\"]*\")?\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
