@@ -151,3 +151,14 @@ def test_rebuild_gives_the_same_results(populated: Wiki) -> None:
     report = rebuild(populated)
     assert report.added == len(ENTRIES)
     assert _keys(populated, "per diem meals") == before
+
+
+def test_corrupt_database_is_rebuilt(populated: Wiki) -> None:
+    search(populated, "per diem")
+    path = populated.database_path()
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    path.write_bytes(b"this is not a sqlite database" * 100)
+    report = rebuild(populated)
+    assert report.added == len(ENTRIES)
+    assert _keys(populated, "per diem meals")[0] == "travel/per-diem.md"

@@ -9,12 +9,12 @@ deleted entry (ROBUSTNESS I1) and two processes never both rebuild it.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from indexes.documents import Document
+from indexes.errors import IndexSchemaError
 from indexes.store import SearchIndex
 from wiki import indextree
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
@@ -63,15 +63,20 @@ def sync(wiki: Wiki, index: SearchIndex) -> SyncReport:
     if index.get_meta(COMMIT_KEY) != head:
         with index.transaction():
             if index.get_meta(COMMIT_KEY) != head:  # not synced by another process meanwhile
-                report = _apply(wiki, index, head)
-                index.set_meta(COMMIT_KEY, head)
-                config = wiki.store.read_path(head, CONFIG_PATH)
-                index.set_meta(CONFIG_KEY, config.decode("utf-8") if config else "")
-                _configure(index)
-                return report
+                return _index_head(wiki, index, head)
     _configure(index)
     invalid = json.loads(index.get_meta(INVALID_KEY) or "{}")
     return SyncReport(head, invalid=[(p, m) for p, (_, m) in sorted(invalid.items())])
+
+
+def _index_head(wiki: Wiki, index: SearchIndex, head: str) -> SyncReport:
+    """Inside a write transaction: index ``head`` and record it."""
+    report = _apply(wiki, index, head)
+    index.set_meta(COMMIT_KEY, head)
+    config = wiki.store.read_path(head, CONFIG_PATH)
+    index.set_meta(CONFIG_KEY, config.decode("utf-8") if config else "")
+    _configure(index)
+    return report
 
 
 def indexed_config(index: SearchIndex) -> WikiConfig:
@@ -129,23 +134,18 @@ def open_synced(wiki: Wiki) -> tuple[SearchIndex, SyncReport]:
 
 
 def rebuild(wiki: Wiki) -> SyncReport:
-    """Build the derived database from scratch in a temporary file, then rename it into
-    place (readers never see a half-built index). Raises ``NotInitializedError``."""
-    wiki.require_head()
-    target = wiki.database_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    os.unlink(tmp)
+    """Re-index everything from the wiki head in one write transaction: concurrent readers
+    keep seeing the old index until it commits, then the new one (WAL snapshots), so no
+    file is ever swapped under an open connection. A database that cannot be opened
+    (corrupt, or from a newer schema) is deleted and built anew. Raises
+    ``NotInitializedError`` without a wiki branch."""
+    head = wiki.require_head()
     try:
-        with SearchIndex(tmp) as index:
-            report = sync(wiki, index)
-            index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            index.conn.execute("PRAGMA journal_mode = DELETE")
-        for suffix in ("-wal", "-shm"):
-            Path(str(target) + suffix).unlink(missing_ok=True)
-        os.replace(tmp, target)
-    finally:
-        for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
-            Path(leftover).unlink(missing_ok=True)
-    return report
+        index = open_index(wiki)
+    except (sqlite3.DatabaseError, IndexSchemaError):
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(wiki.database_path()) + suffix).unlink(missing_ok=True)
+        index = open_index(wiki)
+    with index, index.transaction():
+        index.clear()
+        return _index_head(wiki, index, head)
