@@ -10,6 +10,8 @@ BM25 score instead of emptying the result (ROBUSTNESS Q1-Q4). Operators such as 
 
 from __future__ import annotations
 
+import unicodedata
+
 from indexes.errors import EmptyQueryError
 from indexes.text import has_token, no_space_runs
 
@@ -33,13 +35,14 @@ the query has nothing else, so "how do I file a voucher" searches "file voucher"
 
 def query_words(query: str) -> list[str]:
     """The distinct searchable words of ``query``, in order, without :data:`STOPWORDS`
-    (unless nothing else is left), bounded by :data:`MAX_WORDS`.
+    (unless nothing else is left), bounded by :data:`MAX_WORDS`. The query is NFKC
+    normalised (full-width ``ｔｒａｖｅｌ`` is ``travel``), as indexed text is.
 
     Raises :class:`EmptyQueryError` when no word carries a token.
     """
     seen: set[str] = set()
     words: list[str] = []
-    for word in query.split():
+    for word in unicodedata.normalize("NFKC", query).split():
         word = word[:MAX_WORD_CHARS]
         key = word.casefold()
         if not has_token(word) or key in seen:

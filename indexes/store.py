@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -353,6 +354,10 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
+def _nfkc(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
 def _row(doc: Document) -> dict:
     extra = dict(doc.extra)
     extra["tags"] = list(doc.tags)
@@ -360,11 +365,11 @@ def _row(doc: Document) -> dict:
     return {
         "key": doc.key,
         "doc_id": doc.doc_id,
-        "title": doc.title,
-        "aliases": "\n".join(doc.aliases),
-        "tags": " ".join(doc.tags),
-        "summary": doc.summary,
-        "body": doc.body,
+        "title": _nfkc(doc.title),
+        "aliases": _nfkc("\n".join(doc.aliases)),
+        "tags": _nfkc(" ".join(doc.tags)),
+        "summary": _nfkc(doc.summary),
+        "body": _nfkc(doc.body),
         "status": doc.status,
         "category": doc.category,
         "doc_type": doc.doc_type,

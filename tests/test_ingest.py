@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from conftest import ALICE, git, ingest_and_land, write
@@ -129,6 +130,7 @@ def test_dry_run_and_category_mapping(wiki: Wiki, repo: Path) -> None:
 def test_same_content_proposed_twice_points_at_the_first(wiki: Wiki, repo: Path) -> None:
     write(repo / "kb" / "a.md", "# A\n\nText.\n")
     first = ingest(wiki, [repo / "kb"], author=ALICE)
+    time.sleep(1.1)  # the second run stamps a different time: still the same proposal
     second = ingest(wiki, [repo / "kb"], author=ALICE)
     assert first.proposal_created and not second.proposal_created
     assert second.proposal.name == first.proposal.name
@@ -144,4 +146,26 @@ def test_huge_sources_are_skipped_with_a_reason_and_the_run_goes_on(wiki: Wiki,
     reasons = {Path(s.path).name: s.reason for s in report.skipped}
     assert reasons["huge.md"].startswith("too large: 52,428,800 bytes")
     assert reasons["app.txt"].startswith("too large: 100,001 lines")
+    assert report.added == 1
+
+
+def test_deleted_sources_retract_their_entries(wiki: Wiki, repo: Path) -> None:
+    write(repo / "kb" / "keep.md", "# Keep\n\nKept text.\n")
+    gone = write(repo / "kb" / "gone.md", "# Gone\n\nOkapis live in forests.\n")
+    ingest_and_land(wiki, repo / "kb")
+    gone.unlink()
+    report = ingest_and_land(wiki, repo / "kb")
+    assert (report.retracted, report.added, report.updated) == (1, 0, 0)
+    assert _entries(wiki)["kb/gone.md"].status == "retracted"
+    from wiki.search import search
+    assert search(wiki, "okapis forests").hits == []
+
+
+def test_symlinks_are_not_followed(wiki: Wiki, repo: Path, tmp_path: Path) -> None:
+    secret = write(tmp_path / "outside" / "secret.md", "# Secret\n\nOutside text.\n")
+    write(repo / "kb" / "ok.md", "# Ok\n\nInside text.\n")
+    (repo / "kb" / "link.md").symlink_to(secret)
+    report = ingest(wiki, [repo / "kb"], author=ALICE)
+    assert [(Path(s.path).name, s.reason) for s in report.skipped] == \
+        [("link.md", "symbolic link (not followed)")]
     assert report.added == 1

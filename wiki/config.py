@@ -84,14 +84,36 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> WikiConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    data.pop("wiki", None)  # [wiki] holds the format version only
+    version = data.pop("wiki", {}).get("version", 1)  # [wiki] holds the format version only
+    if version != 1:
+        raise ConfigError(f"{path} [wiki]: version {version!r} is not supported by this "
+                          "wiki (1); upgrade wiki")
     sections = {}
     for name, values in data.items():
         if name not in _SECTIONS:
             raise ConfigError(f"{path}: unknown section [{name}] "
                               f"(known: {', '.join(sorted(_SECTIONS))})")
         sections[name] = _section(_SECTIONS[name], values, f"{path} [{name}]")
-    return WikiConfig(**sections)
+    config = WikiConfig(**sections)
+    _check_ranges(config, path)
+    return config
+
+
+def _check_ranges(config: WikiConfig, path: str) -> None:
+    problems = []
+    if not 0 <= config.search.gap_threshold <= 1:
+        problems.append(f"[search] gap_threshold must be from 0 to 1, got "
+                        f"{config.search.gap_threshold!r}")
+    if len(config.search.weights) != 5:
+        problems.append("[search] weights needs 5 numbers (title, aliases, tags, summary, "
+                        f"body), got {list(config.search.weights)!r}")
+    if config.ingest.split_words < 1 or config.ingest.max_bytes < 1 or \
+            config.ingest.max_lines < 1:
+        problems.append("[ingest] split_words, max_bytes and max_lines must be at least 1")
+    if not config.ingest.extensions:
+        problems.append("[ingest] extensions must name at least one file ending")
+    if problems:
+        raise ConfigError(f"{path} {problems[0]}")
 
 
 def _section(cls, values: dict, where: str):

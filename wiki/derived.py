@@ -19,7 +19,7 @@ from indexes.store import SearchIndex
 from wiki import indextree
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
 from wiki.entry import Entry
-from wiki.errors import EntryError
+from wiki.errors import EntryError, WikiError
 from wiki.markdown_text import plain_text
 from wiki.workspace import Wiki
 
@@ -52,8 +52,23 @@ def to_document(entry: Entry, blob_sha: str) -> Document:
 
 
 def open_index(wiki: Wiki) -> SearchIndex:
-    """The derived database of ``wiki`` (created on first use), not yet synced."""
-    return SearchIndex(wiki.database_path())
+    """The derived database of ``wiki`` (created on first use), not yet synced. Derived
+    state is disposable: a file that is not a readable database of our schema is deleted
+    and recreated. Raises :class:`WikiError` when the path cannot hold a database at all."""
+    path = wiki.database_path()
+    if path.parent.exists() and not path.parent.is_dir():
+        raise WikiError(f"{path.parent} exists but is not a directory; remove it "
+                        "(it only holds derived state)")
+    if path.is_dir():
+        raise WikiError(f"{path} is a directory, not the derived database; remove it")
+    try:
+        index = SearchIndex(path)
+        index.get_meta(COMMIT_KEY)
+        return index
+    except (sqlite3.DatabaseError, IndexSchemaError):
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        return SearchIndex(path)
 
 
 def sync(wiki: Wiki, index: SearchIndex) -> SyncReport:
@@ -140,12 +155,7 @@ def rebuild(wiki: Wiki) -> SyncReport:
     (corrupt, or from a newer schema) is deleted and built anew. Raises
     ``NotInitializedError`` without a wiki branch."""
     head = wiki.require_head()
-    try:
-        index = open_index(wiki)
-    except (sqlite3.DatabaseError, IndexSchemaError):
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(wiki.database_path()) + suffix).unlink(missing_ok=True)
-        index = open_index(wiki)
+    index = open_index(wiki)
     with index, index.transaction():
         index.clear()
         return _index_head(wiki, index, head)

@@ -56,6 +56,10 @@ class RefMovedError(WikiError):
     commit. Nothing was overwritten."""
 
 
+class BranchCheckedOutError(WikiError):
+    """The wiki branch is checked out in a worktree, so moving it is refused."""
+
+
 class StaleProposalError(WikiError):
     """A proposal touches entries that changed on the wiki since its base."""
 

@@ -12,6 +12,7 @@ unterminated blocks are errors that carry the file line.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -89,6 +90,8 @@ def parse(text: str, path: str, *, required: bool = False) -> Frontmatter:
     body = text[body_start:]
     try:
         data = yaml.load(raw, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+    except RecursionError:
+        raise EntryError(path, "invalid YAML: recursive anchor/alias", line=2) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 2 if mark is not None else None
@@ -96,6 +99,10 @@ def parse(text: str, path: str, *, required: bool = False) -> Frontmatter:
         raise EntryError(path, f"invalid YAML: {problem}", line=line) from None
     if data is None:
         data = {}
+    try:
+        json.dumps(data, default=str)
+    except (ValueError, RecursionError):  # an anchor that contains itself
+        raise EntryError(path, "invalid YAML: recursive anchor/alias", line=2) from None
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise EntryError(path, f"frontmatter must be a mapping of fields, got {kind}", line=2)
@@ -136,7 +143,7 @@ def _chunks(raw: str, data: dict) -> tuple[str, dict[str, str] | None, dict[str,
         ok = set(chunks) == set(data) and all(
             yaml.load(text, Loader=StrictLoader) == {key: data[key]}  # noqa: S506
             for key, text in chunks.items())
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         ok = False
     return preamble, (chunks if ok else None), key_lines
 

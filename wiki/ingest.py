@@ -23,7 +23,7 @@ from wiki.entry import Entry, Source, now_iso
 from wiki.errors import EntryError, SourceError
 from wiki.frontmatter import parse as parse_frontmatter
 from wiki.gitrepo import Identity
-from wiki.proposals import Proposal, propose
+from wiki.proposals import Proposal, get_proposal, list_proposals, propose
 from wiki.slug import slug_path, slugify, unique_path
 from wiki.sources import fingerprint, read_text, source_uri
 from wiki.workspace import Wiki
@@ -92,19 +92,24 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
     taken = set(snapshot.files)
     ids = {e.id for e in entries}
     report = IngestReport()
-    candidates = _collect(paths, config.ingest, report)
+    candidates, folders = _collect(paths, config.ingest, report)
+    pending = _pending(wiki, snapshot)
+    waiting: list[str] = []
     changes: dict[str, bytes | None] = {}
     touched: list[str] = []
     for done, candidate in enumerate(candidates, start=1):
         shown = _display(candidate.path)
         try:
-            result = _compile(wiki, config, candidate, by_uri, taken, ids)
+            result = _compile(wiki, config, candidate, by_uri, taken, ids, pending)
         except (SourceError, EntryError) as exc:
             report.skipped.append(Skipped(shown, getattr(exc, "reason", str(exc))
                                           if isinstance(exc, SourceError) else str(exc)))
         else:
             report.sources += 1
-            if result is None:
+            if isinstance(result, str):  # already in an open proposal on this head
+                report.unchanged_sources += 1
+                waiting.append(result)
+            elif result is None:
                 report.unchanged_sources += 1
             else:
                 file_changes, added, updated, retracted = result
@@ -115,6 +120,12 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
                 touched.append(shown)
         if progress:
             progress(done, len(candidates), shown)
+    stamp = now_iso()
+    for uri, old in _vanished(wiki, candidates, folders, by_uri):
+        changes[old.path] = old.updated_with(status="retracted", updated=stamp).to_bytes()
+        report.retracted += 1
+        if uri not in touched:
+            touched.append(f"{uri} (deleted)")
     if changes and not dry_run:
         subject = (f"ingest: {len(touched)} source{'s' * (len(touched) != 1)} "
                    f"({report.added} new, {report.updated} updated, "
@@ -124,7 +135,27 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
             body += f"\n- ... and {len(touched) - 200} more"
         report.proposal, report.proposal_created = propose(
             wiki, changes, kind="ingest", subject=subject, body=body, author=author)
+    elif waiting and not changes:
+        report.proposal, report.proposal_created = get_proposal(wiki, waiting[0]), False
     return report
+
+
+def _pending(wiki: Wiki, snapshot) -> dict[str, tuple[str, str]]:
+    """``source uri -> (fingerprint, proposal name)`` for sources compiled by an open
+    proposal made on the current head: ingesting them again would only duplicate it."""
+    pending: dict[str, tuple[str, str]] = {}
+    for proposal in list_proposals(wiki):
+        if proposal.base != snapshot.commit:
+            continue
+        tip = wiki.snapshot(proposal.tip)
+        for path in proposal.paths:
+            try:
+                entry = tip.entry(path)
+            except (KeyError, EntryError):
+                continue
+            for source in entry.sources[:1]:
+                pending.setdefault(source.uri, (source.fingerprint, proposal.name))
+    return pending
 
 
 def _display(path: Path) -> str:
@@ -134,19 +165,51 @@ def _display(path: Path) -> str:
         return str(path)
 
 
+def _vanished(wiki: Wiki, candidates: list[_Candidate], folders: list[Path],
+              by_uri: dict[str, list[Entry]]):
+    """``(uri, entry)`` of live entries whose source lay in an ingested folder and is gone."""
+    present = {source_uri(c.path, wiki.root) for c in candidates}
+    prefixes = tuple(source_uri(f, wiki.root).rstrip("/") + "/" for f in folders)
+    for uri, entries in sorted(by_uri.items()):
+        if prefixes and uri.startswith(prefixes) and uri not in present:
+            local = wiki.root / uri[4:] if uri.startswith("git:") and wiki.root else None
+            if local is not None and local.exists():
+                continue  # still there, only excluded (extension, hidden): not deleted
+            for entry in entries:
+                if entry.status != "retracted":
+                    yield uri, entry
+
+
 def _collect(paths: Iterable[Path | str], config: IngestConfig,
-             report: IngestReport) -> list[_Candidate]:
+             report: IngestReport) -> tuple[list[_Candidate], list[Path]]:
+    """Files to ingest (symbolic links and hidden paths left out) and the folders named."""
     seen: set[Path] = set()
     out: list[_Candidate] = []
+    folders: list[Path] = []
     for raw in paths:
         path = Path(raw)
+        if path.is_symlink():
+            report.skipped.append(Skipped(str(path), "symbolic link (name its target instead)"))
+            continue
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file()
-                           and p.suffix.lower() in config.extensions
-                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            folders.append(path)
+            root = path.resolve()
+            files = []
+            for item in sorted(path.rglob("*")):
+                inner = item.relative_to(path).parts
+                if any(part.startswith(".") for part in inner) or \
+                        item.suffix.lower() not in config.extensions or item.is_dir():
+                    continue
+                if item.is_symlink() or not item.resolve().is_relative_to(root):
+                    report.skipped.append(Skipped(_display(item), "symbolic link (not followed)"))
+                elif item.is_file():
+                    files.append(item)
             root = path
         elif path.is_file():
             files, root = [path], None  # a file named on its own goes to the wiki root
+        elif path.exists():
+            report.skipped.append(Skipped(str(path), "not a regular file"))
+            continue
         else:
             report.skipped.append(Skipped(str(path), "no such file or directory"))
             continue
@@ -155,7 +218,7 @@ def _collect(paths: Iterable[Path | str], config: IngestConfig,
             if resolved not in seen:
                 seen.add(resolved)
                 out.append(_Candidate(file, root))
-    return out
+    return out, folders
 
 
 def _category(wiki: Wiki, candidate: _Candidate, config: IngestConfig) -> str:
@@ -182,7 +245,8 @@ def _category(wiki: Wiki, candidate: _Candidate, config: IngestConfig) -> str:
 
 
 def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
-             by_uri: dict[str, list[Entry]], taken: set[str], ids: set[str]):
+             by_uri: dict[str, list[Entry]], taken: set[str], ids: set[str],
+             pending: dict[str, tuple[str, str]]):
     path = candidate.path
     text = read_text(path, max_bytes=config.ingest.max_bytes, max_lines=config.ingest.max_lines)
     shown = _display(path)
@@ -190,6 +254,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     uri = source_uri(path, wiki.root)
     fp = fingerprint(text, ignore_frontmatter=config.sources.ignore_frontmatter,
                      ignore_whitespace=config.sources.ignore_whitespace)
+    if uri in pending and pending[uri][0] == fp:
+        return pending[uri][1]
     existing = by_uri.get(uri, [])
     live = [e for e in existing if e.status != "retracted"]
     if live and all(e.sources[0].fingerprint == fp for e in live):

@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from wiki.derived import open_synced
 from wiki.entry import Entry
 from wiki.errors import NotFoundError
 from wiki.workspace import Wiki
+
+
+def _candidates(target: str) -> list[str]:
+    target = unicodedata.normalize("NFC", target).strip("/")
+    return [target, target + ".md"]
+
+
+def raw_file(wiki: Wiki, target: str) -> bytes | None:
+    """The bytes of the file at path ``target`` (``.md`` optional, NFC) on the wiki head,
+    or ``None`` when no such file exists."""
+    snapshot = wiki.snapshot()
+    for path in _candidates(target):
+        if path in snapshot.files:
+            return snapshot.read(path)
+    return None
 
 
 def find_entry(wiki: Wiki, target: str) -> Entry:
@@ -15,7 +32,7 @@ def find_entry(wiki: Wiki, target: str) -> Entry:
     ``EntryError`` when the file exists but is malformed.
     """
     snapshot = wiki.snapshot()
-    for path in (target, target + ".md", target.strip("/")):
+    for path in _candidates(target):
         if path in snapshot.files and path.endswith(".md"):
             return snapshot.entry(path)
     index, _ = open_synced(wiki)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from wiki import indextree
 from wiki.branch import TreeFile
 from wiki.errors import (
+    BranchCheckedOutError,
     ConfigError,
     NotFoundError,
     RefMovedError,
@@ -96,7 +97,8 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subje
 
 
 def list_proposals(wiki: Wiki) -> list[Proposal]:
-    """Open proposals, oldest first."""
+    """Open proposals, oldest first. Raises ``NotInitializedError`` without a wiki."""
+    wiki.require_head()
     refs = wiki.store.list_refs(wiki.proposal_prefix)
     proposals = [_load(wiki, ref[len(wiki.proposal_prefix):], ref, tip)
                  for ref, tip in refs.items()]
@@ -149,6 +151,12 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None) -> Landing:
     """
     proposal = get_proposal(wiki, name)
     approver = approver or current_identity(wiki.repo)
+    where = wiki.checked_out_in()
+    if where is not None:
+        raise BranchCheckedOutError(
+            f"the wiki branch '{wiki.branch}' is checked out in {where}; landing would make "
+            "that worktree revert it on its next commit — use `git worktree add --detach` "
+            "to browse the wiki, or switch that worktree away first")
     review = wiki.config().review
     if review.approvals_required != 1:
         raise ConfigError("wiki.toml [review] approvals_required: only 1 is supported so far, "

@@ -15,7 +15,22 @@ from wiki.gitrepo import common_dir, current_identity, open_repository
 from wiki.snapshot import Snapshot, write_commit
 
 DEFAULT_BRANCH = "wiki"
-_BRANCH_NAME = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]+(?<![./])$")
+_SIMPLE_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+def _valid_branch(repo: git.Repo, name: str) -> str:
+    """``name`` if git accepts it as a new branch name; :class:`ConfigError` otherwise."""
+    if _SIMPLE_BRANCH.match(name) and name != "HEAD":
+        return name  # the common case needs no git process
+    if not name or name == "HEAD" or name.startswith(("refs/", "-")):
+        raise ConfigError(f"invalid wiki branch name {name!r}: give a plain branch name "
+                          "such as 'wiki' or 'team/kb'")
+    try:
+        repo.git.check_ref_format("--branch", name)
+    except git.GitCommandError:
+        raise ConfigError(f"invalid wiki branch name {name!r} (see `git check-ref-format`)"
+                          ) from None
+    return name
 
 
 class Wiki:
@@ -30,9 +45,10 @@ class Wiki:
     def __init__(self, path: Path | str = ".", branch: str | None = None):
         self.repo: git.Repo = open_repository(path)
         self.store = BranchStore(self.repo)
-        self.branch = branch or os.environ.get("WIKI_BRANCH") or self._configured_branch()
-        if not _BRANCH_NAME.match(self.branch) or self.branch.endswith(".lock"):
-            raise ConfigError(f"invalid wiki branch name {self.branch!r}")
+        chosen = branch if branch is not None else (
+            os.environ.get("WIKI_BRANCH") or self._configured_branch())
+        self.branch = _valid_branch(self.repo, chosen)
+        self._checked_heads: set[str] = set()
         self.ref = f"refs/heads/{self.branch}"
         self.proposal_prefix = f"refs/heads/{self.branch}-proposals/"
         self.state_dir = common_dir(self.repo) / "wiki"
@@ -54,12 +70,31 @@ class Wiki:
         return self.store.resolve(self.ref)
 
     def require_head(self) -> str:
-        """The wiki head; raises :class:`NotInitializedError` when there is no branch."""
+        """The wiki head. Raises :class:`NotInitializedError` when there is no branch, or
+        when the branch is not a wiki (no ``wiki.toml``: e.g. ``--branch main``)."""
         head = self.head()
         if head is None:
             raise NotInitializedError(
                 f"no wiki branch '{self.branch}' in {self.repo.common_dir}: run `wiki init`")
+        if head not in self._checked_heads:
+            if self.store.read_path(head, CONFIG_PATH) is None:
+                raise NotInitializedError(
+                    f"branch '{self.branch}' is not a wiki (it has no {CONFIG_PATH}); pick "
+                    "another --branch, or `wiki --branch NAME init` a new one")
+            self._checked_heads.add(head)
         return head
+
+    def checked_out_in(self) -> str | None:
+        """The worktree path where the wiki branch is checked out, if any: moving it there
+        would make that worktree's files silently revert the change on its next commit."""
+        listing = self.repo.git.worktree("list", "--porcelain")
+        path = None
+        for line in listing.splitlines():
+            if line.startswith("worktree "):
+                path = line.split(" ", 1)[1]
+            elif line == f"branch {self.ref}":
+                return path
+        return None
 
     def snapshot(self, commit: str | None = None) -> Snapshot:
         """The wiki at ``commit`` (default: the head; raises when not initialised)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -53,7 +54,13 @@ def main_options(
                                           help="Show the version and exit.")] = False,
 ) -> None:
     """Options shared by every command."""
-    state.repo = repo
+    if repo != Path("."):
+        try:  # like `git -C`: relative paths given to commands are read from there
+            os.chdir(repo)
+        except OSError as exc:
+            report(f"error: -C {repo}: {exc.strerror}")
+            raise typer.Exit(USAGE) from None
+    state.repo = Path(".")
     state.branch = branch
 
 
@@ -73,13 +80,15 @@ def init() -> None:
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders of markdown/text.")],
+    paths: Annotated[list[str], typer.Argument(help="Files or folders of markdown/text.")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report without proposing.")] = False,
     json_output: JsonOption = False,
 ) -> None:
     """Compile sources into entries and propose them (approve with `wiki approve`)."""
     from wiki.ingest import ingest as run_ingest
 
+    for path in paths:
+        _require_text(path, "path")
     wiki = _wiki()
     with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("{task.description}"),
@@ -89,7 +98,7 @@ def ingest(
         def progress(done: int, total: int, path: str) -> None:
             bar.update(task, completed=done, total=total, description=path[-50:])
 
-        result = run_ingest(wiki, paths, progress=progress, dry_run=dry_run)
+        result = run_ingest(wiki, [Path(p) for p in paths], progress=progress, dry_run=dry_run)
     if json_output:
         print_json(result)
     for skipped in result.skipped:
@@ -103,9 +112,11 @@ def ingest(
                f"{result.proposal.ref}`, land with `wiki approve {result.proposal.name}` "
                "(by someone else)")
         out.print(result.proposal.name)
+    elif result.sources == 0 and not json_output:
+        report("nothing ingested: no readable source among the given paths")
     elif result.changed == 0 and not json_output:
         report("nothing to propose: the wiki already matches these sources")
-    if result.skipped and result.sources == 0:
+    if result.sources == 0:
         raise typer.Exit(FINDINGS)
 
 
@@ -125,7 +136,7 @@ def list_proposals(json_output: JsonOption = False) -> None:
     for p in proposals:
         grid.add_row(p.name, str(p.authors[0]) if p.authors else "?",
                      p.created.strftime("%Y-%m-%d %H:%M"), str(len(p.paths)),
-                     "stale" if p.stale else "current", plain(p.subject))
+                     "behind" if p.stale else "current", plain(p.subject))
     out.print(grid)
 
 
@@ -169,6 +180,8 @@ def search(
         print_json({"query": query, "commit": result.commit,
                     "confidence": round(result.confidence, 4), "gap": result.gap,
                     "hits": [_hit_json(h, result.sources.get(h.key, [])) for h in result.hits]})
+        if not result.hits:
+            raise typer.Exit(FINDINGS)
         return
     if not result.hits:
         report("no matches")
@@ -227,10 +240,15 @@ def show(
     target: Annotated[str, typer.Argument(help="Entry id or path on the wiki branch.")],
     json_output: JsonOption = False,
 ) -> None:
-    """Print one entry (its file as stored, or --json with parsed fields)."""
-    from wiki.lookup import find_entry
+    """Print one entry or file of the wiki as stored (--json: parsed fields)."""
+    from wiki.lookup import find_entry, raw_file
 
-    entry = find_entry(_wiki(), target)
+    wiki = _wiki()
+    raw = None if json_output else raw_file(wiki, target)
+    if raw is not None:  # any file on the branch, valid entry or not, shown as stored
+        out.file.write(raw.decode("utf-8", "replace"))
+        return
+    entry = find_entry(wiki, target)
     if json_output:
         print_json({"path": entry.path, "id": entry.id, "meta": entry.meta, "body": entry.body})
         return

@@ -15,18 +15,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
 import tempfile
 import traceback
 from pathlib import Path
 
-import click
 import typer
 from typer.core import TyperGroup
 
 from indexes.errors import EmptyQueryError, IndexesError
 from wiki.errors import (
     AlreadyInitializedError,
+    BranchCheckedOutError,
     ConfigError,
     EntryError,
     IdentityError,
@@ -51,6 +52,7 @@ EXIT_CODES: list[tuple[type[Exception], int]] = [
     (NotFoundError, FINDINGS),
     (AlreadyInitializedError, FINDINGS),
     (RefMovedError, CONFLICT),
+    (BranchCheckedOutError, CONFLICT),
     (StaleProposalError, CONFLICT),
     (SelfApprovalError, REFUSED),
     (WikiError, FINDINGS),
@@ -75,7 +77,7 @@ class WikiGroup(TyperGroup):
     """The top-level command group: maps domain errors to one line and an exit code, and
     unexpected ones to a log file and exit 70, so no user error shows a traceback."""
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except (WikiError, IndexesError) as error:
@@ -84,9 +86,10 @@ class WikiGroup(TyperGroup):
         except KeyboardInterrupt:
             report("interrupted")
             raise typer.Exit(INTERRUPTED) from None
-        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except Exception as error:  # a bug: keep the details, show one line
+        except Exception as error:
+            if type(error).__module__.split(".")[0] in ("click", "typer"):
+                raise  # usage errors and exits: the CLI framework reports them (exit 2)
+            # a bug: keep the details, show one line
             log = _write_crash_log()
             report(f"internal error: {type(error).__name__}: {error} (details in {log}; "
                    "please report it)")
@@ -95,7 +98,9 @@ class WikiGroup(TyperGroup):
 
 def _write_crash_log() -> Path:
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = Path(tempfile.gettempdir()) / f"wiki-crash-{stamp}.log"
+    handle, name = tempfile.mkstemp(prefix=f"wiki-crash-{stamp}-", suffix=".log")
+    os.close(handle)
+    path = Path(name)
     path.write_text(f"wiki {' '.join(sys.argv[1:])}\n\n{traceback.format_exc()}",
                     encoding="utf-8")
     return path
