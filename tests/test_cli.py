@@ -159,3 +159,20 @@ def test_search_process_loads_no_model_library(repo: Path) -> None:
     result = subprocess.run([sys.executable, "-c", code], cwd=repo, text=True,
                             capture_output=True, timeout=60)
     assert "HEAVY []" in result.stderr and "a.md" in result.stdout
+
+
+def test_status_flags_duplicate_ids(cli, repo: Path) -> None:
+    from conftest import ALICE, entry_text
+
+    from wiki.proposals import approve, propose
+    from wiki.workspace import Wiki
+    cli("init")
+    wiki = Wiki(repo)
+    proposal, _ = propose(wiki, {"a.md": entry_text("same", "A", "x").encode(),
+                                 "b.md": entry_text("same", "B", "y").encode()},
+                          kind="e", subject="s", author=ALICE)
+    approve(wiki, proposal.name, approver=BOB)
+    cli("index")
+    status = cli("status", "--json")
+    assert status.exit_code == 1
+    assert json.loads(status.stdout)["duplicate_ids"] == ["same"]

@@ -121,7 +121,7 @@ def sentences(markdown: str) -> list[str]:
 def summary(markdown: str, *, max_chars: int = 240) -> str:
     """The first sentence(s) of the first prose block (headings and tables skipped), cut
     at a word boundary to at most ``max_chars``; ``""`` when there is no prose."""
-    prose = [b for b in _prose_blocks(markdown)]
+    prose = _prose_blocks(markdown) or blocks(markdown, headings=False)
     if not prose:
         return ""
     picked = ""

@@ -13,7 +13,8 @@ from wiki.workspace import Wiki
 
 @dataclass
 class WikiStatus:
-    """``healthy`` when the derived index is at the branch head and no entry is invalid."""
+    """``healthy`` when the derived index is at the branch head, no entry is invalid and
+    no id is used by two entries."""
 
     branch: str
     head: str
@@ -21,12 +22,14 @@ class WikiStatus:
     entries: int
     by_status: dict[str, int] = field(default_factory=dict)
     invalid_entries: int = 0
+    duplicate_ids: list[str] = field(default_factory=list)
     open_proposals: int = 0
     database: str = ""
 
     @property
     def healthy(self) -> bool:
-        return self.indexed_commit == self.head and self.invalid_entries == 0
+        return self.indexed_commit == self.head and self.invalid_entries == 0 and \
+            not self.duplicate_ids
 
     def rows(self) -> list[tuple[str, str]]:
         """``(label, value)`` pairs for display."""
@@ -36,6 +39,7 @@ class WikiStatus:
         return [("branch", self.branch), ("head", self.head[:12]), ("index", index_state),
                 ("entries", f"{self.entries} ({statuses})"),
                 ("invalid entries", str(self.invalid_entries)),
+                ("duplicate ids", ", ".join(self.duplicate_ids) or "none"),
                 ("open proposals", str(self.open_proposals)), ("database", self.database)]
 
 
@@ -53,4 +57,6 @@ def wiki_status(wiki: Wiki) -> WikiStatus:
             info.invalid_entries = len(json.loads(index.get_meta(INVALID_KEY) or "{}"))
             info.by_status = dict(index.conn.execute(
                 "SELECT status, count(*) FROM docs GROUP BY status"))
+            info.duplicate_ids = [row[0] for row in index.conn.execute(
+                "SELECT doc_id FROM docs GROUP BY doc_id HAVING count(*) > 1 ORDER BY doc_id")]
     return info
