@@ -9,7 +9,7 @@ with the BM25 inverse document frequency idf(w) = ln(1 + (N - df + 0.5) / (df + 
 distinctive words are absent from the best hit scores low even when its common words
 match; a nonsense word (df = 0) carries the largest weight of all. The result is in [0, 1].
 Whether a word is "found" is decided by FTS5 itself (same tokenizer and stemming as the
-index), see :meth:`indexes.store.SearchIndex.word_matches`.
+index), see :func:`indexes.coverage.word_matches`.
 """
 
 from __future__ import annotations

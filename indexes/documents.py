@@ -47,3 +47,13 @@ class Hit:
     score: float
     rank: int = 0
     legs: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+
+def hits_from_rows(rows: list[tuple], *, negate: bool) -> list[Hit]:
+    """Hits from ``(key, doc_id, title, summary, category, status, score)`` rows, ranked
+    in order; ``negate`` turns SQLite's lower-is-better bm25() into higher-is-better."""
+    hits = []
+    for rank, (key, doc_id, title, summary, category, status, score) in enumerate(rows, 1):
+        hits.append(Hit(key, doc_id, title, summary, category, status,
+                        -score if negate else score, rank))
+    return hits

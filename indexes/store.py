@@ -18,13 +18,15 @@ from pathlib import Path
 
 import sqlite_utils
 
-from indexes.confidence import idf, weighted_coverage
-from indexes.documents import Document, Hit
+from indexes.documents import Document, Hit, hits_from_rows
 from indexes.errors import IndexSchemaError
 from indexes.fusion import rrf
+from indexes.names import replace_names, search_names
 from indexes.passages import TOKENIZER
-from indexes.query import match_expression, query_words, quote, substring_terms
+from indexes.query import match_expression
+from indexes.substrings import search_substrings
 from indexes.text import no_space_runs
+from indexes.vectors import VectorStore, chunk_texts
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -84,6 +86,23 @@ MIGRATIONS: tuple[str, ...] = (
         VALUES (new.rowid, new.title, new.aliases, new.summary, new.body);
     END;
     """.replace("{tokenizer}", TOKENIZER),
+    # 2: names for the alias/title leg; chunks and their embeddings for the vector leg
+    """
+    CREATE TABLE names (key TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL);
+    CREATE INDEX names_name ON names(name);
+    CREATE INDEX names_key ON names(key);
+    CREATE TABLE chunks (
+        key TEXT NOT NULL, chunk INTEGER NOT NULL, text_hash TEXT NOT NULL, text TEXT NOT NULL,
+        PRIMARY KEY (key, chunk)
+    );
+    CREATE INDEX chunks_hash ON chunks(text_hash);
+    CREATE TABLE embeddings (
+        text_hash TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
+        vector BLOB NOT NULL, PRIMARY KEY (text_hash, model)
+    );
+    DELETE FROM docs;
+    DELETE FROM meta;
+    """,
 )
 
 
@@ -135,6 +154,7 @@ class SearchIndex:
         self.db = sqlite_utils.Database(conn)
         self.conn = conn
         self._migrate()
+        self.vectors = VectorStore(conn, self.get_meta, self.set_meta)
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
@@ -196,10 +216,16 @@ class SearchIndex:
         return self.conn.execute(f"SELECT count(*) FROM docs d WHERE {where}", params).fetchone()[0]
 
     def upsert(self, documents: Iterable[Document]) -> int:
-        """Insert or replace documents by ``key``; returns how many were written."""
+        """Insert or replace documents by ``key`` (with their names and vector chunks);
+        returns how many were written."""
+        documents = list(documents)
         rows = [_row(doc) for doc in documents]
         if rows:
             self.db["docs"].upsert_all(rows, pk="key")
+        for doc, row in zip(documents, rows, strict=True):
+            replace_names(self.conn, doc.key, row["title"], row["aliases"].splitlines())
+            self.vectors.replace_chunks(doc.key, chunk_texts(row["title"], row["summary"],
+                                                             row["body"]))
         return len(rows)
 
     def delete(self, keys: Iterable[str]) -> int:
@@ -207,14 +233,16 @@ class SearchIndex:
         keys = list(keys)
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
-            self.conn.execute(
-                f"DELETE FROM docs WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+            marks = ",".join("?" * len(chunk))
+            self.conn.execute(f"DELETE FROM docs WHERE key IN ({marks})", chunk)
+            self.conn.execute(f"DELETE FROM names WHERE key IN ({marks})", chunk)
+        self.vectors.delete(keys)
         return len(keys)
 
     def clear(self) -> None:
         """Delete every document and metadata value."""
-        self.conn.execute("DELETE FROM docs")
-        self.conn.execute("DELETE FROM meta")
+        for table in ("docs", "meta", "names", "chunks"):
+            self.conn.execute(f"DELETE FROM {table}")  # embeddings stay: keyed by text
 
     def get(self, key: str) -> dict | None:
         """The stored row of one document as a dict (``extra`` decoded), or ``None``."""
@@ -253,41 +281,43 @@ class SearchIndex:
             "ORDER BY s LIMIT ?"
         )
         rows = self.conn.execute(sql, [match_expression(query), *params, limit]).fetchall()
-        return _hits(rows, negate=True)
+        return hits_from_rows(rows, negate=True)
 
     def search_trigram(self, query: str, *, limit: int = 10, filters: Filters | None = None,
                        include_latin: bool = False) -> list[Hit]:
-        """Substring search: trigram FTS5 for terms of 3+ characters, a scan for shorter
-        terms (CJK words are often 1-2 characters). Empty list when no term qualifies."""
-        terms = substring_terms(query, include_latin=include_latin)
-        if not terms:
-            return []
+        """Substring search (:mod:`indexes.substrings`)."""
         where, params = (filters or Filters()).sql()
-        long_terms = [t for t in terms if len(t) >= 3]
-        short_terms = [t for t in terms if len(t) < 3]
-        hits: list[Hit] = []
-        if long_terms:
-            sql = (
-                "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status, "
-                "bm25(docs_tri) AS s FROM docs_tri JOIN docs d ON d.rowid = docs_tri.rowid "
-                f"WHERE docs_tri MATCH ? AND {where} ORDER BY s LIMIT ?"
-            )
-            expression = " OR ".join(quote(t) for t in long_terms)
-            hits = _hits(self.conn.execute(sql, [expression, *params, limit]).fetchall(),
-                         negate=True)
-        if short_terms and len(hits) < limit:
-            found = {h.key for h in hits}
-            condition = " OR ".join("instr(d.title || ' ' || d.body, ?) > 0"
-                                    for _ in short_terms)
-            sql = (
-                "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status, 0.0 "
-                f"FROM docs d WHERE ({condition}) AND {where} ORDER BY d.key LIMIT ?"
-            )
-            rows = self.conn.execute(sql, [*short_terms, *params, limit]).fetchall()
-            hits.extend(h for h in _hits(rows, negate=False) if h.key not in found)
-        for rank, hit in enumerate(hits[:limit], start=1):
-            hit.rank = rank
-        return hits[:limit]
+        return search_substrings(self.conn, query, where, params, limit=limit,
+                                 include_latin=include_latin)
+
+    def allowed_keys(self, filters: Filters | None) -> set[str] | None:
+        """Keys passing ``filters`` (``None``: no restriction at all)."""
+        filters = filters or Filters()
+        if filters == Filters(statuses=None):
+            return None
+        where, params = filters.sql()
+        return {r[0] for r in self.conn.execute(f"SELECT key FROM docs d WHERE {where}",
+                                                params)}
+
+    def search_names(self, query: str, *, limit: int = 10,
+                     filters: Filters | None = None) -> list[Hit]:
+        """The alias/title leg (:mod:`indexes.names`)."""
+        where, params = (filters or Filters()).sql()
+        return search_names(self.conn, query, where, params, limit=limit)
+
+    def search_vector(self, query_vector, model: str, *, limit: int = 10,
+                      filters: Filters | None = None) -> list[Hit]:
+        """The vector leg: documents by the cosine of their best chunk to
+        ``query_vector`` (unit length, the model's dimension)."""
+        found = self.vectors.search(query_vector, model, allowed=self.allowed_keys(filters),
+                                    limit=limit)
+        if not found:
+            return []
+        rows = {r[0]: r for r in self.conn.execute(
+            "SELECT key, doc_id, title, summary, category, status FROM docs WHERE key IN "
+            f"({','.join('?' * len(found))})", [k for k, _ in found])}
+        return [Hit(*rows[key], score, rank) for rank, (key, score) in enumerate(found, 1)
+                if key in rows]
 
     def search(self, query: str, *, limit: int = 10,
                filters: Filters | None = None) -> list[Hit]:
@@ -308,38 +338,6 @@ class SearchIndex:
                 hit.legs["trigram"] = (hit.rank, hit.score)
             return trigram
         return rrf({"bm25": bm25, "trigram": trigram}, limit=limit)
-
-    # -- confidence --------------------------------------------------------------------
-    def word_matches(self, word: str, key: str | None = None) -> tuple[int, bool]:
-        """``(document frequency, found in document key)`` of one query word, matched by
-        FTS5 itself (same tokenizer and stemming as the index; trigram table or a scan
-        for space-less scripts)."""
-        runs = no_space_runs(word)
-        if runs:
-            condition = " AND ".join("instr(d.title || ' ' || d.aliases || ' ' || d.summary "
-                                     "|| ' ' || d.body, ?) > 0" for _ in runs)
-            base, params = f"SELECT d.key FROM docs d WHERE {condition}", list(runs)
-        else:
-            base = ("SELECT d.key FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid "
-                    "WHERE docs_fts MATCH ?")
-            params = [quote(word)]
-        df = self.conn.execute(f"SELECT count(*) FROM ({base})", params).fetchone()[0]
-        found = key is not None and self.conn.execute(
-            f"SELECT 1 FROM ({base}) WHERE key = ?", [*params, key]).fetchone() is not None
-        return df, found
-
-    def coverage(self, query: str, key: str) -> float:
-        """IDF-weighted share of the query's words found in document ``key`` (0-1); see
-        :mod:`indexes.confidence`."""
-        n_docs = self.count(Filters(statuses=None))
-        return weighted_coverage([self.word_matches(w, key) for w in query_words(query)],
-                                 n_docs)
-
-    def word_weights(self, query: str) -> dict[str, float]:
-        """``query word -> BM25 idf`` over the whole index."""
-        n_docs = self.count(Filters(statuses=None))
-        return {w: idf(self.word_matches(w)[0], n_docs) for w in query_words(query)}
-
 
 def _statements(script: str) -> list[str]:
     """Split a migration script into statements (``sqlite3.complete_statement`` aware)."""
@@ -376,11 +374,3 @@ def _row(doc: Document) -> dict:
         "content_hash": doc.content_hash,
         "extra": json.dumps(extra, ensure_ascii=False, sort_keys=True),
     }
-
-
-def _hits(rows: list[tuple], *, negate: bool) -> list[Hit]:
-    hits = []
-    for rank, (key, doc_id, title, summary, category, status, score) in enumerate(rows, 1):
-        hits.append(Hit(key, doc_id, title, summary, category, status,
-                        -score if negate else score, rank))
-    return hits

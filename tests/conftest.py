@@ -34,6 +34,9 @@ def hermetic(tmp_path_factory, monkeypatch) -> None:
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     monkeypatch.delenv("WIKI_BRANCH", raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
+    # the vector leg is off unless a test turns it on (fake or real model, by name)
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "none")
+    monkeypatch.setenv("WIKI_EMBED_SERVER", "off")
     for key, value in identity_env(ALICE).items():
         monkeypatch.setenv(key, value)
 

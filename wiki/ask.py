@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 from indexes.passages import rank_passages
+from indexes.vectors import Progress
 from wiki.entry import now_iso
 from wiki.markdown_text import sentences, word_count
 from wiki.search import SearchResult, filters_for, search
@@ -57,10 +58,11 @@ class Answer:
 
 
 def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
-        category: str | None = None) -> Answer:
+        category: str | None = None, legs: tuple[str, ...] | None = None,
+        progress: Progress | None = None) -> Answer:
     """Answer ``question`` from the wiki. Raises ``EmptyQueryError`` for an empty question
     and ``NotInitializedError`` without a wiki branch; a gap is a normal return."""
-    result = search(wiki, question, limit=10,
+    result = search(wiki, question, limit=10, legs=legs, progress=progress,
                     filters=filters_for(include_superseded=include_superseded,
                                         category=category))
     answer = Answer(question, result.commit, result.confidence, result.threshold)

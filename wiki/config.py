@@ -55,13 +55,19 @@ class ReviewConfig:
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Ranking and abstention: BM25 column ``weights`` (title, aliases, tags, summary,
-    body) and ``gap_threshold``, the confidence below which ``ask`` reports an evidence gap
-    (0.4: on the handbook dev questions it abstains on 3 of 6 unanswerable questions with
-    2 false gaps among 35 answerable ones, versus 3 and 5 at 0.5; evals/results)."""
+    """Ranking and abstention: the retrieval ``legs`` fused by weighted RRF (``rrf_k``,
+    each leg's top ``window`` hits, ``leg_weights``), BM25 column ``weights`` (title,
+    aliases, tags, summary, body) and ``gap_threshold``, the confidence below which
+    ``ask`` reports an evidence gap (calibrated on the handbook dev questions; see
+    docs/decisions.md and evals/results)."""
 
     weights: tuple[float, ...] = (8.0, 6.0, 3.0, 3.0, 1.0)
     gap_threshold: float = 0.4
+    legs: tuple[str, ...] = ("alias", "bm25", "vector")
+    rrf_k: int = 60
+    window: int = 50
+    leg_weights: dict[str, float] = field(default_factory=lambda: {
+        "alias": 1.0, "bm25": 1.0, "vector": 1.0})
 
 
 @dataclass(frozen=True)
@@ -110,10 +116,29 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
     if config.ingest.split_words < 1 or config.ingest.max_bytes < 1 or \
             config.ingest.max_lines < 1:
         problems.append("[ingest] split_words, max_bytes and max_lines must be at least 1")
+    unknown = [leg for leg in (*config.search.legs, *config.search.leg_weights)
+               if leg not in ("alias", "bm25", "vector")]
+    if unknown or not config.search.legs:
+        problems.append(f"[search] legs are alias, bm25 and vector, got {unknown or '[]'}")
+    if config.search.rrf_k < 1 or config.search.window < 1:
+        problems.append("[search] rrf_k and window must be at least 1")
     if not config.ingest.extensions:
         problems.append("[ingest] extensions must name at least one file ending")
     if problems:
         raise ConfigError(f"{path} {problems[0]}")
+
+
+def _table(default: dict, value, where: str) -> dict:
+    """A TOML table checked against its default: numbers if the default holds numbers
+    (merged over the default), else strings."""
+    numeric = any(isinstance(v, float) for v in default.values())
+    ok = isinstance(value, dict) and all(
+        (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0) if numeric
+        else isinstance(v, str) for v in value.values())
+    if not ok:
+        kind = "non-negative numbers" if numeric else "strings"
+        raise ConfigError(f"{where} must be a table of {kind}, got {value!r}")
+    return {**default, **{k: float(v) for k, v in value.items()}} if numeric else value
 
 
 def _section(cls, values: dict, where: str):
@@ -134,9 +159,8 @@ def _section(cls, values: dict, where: str):
         elif isinstance(default, (int, float)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise ConfigError(f"{where}: '{key}' must be a non-negative number, got {value!r}")
-        elif isinstance(default, dict) and (not isinstance(value, dict) or not all(
-                isinstance(v, str) for v in value.values())):
-            raise ConfigError(f"{where}: '{key}' must be a table of strings, got {value!r}")
+        elif isinstance(default, dict):
+            value = _table(default, value, f"{where}: '{key}'")
         kwargs[key] = value
     return cls(**kwargs)
 
@@ -175,4 +199,13 @@ allow_self_approval = false
 weights = [8.0, 6.0, 3.0, 3.0, 1.0]
 # Below this confidence `wiki ask` reports an evidence gap instead of answering.
 gap_threshold = 0.4
+# Retrieval legs fused by weighted Reciprocal Rank Fusion: score = sum w / (rrf_k + rank).
+legs = ["alias", "bm25", "vector"]
+rrf_k = 60
+window = 50
+
+[search.leg_weights]
+alias = 1.0
+bm25 = 1.0
+vector = 1.0
 """

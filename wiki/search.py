@@ -1,22 +1,27 @@
-"""Search: sync the derived index with the branch, then rank entries (DESIGN.md §5)."""
+"""Search: sync the derived index with the branch, run the legs, fuse (DESIGN.md §5)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from indexes.coverage import coverage
 from indexes.documents import Hit
+from indexes.embedders import EmbedderUnavailableError
+from indexes.hybrid import FusionConfig, fuse, run_legs
+from indexes.query import query_words
 from indexes.store import Filters, SearchIndex
+from indexes.vectors import Progress
 from wiki.derived import SyncReport, indexed_config, open_synced, sync
+from wiki.embedding import ensure_vectors, get_embedder, model_name
 from wiki.workspace import Wiki
-
-LEGS = ("bm25",)
 
 
 @dataclass
 class SearchResult:
-    """Ranked ``hits`` for ``query`` at wiki ``commit``; ``confidence`` (0-1) is the
-    IDF-weighted query coverage of the top hit (:mod:`indexes.confidence`) and ``gap`` is
-    true when it is below the wiki's ``gap_threshold``."""
+    """Ranked ``hits`` for ``query`` at wiki ``commit``. ``confidence`` (0-1) is the
+    IDF-weighted query coverage of the top hit (:mod:`indexes.confidence`); ``gap`` is
+    true when it is below the wiki's ``gap_threshold``. ``legs`` lists the legs that ran,
+    ``skipped`` the ones that could not, with the reason."""
 
     query: str
     commit: str
@@ -25,6 +30,8 @@ class SearchResult:
     threshold: float
     sync: SyncReport
     sources: dict[str, list[dict]] = field(default_factory=dict)
+    legs: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
 
     @property
     def gap(self) -> bool:
@@ -40,22 +47,49 @@ def filters_for(*, include_superseded: bool = False, category: str | None = None
 
 
 def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None = None,
-           index: SearchIndex | None = None) -> SearchResult:
-    """Rank entries for ``query``. Raises ``EmptyQueryError`` for a query without words
-    and ``NotInitializedError`` without a wiki branch."""
+           legs: tuple[str, ...] | None = None, index: SearchIndex | None = None,
+           progress: Progress | None = None) -> SearchResult:
+    """Rank entries for ``query`` with the configured (or given) legs fused by weighted
+    RRF. Raises ``EmptyQueryError`` for a query without words and ``NotInitializedError``
+    without a wiki branch. A leg that cannot run (no embedding model) is skipped and
+    reported in ``result.skipped``."""
+    query_words(query)  # an empty query is an error whatever the legs
     own = index is None
     if own:
         index, report = open_synced(wiki)
     else:
         report = sync(wiki, index)
     try:
-        config = indexed_config(index)
-        hits = index.search(query, limit=limit, filters=filters or filters_for())
-        confidence = index.coverage(query, hits[0].key) if hits else 0.0
+        config = indexed_config(index).search
+        fusion = FusionConfig(legs=tuple(legs or config.legs), k=config.rrf_k,
+                              window=max(config.window, limit), weights=config.leg_weights)
+        skipped: dict[str, str] = {}
+        vector, model = None, None
+        if "vector" in fusion.legs:
+            vector, model = _query_vector(index, query, skipped, progress)
+        found = run_legs(index, query, fusion, filters=filters or filters_for(),
+                         query_vector=vector, model=model)
+        hits = fuse(found, fusion, limit=limit)
+        confidence = coverage(index, query, hits[0].key) if hits else 0.0
         extras = index.extras(h.key for h in hits)
         sources = {key: extra.get("sources", []) for key, extra in extras.items()}
     finally:
         if own:
             index.close()
-    return SearchResult(query, report.commit, hits, confidence,
-                        config.search.gap_threshold, report, sources)
+    return SearchResult(query, report.commit, hits, confidence, config.gap_threshold, report,
+                        sources, list(found), skipped)
+
+
+def _query_vector(index: SearchIndex, query: str, skipped: dict[str, str],
+                  progress: Progress | None):
+    name = model_name()
+    if name is None:
+        skipped["vector"] = "turned off (WIKI_EMBED_MODEL=none)"
+        return None, None
+    try:
+        embedder = get_embedder(name)
+        ensure_vectors(index, embedder, progress=progress)
+        return embedder.encode([query])[0], embedder.name
+    except EmbedderUnavailableError as exc:
+        skipped["vector"] = str(exc)
+        return None, None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -36,6 +37,36 @@ state = State()
 RepoOption = Annotated[Path, typer.Option("--repo", "-C", help="Repository to use.",
                                           show_default=False)]
 JsonOption = Annotated[bool, typer.Option("--json", help="Write JSON to stdout.")]
+LegsOption = Annotated[str | None, typer.Option(
+    "--legs", help="Comma-separated legs to run: alias,bm25,vector (default: wiki.toml).")]
+LEG_NAMES = ("alias", "bm25", "vector")
+
+
+def _legs(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    legs = tuple(dict.fromkeys(p.strip() for p in value.split(",") if p.strip()))
+    bad = [leg for leg in legs if leg not in LEG_NAMES]
+    if bad or not legs:
+        report(f"error: --legs takes {','.join(LEG_NAMES)}; got {value!r}")
+        raise typer.Exit(USAGE)
+    return legs
+
+
+@contextmanager
+def _embedding_progress(quiet: bool):
+    """A progress bar on stderr for embedding entries that have no vector yet."""
+    with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True, disable=quiet) as bar:
+        task = None
+
+        def progress(done: int, total: int) -> None:
+            nonlocal task
+            if task is None:
+                task = bar.add_task("", total=total)
+            bar.update(task, completed=done, total=total)
+
+        yield progress
 
 
 def _version(value: bool) -> None:
@@ -167,15 +198,20 @@ def search(
     tag: Annotated[list[str] | None, typer.Option(
         "--tag", help="Required tag (repeatable).")] = None,
     include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
+    legs: LegsOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Rank entries for QUERY (BM25 over title, aliases, tags, summary and body)."""
+    """Rank entries for QUERY: alias/title, BM25 and vector legs fused by weighted RRF."""
     from wiki.search import filters_for
     from wiki.search import search as run
 
     _require_text(query, "query")
-    result = run(_wiki(), query, limit=limit, filters=filters_for(
-        include_superseded=include_superseded, category=category, tags=tuple(tag or ())))
+    with _embedding_progress(json_output) as progress:
+        result = run(_wiki(), query, limit=limit, legs=_legs(legs), progress=progress,
+                     filters=filters_for(include_superseded=include_superseded,
+                                         category=category, tags=tuple(tag or ())))
+    for leg, reason in result.skipped.items():
+        report(f"note: {leg} leg skipped: {reason}")
     if json_output:
         print_json({"query": query, "commit": result.commit,
                     "confidence": round(result.confidence, 4), "gap": result.gap,
@@ -209,13 +245,16 @@ def ask(
     question: Annotated[str, typer.Argument(help="A question in plain words.")],
     category: Annotated[str | None, typer.Option("--category", help="Folder prefix.")] = None,
     include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
+    legs: LegsOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap."""
     from wiki.ask import ask as run
 
     _require_text(question, "question")
-    answer = run(_wiki(), question, category=category, include_superseded=include_superseded)
+    with _embedding_progress(json_output) as progress:
+        answer = run(_wiki(), question, category=category, legs=_legs(legs),
+                     include_superseded=include_superseded, progress=progress)
     if json_output:
         print_json({**{k: v for k, v in vars(answer).items() if k != "sentences"},
                     "gap": answer.gap,
@@ -260,9 +299,11 @@ def index_command(
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild from scratch.")] = False,
     json_output: JsonOption = False,
 ) -> None:
-    """Bring the derived search index up to the wiki branch (or rebuild it)."""
+    """Bring the derived search index (full text and vectors) up to the wiki branch, or
+    rebuild it from scratch."""
     from wiki.derived import open_synced
     from wiki.derived import rebuild as run_rebuild
+    from wiki.embedding import refresh_vectors
 
     wiki = _wiki()
     if rebuild:
@@ -270,11 +311,14 @@ def index_command(
     else:
         index, result = open_synced(wiki)
         index.close()
+    with _embedding_progress(json_output) as progress:
+        embedded, note = refresh_vectors(wiki, progress=progress)
     if json_output:
-        print_json(result)
+        print_json({**vars(result), "embedded": embedded, "vectors": note})
     else:
         report(f"indexed {result.commit[:12]}: {result.added} added, {result.updated} updated, "
-               f"{result.removed} removed, {len(result.invalid)} invalid")
+               f"{result.removed} removed, {len(result.invalid)} invalid; "
+               f"{embedded} chunks embedded ({note})")
         for _path, message in result.invalid:
             report(f"invalid entry left out: {message}")
 

