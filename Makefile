@@ -12,6 +12,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	# the CPU build of torch first: a plain `torch` requirement would pull a multi-GB CUDA build
+	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
