@@ -26,7 +26,7 @@ from indexes.passages import TOKENIZER
 from indexes.query import match_expression
 from indexes.substrings import search_substrings
 from indexes.text import no_space_runs
-from indexes.vectors import VectorStore, chunk_texts
+from indexes.vectors import CHUNK_WORDS, OVERLAP_WORDS, VectorStore, chunk_texts
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -142,9 +142,11 @@ class SearchIndex:
     the file was written by a newer schema than this code knows.
     """
 
-    def __init__(self, path: Path | str, *, weights: tuple[float, ...] = DEFAULT_WEIGHTS):
+    def __init__(self, path: Path | str, *, weights: tuple[float, ...] = DEFAULT_WEIGHTS,
+                 chunk_words: int = CHUNK_WORDS):
         self.path = Path(path)
         self.weights = weights
+        self.chunk_words = chunk_words
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
                                isolation_level=None, check_same_thread=False)
@@ -224,8 +226,9 @@ class SearchIndex:
             self.db["docs"].upsert_all(rows, pk="key")
         for doc, row in zip(documents, rows, strict=True):
             replace_names(self.conn, doc.key, row["title"], row["aliases"].splitlines())
-            self.vectors.replace_chunks(doc.key, chunk_texts(row["title"], row["summary"],
-                                                             row["body"]))
+            self.vectors.replace_chunks(doc.key, chunk_texts(
+                row["title"], row["summary"], row["body"], words=self.chunk_words,
+                overlap=min(OVERLAP_WORDS, self.chunk_words // 4)))
         return len(rows)
 
     def delete(self, keys: Iterable[str]) -> int:
