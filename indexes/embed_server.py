@@ -1,0 +1,345 @@
+"""A warm local embedding server, started on demand and shared by every ``wiki`` process.
+
+Importing torch + sentence-transformers costs ~5 s, too much for each ``wiki ask``. The
+first :class:`RemoteEmbedder` call spawns ``python -m indexes.embed_server`` as a detached
+process that loads the model once and serves encodings over a Unix stream socket; later
+processes connect and get vectors in milliseconds. The server exits after ``idle_seconds``
+without requests and removes its socket.
+
+Protocol, one JSON line each way per request (several requests may share a connection):
+``{"op": "encode", "model": m, "texts": [...]}`` -> ``{"ok": true, "model": m, "dim": d,
+"n": n, "vectors": base64(float32 little-endian, row-major)}``; ``{"op": "ping"}`` ->
+``{"ok": true, "model": m, "dim": d, "pid": p}``; failures -> ``{"ok": false, "error": s}``.
+
+This module imports only the stdlib and numpy; the model's libraries load in the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import socketserver
+import stat
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from indexes import embedders
+from indexes.embedders import Embedder, EmbedderUnavailableError
+
+BATCH = 64
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+_FALLBACK: set[str] = set()
+log = logging.getLogger("indexes.embed_server")
+log.addHandler(logging.NullHandler())  # library code stays silent unless the app logs
+
+
+def default_socket_path(model_name: str) -> Path:
+    """``$XDG_RUNTIME_DIR/wiki/embed-<model>.sock`` if that runtime dir is set and writable,
+    else ``/tmp/wiki-<uid>/embed-<model>.sock``. The directory is created with mode 0700.
+    Raises :class:`EmbedderUnavailableError` if it is not a directory owned by this user."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime and len(runtime) < 60 and os.access(runtime, os.W_OK | os.X_OK) \
+            and os.path.isdir(runtime):  # a long one would overflow the ~107-byte limit
+        directory = Path(runtime) / "wiki"
+    else:
+        directory = Path("/tmp") / f"wiki-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        directory.mkdir(mode=0o700)
+    st = os.lstat(directory)  # lstat: a symlink planted by someone else is refused
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise EmbedderUnavailableError(f"{directory} is not a directory owned by this user")
+    if st.st_mode & 0o077:
+        os.chmod(directory, 0o700)
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", model_name)
+    return directory / f"embed-{safe}.sock"
+
+
+def _sibling(socket_path: Path, suffix: str) -> Path:
+    return socket_path.with_name(socket_path.stem + suffix)
+
+
+def _try_connect(socket_path: Path, timeout: float) -> socket.socket | None:
+    """A connected socket, or None when nothing listens on ``socket_path``."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(str(socket_path))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        state: _Server = self.server  # type: ignore[assignment]
+        while True:
+            line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
+            if not line:
+                return
+            state.last_request = time.monotonic()
+            try:
+                if len(line) > MAX_REQUEST_BYTES or not line.endswith(b"\n"):
+                    raise ValueError("request too large or not newline-terminated")
+                reply = state.answer(json.loads(line))
+            except Exception as exc:  # one bad request must not kill the server
+                reply = {"ok": False, "error": " ".join(f"{type(exc).__name__}: {exc}".split())}
+                log.error("request failed: %s", reply["error"])
+            self.wfile.write(json.dumps(reply).encode() + b"\n")
+            self.wfile.flush()
+            state.last_request = time.monotonic()
+
+
+class _Server(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, socket_path: Path, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.lock = threading.Lock()  # tokenizers and torch modules are not thread-safe
+        self.last_request = time.monotonic()
+        super().__init__(str(socket_path), _Handler)
+
+    def answer(self, request: dict) -> dict:
+        op, model = request.get("op"), self.embedder.name
+        if op == "ping":
+            return {"ok": True, "model": model, "dim": self.embedder.dim, "pid": os.getpid()}
+        if op != "encode":
+            raise ValueError(f"unknown op {op!r}")
+        if request.get("model") != model:
+            raise ValueError(f"this server serves {model!r}, not {request.get('model')!r}")
+        texts = request.get("texts")
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise ValueError("texts must be a list of strings")
+        with self.lock:
+            vectors = np.ascontiguousarray(self.embedder.encode(texts), dtype="<f4")
+        return {"ok": True, "model": model, "dim": int(vectors.shape[1]), "n": len(texts),
+                "vectors": base64.b64encode(vectors.tobytes()).decode("ascii")}
+
+
+def serve(model_name: str, socket_path: Path, idle_seconds: float = 900) -> None:
+    """Load ``model_name`` once and serve it on ``socket_path`` until ``idle_seconds`` pass
+    without a request, or SIGTERM/SIGINT arrives; then remove the socket file. A stale
+    socket file is replaced. Raises :class:`EmbedderUnavailableError` if the model cannot
+    load and ``RuntimeError`` if another server already listens on ``socket_path``."""
+    socket_path = Path(socket_path)
+    embedder = embedders.load(model_name)
+    embedder.encode(["warm up"])  # first call pays for lazy initialisation
+    if (other := _try_connect(socket_path, 1.0)) is not None:
+        other.close()
+        raise RuntimeError(f"a server already listens on {socket_path}")
+    with contextlib.suppress(FileNotFoundError):
+        socket_path.unlink()
+    server = _Server(socket_path, embedder)
+    inode = os.stat(socket_path).st_ino
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    thread = threading.Thread(target=server.serve_forever, args=(0.2,), daemon=True)
+    thread.start()
+    log.info("serving %s on %s (pid %d, idle %gs)", model_name, socket_path, os.getpid(),
+             idle_seconds)
+    try:
+        while not stop.wait(min(1.0, max(idle_seconds / 4, 0.05))):
+            if not server.lock.locked() and \
+                    time.monotonic() - server.last_request > idle_seconds:
+                log.info("idle for %gs, exiting", idle_seconds)
+                break
+        else:
+            log.info("signalled, exiting")
+    finally:
+        server.shutdown()
+        server.server_close()
+        with contextlib.suppress(OSError):
+            if os.stat(socket_path).st_ino == inode:  # not a successor's socket
+                socket_path.unlink()
+
+
+class RemoteEmbedder:
+    """An :class:`~indexes.embedders.Embedder` whose model runs in the shared server.
+
+    ``encode(texts)`` returns ``(len(texts), dim)`` float32 unit rows. When nothing listens
+    on ``socket_path`` (default :func:`default_socket_path`) and ``start`` is true, a
+    detached server is spawned (one per socket, even under concurrent callers: an exclusive
+    ``flock`` on ``<socket stem>.lock`` guards it; its log is ``<socket stem>.log``) and
+    awaited for up to ``timeout`` seconds. ``request_timeout`` bounds one reply. Raises
+    :class:`EmbedderUnavailableError` when no server can be reached or started, or the
+    server reports an error.
+    """
+
+    def __init__(self, model_name: str, *, socket_path: Path | None = None, start: bool = True,
+                 timeout: float = 60.0, request_timeout: float = 300.0,
+                 idle_seconds: float = 900.0) -> None:
+        self.name = model_name
+        self.socket_path = Path(socket_path or default_socket_path(model_name))
+        self.start, self.timeout = start, timeout
+        self.request_timeout, self.idle_seconds = request_timeout, idle_seconds
+        self._dim: int | None = None
+
+    @property
+    def dim(self) -> int:
+        """Vector width, learned from the server's ping (starting it if needed)."""
+        if self._dim is None:
+            self._dim = int(self.ping()["dim"])
+        return self._dim
+
+    def ping(self) -> dict:
+        """The server's ``{"ok", "model", "dim", "pid"}`` reply."""
+        with self._connect() as sock:
+            return self._request(sock, {"op": "ping"})
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32 unit rows, sent in batches of :data:`BATCH`."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = []
+        with self._connect() as sock:
+            for i in range(0, len(texts), BATCH):
+                batch = texts[i:i + BATCH]
+                reply = self._request(sock, {"op": "encode", "model": self.name,
+                                             "texts": batch})
+                raw = np.frombuffer(base64.b64decode(reply["vectors"]), dtype="<f4")
+                parts.append(raw.reshape(len(batch), int(reply["dim"])))
+        vectors = np.concatenate(parts).astype(np.float32)
+        self._dim = vectors.shape[1]
+        return vectors
+
+    def _request(self, sock: socket.socket, request: dict) -> dict:
+        try:
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            with sock.makefile("rb") as reader:
+                line = reader.readline()
+        except OSError as exc:
+            raise EmbedderUnavailableError(f"embedding server {self.socket_path}: {exc}") from exc
+        if not line:
+            raise EmbedderUnavailableError(f"embedding server {self.socket_path} hung up")
+        reply = json.loads(line)
+        if not reply.get("ok"):
+            raise EmbedderUnavailableError(f"embedding server: {reply.get('error')}")
+        return reply
+
+    def _connect(self) -> socket.socket:
+        if (sock := _try_connect(self.socket_path, self.request_timeout)) is not None:
+            return sock
+        if not self.start:
+            raise EmbedderUnavailableError(f"no embedding server on {self.socket_path}")
+        with open(_sibling(self.socket_path, ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # held while spawning and awaiting readiness
+            if (sock := _try_connect(self.socket_path, self.request_timeout)) is not None:
+                return sock  # another process started it while we waited for the lock
+            process, deadline = self._spawn(), time.monotonic() + self.timeout
+            while (sock := _try_connect(self.socket_path, self.request_timeout)) is None:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    why = (f"did not answer within {self.timeout:g}s" if process.returncode
+                           is None else f"exited with status {process.returncode}")
+                    raise EmbedderUnavailableError(f"the embedding server {why}: "
+                                                   f"{self._log_tail()}")
+                time.sleep(0.05)
+            with warnings.catch_warnings():  # the server outlives us: no "still running"
+                warnings.simplefilter("ignore", ResourceWarning)
+                del process
+            return sock
+
+    def _spawn(self) -> subprocess.Popen:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_ROOT),
+                                                          env.get("PYTHONPATH")]))
+        with open(_sibling(self.socket_path, ".log"), "ab") as log_file:
+            return subprocess.Popen(
+                [sys.executable, "-m", "indexes.embed_server", "--model", self.name,
+                 "--socket", str(self.socket_path), "--idle", str(self.idle_seconds)],
+                start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=log_file, close_fds=True, cwd=str(self.socket_path.parent), env=env)
+
+    def _log_tail(self) -> str:
+        try:
+            lines = _sibling(self.socket_path, ".log").read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return " | ".join(lines[-3:]) or "(empty log)"
+
+
+class _AutoEmbedder:
+    """The remote embedder, switching for good to the in-process model on its first failure."""
+
+    def __init__(self, model_name: str) -> None:
+        self.name = model_name
+        self._remote: RemoteEmbedder | None = None
+
+    def _fallback(self) -> Embedder:
+        _FALLBACK.add(self.name)
+        return embedders.load(self.name)
+
+    def _call(self, fn):  # type: ignore[no-untyped-def]
+        if self.name not in _FALLBACK:
+            try:
+                if self._remote is None:
+                    self._remote = RemoteEmbedder(self.name)
+                return fn(self._remote)
+            except (EmbedderUnavailableError, OSError, ValueError) as exc:
+                log.warning("embedding server unavailable, loading in-process: %s", exc)
+        return fn(self._fallback())
+
+    @property
+    def dim(self) -> int:
+        return self._call(lambda e: e.dim)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self._call(lambda e: e.encode(texts))
+
+
+def get_embedder(model_name: str) -> Embedder:
+    """The embedder to use for ``model_name`` in this process. ``WIKI_EMBED_SERVER=off``
+    loads it in-process; ``auto`` (or unset) serves :data:`embedders.DEFAULT_MODEL` from the
+    shared server, falling back to in-process for the rest of the process if the server
+    cannot be started or reached. Other names (fakes registered at runtime) always load
+    in-process. Raises :class:`EmbedderUnavailableError` for an unknown name."""
+    mode = os.environ.get("WIKI_EMBED_SERVER", "auto").strip().lower() or "auto"
+    if mode not in ("off", "auto"):
+        raise EmbedderUnavailableError(f"WIKI_EMBED_SERVER must be 'auto' or 'off', not {mode!r}")
+    if mode == "off" or model_name != embedders.DEFAULT_MODEL or model_name in _FALLBACK:
+        return embedders.load(model_name)
+    return _AutoEmbedder(model_name)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m indexes.embed_server --model NAME --socket PATH [--idle SECONDS]``."""
+    parser = argparse.ArgumentParser(prog="python -m indexes.embed_server")
+    parser.add_argument("--model", default=embedders.DEFAULT_MODEL)
+    parser.add_argument("--socket", type=Path, required=True)
+    parser.add_argument("--idle", type=float, default=900.0)
+    args = parser.parse_args(argv)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(
+        "%(asctime)s embed_server[%(process)d] %(levelname)s %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bars in the log file
+    try:
+        serve(args.model, args.socket, args.idle)
+    except Exception as exc:
+        log.error("stopped: %s", " ".join(str(exc).split()))
+        return 1
+    log.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
