@@ -1,0 +1,204 @@
+"""Hybrid retrieval: RRF math, the alias leg, the vector sidecar's freshness and model
+changes (ROBUSTNESS I1, I3, Q6). Fake models go through the real registry."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import numpy as np
+import pytest
+from conftest import ALICE, BOB, entry_text, git
+
+from indexes import embedders
+from indexes.documents import Document, Hit
+from indexes.fusion import rrf
+from indexes.names import fold_name, spans
+from indexes.store import SearchIndex
+from indexes.vectors import chunk_texts, embed_pending
+from wiki.proposals import approve, propose
+from wiki.search import search
+from wiki.workspace import Wiki
+
+
+class HashingEmbedder:
+    """A deterministic bag-of-words embedder: each word hashed to one of ``dim`` axes."""
+
+    def __init__(self, name: str = "fake-hash", dim: int = 64):
+        self.name, self.dim, self.calls = name, dim, 0
+
+    def encode(self, texts):
+        self.calls += len(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1
+        return embedders.normalize(out)
+
+
+@pytest.fixture
+def fake_model(monkeypatch) -> HashingEmbedder:
+    model = HashingEmbedder()
+    embedders.register("fake-hash", lambda: model)
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-hash")
+    return model
+
+
+def _hit(key: str, score: float = 0.0) -> Hit:
+    return Hit(key, key, key, "", "", "active", score)
+
+
+def test_rrf_matches_hand_computed_scores() -> None:
+    legs = {"bm25": [_hit("a", 9.0), _hit("b", 5.0), _hit("c", 1.0)],
+            "vector": [_hit("c", 0.9), _hit("a", 0.8)]}
+    fused = rrf(legs, k=60, weights={"bm25": 1.0, "vector": 2.0})
+    scores = {h.key: h.score for h in fused}
+    assert scores["a"] == pytest.approx(1 / 61 + 2 / 62)
+    assert scores["b"] == pytest.approx(1 / 62)
+    assert scores["c"] == pytest.approx(1 / 63 + 2 / 61)
+    assert [h.key for h in fused] == ["c", "a", "b"]
+    assert fused[0].legs == {"bm25": (3, 1.0), "vector": (1, 0.9)}
+    # the explanation reproduces the score exactly
+    for hit in fused:
+        weights = {"bm25": 1.0, "vector": 2.0}
+        assert hit.score == pytest.approx(sum(weights[leg] / (60 + rank)
+                                              for leg, (rank, _) in hit.legs.items()))
+
+
+def test_rrf_ties_are_deterministic() -> None:
+    legs = {"x": [_hit("b"), _hit("a")], "y": [_hit("a"), _hit("b")]}
+    assert [h.key for h in rrf(legs)] == ["a", "b"]
+
+
+def test_alias_leg_folds_case_accents_and_punctuation(tmp_path) -> None:
+    assert fold_name("PER-DIÉM  (M&IE)") == "per diem m ie"
+    assert spans("what is the per diem?")["per diem"] == 2
+    assert "what is the" not in spans("what is the per diem?")
+    with SearchIndex(tmp_path / "x.sqlite") as index, index.transaction():
+        index.upsert([Document("pd.md", "pd", "Per Diem", aliases=("M&IE",)),
+                      Document("x.md", "x", "Expenses", body="per diem mentioned")])
+    with SearchIndex(tmp_path / "x.sqlite") as index:
+        assert [h.key for h in index.search_names("per DIEM")] == ["pd.md"]
+        assert index.search_names("per DIEM")[0].score == 1.0
+        assert [h.key for h in index.search_names("what is m&ie?")] == ["pd.md"]
+        assert index.search_names("expenses for per diem")[0].key == "pd.md"
+
+
+def test_chunks_overlap_and_carry_the_title() -> None:
+    body = " ".join(f"w{i}" for i in range(400))
+    chunks = chunk_texts("Title", "Summary.", body, words=180, overlap=30)
+    assert len(chunks) == 3
+    assert all(c.startswith("Title. Summary.\n") for c in chunks)
+    assert chunks[1].split("\n")[1].startswith("w150 ")
+    assert chunk_texts("T", "", "short body") == ["T\nshort body"]
+
+
+def _seed(wiki: Wiki, entries: dict[str, str]) -> None:
+    proposal, _ = propose(wiki, {p: t.encode() for p, t in entries.items()}, kind="seed",
+                          subject="seed", author=ALICE)
+    approve(wiki, proposal.name, approver=BOB)
+
+
+ENTRIES = {
+    "hr/leave.md": entry_text("lv", "Annual leave", "Request vacation days in HR Links."),
+    "it/laptop.md": entry_text("lp", "Laptop setup", "New laptops are set up by IT.",
+                               aliases="[computer onboarding]"),
+    "ops/voucher.md": entry_text("vo", "Travel voucher", "File your voucher in Concur."),
+}
+
+
+def test_hybrid_search_uses_all_legs_and_explains(wiki: Wiki, fake_model) -> None:
+    _seed(wiki, ENTRIES)
+    result = search(wiki, "computer onboarding")
+    assert result.legs == ["alias", "bm25", "vector"] and result.skipped == {}
+    top = result.hits[0]
+    assert top.key == "it/laptop.md"
+    assert set(top.legs) == {"alias", "bm25", "vector"}
+    assert top.score == pytest.approx(sum(1.0 / (60 + r) for r, _ in top.legs.values()))
+    only_vector = search(wiki, "laptops IT", legs=("vector",))
+    assert only_vector.legs == ["vector"] and only_vector.hits[0].key == "it/laptop.md"
+
+
+def test_vectors_follow_edits_and_deletes_and_skip_unchanged(wiki: Wiki, fake_model,
+                                                             tmp_path) -> None:
+    _seed(wiki, ENTRIES)
+    search(wiki, "leave")
+    first = fake_model.calls
+    assert first == 4  # three entries and the query
+    search(wiki, "voucher")
+    assert fake_model.calls == first + 1  # only the query: nothing re-embedded
+    view = tmp_path / "view"
+    git(wiki.root, "worktree", "add", "-q", "--detach", str(view), "wiki")
+    (view / "ops" / "voucher.md").unlink()
+    (view / "hr" / "leave.md").write_text(entry_text("lv", "Annual leave",
+                                                     "Vacation requests go to the payroll robot."))
+    git(view, "add", "-A")
+    git(view, "commit", "-q", "-m", "hand edit")
+    git(view, "push", "-q", str(wiki.root), "HEAD:refs/heads/wiki")
+    hits = search(wiki, "payroll robot", legs=("vector",)).hits
+    assert fake_model.calls == first + 1 + 2  # one changed chunk + the query
+    assert hits[0].key == "hr/leave.md"
+    assert "ops/voucher.md" not in [h.key for h in hits]
+
+
+def test_model_change_rebuilds_vectors_never_mixes(wiki: Wiki, monkeypatch) -> None:
+    _seed(wiki, ENTRIES)
+    small = HashingEmbedder("fake-a", 16)
+    embedders.register("fake-a", lambda: small)
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-a")
+    search(wiki, "leave")
+    assert small.calls == 4  # three entries and the query
+    big = HashingEmbedder("fake-a", 32)  # same name, another dimension
+    embedders.register("fake-a", lambda: big)
+    result = search(wiki, "laptop", legs=("vector",))
+    assert big.calls == 4 and result.hits[0].key == "it/laptop.md"
+    with SearchIndex(wiki.database_path()) as index:
+        dims = {r[0] for r in index.conn.execute("SELECT DISTINCT dim FROM embeddings")}
+        assert dims == {32}
+        assert index.get_meta("embedding_model") == "fake-a:32"
+
+
+def test_wrong_shape_from_a_model_is_refused(tmp_path) -> None:
+    class Broken(HashingEmbedder):
+        def encode(self, texts):
+            return np.zeros((len(texts), 3), dtype=np.float32)
+
+    with SearchIndex(tmp_path / "x.sqlite") as index:
+        with index.transaction():
+            index.upsert([Document("a.md", "a", "A", body="text")])
+        with pytest.raises(ValueError, match="returned shape"):
+            embed_pending(index.vectors, Broken("broken", 8))
+
+
+def test_nonsense_query_is_a_gap_even_though_vectors_always_answer(wiki: Wiki,
+                                                                  fake_model) -> None:
+    _seed(wiki, ENTRIES)
+    result = search(wiki, "zzqx plugh frobnicate")
+    assert result.hits  # the vector leg always has nearest neighbours...
+    assert result.gap   # ...but nothing the query says is in them
+
+
+def test_vector_leg_is_skipped_with_a_reason_when_turned_off(wiki: Wiki) -> None:
+    _seed(wiki, ENTRIES)
+    result = search(wiki, "leave")
+    assert result.skipped == {"vector": "turned off (WIKI_EMBED_MODEL=none)"}
+    assert result.hits[0].key == "hr/leave.md"
+
+
+def test_cli_legs_option(cli, wiki: Wiki, fake_model) -> None:
+    _seed(wiki, ENTRIES)
+    result = cli("search", "voucher", "--legs", "bm25,alias", "--json")
+    assert result.exit_code == 0
+    assert set(json.loads(result.stdout)["hits"][0]["legs"]) <= {"bm25", "alias"}
+    assert cli("search", "voucher", "--legs", "bm25,nope").exit_code == 2
+
+
+@pytest.mark.parametrize("question", ["how many days off can I take for holidays?"])
+def test_real_model_finds_a_paraphrase(wiki: Wiki, monkeypatch, question: str) -> None:
+    monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL)
+    _seed(wiki, {**ENTRIES, "hr/pto.md": entry_text(
+        "pto", "Vacation allowance", "Employees accrue annual leave every pay period.")})
+    result = search(wiki, question, legs=("vector",))
+    assert result.hits[0].key in {"hr/pto.md", "hr/leave.md"}
+
