@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 
 from indexes.store import SearchIndex
+from indexes.vectors import MODEL_KEY
 from wiki.derived import COMMIT_KEY, INVALID_KEY
 from wiki.proposals import list_proposals
 from wiki.workspace import Wiki
@@ -24,6 +25,9 @@ class WikiStatus:
     invalid_entries: int = 0
     duplicate_ids: list[str] = field(default_factory=list)
     open_proposals: int = 0
+    embedding_model: str | None = None
+    chunks: int = 0
+    embedded_chunks: int = 0
     database: str = ""
 
     @property
@@ -40,7 +44,10 @@ class WikiStatus:
                 ("entries", f"{self.entries} ({statuses})"),
                 ("invalid entries", str(self.invalid_entries)),
                 ("duplicate ids", ", ".join(self.duplicate_ids) or "none"),
-                ("open proposals", str(self.open_proposals)), ("database", self.database)]
+                ("open proposals", str(self.open_proposals)),
+                ("vectors", f"{self.embedded_chunks}/{self.chunks} chunks embedded "
+                            f"({self.embedding_model or 'no model yet'})"),
+                ("database", self.database)]
 
 
 def wiki_status(wiki: Wiki) -> WikiStatus:
@@ -57,6 +64,12 @@ def wiki_status(wiki: Wiki) -> WikiStatus:
             info.invalid_entries = len(json.loads(index.get_meta(INVALID_KEY) or "{}"))
             info.by_status = dict(index.conn.execute(
                 "SELECT status, count(*) FROM docs GROUP BY status"))
+            label = index.get_meta(MODEL_KEY)
+            if label:
+                info.embedding_model = label
+                info.chunks, info.embedded_chunks = index.vectors.counts(label.rsplit(":", 1)[0])
+            else:
+                info.chunks = index.vectors.counts("")[0]
             info.duplicate_ids = [row[0] for row in index.conn.execute(
                 "SELECT doc_id FROM docs GROUP BY doc_id HAVING count(*) > 1 ORDER BY doc_id")]
     return info
