@@ -1,0 +1,119 @@
+"""Commands that set up and maintain a wiki: init, ingest, index, status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from wiki_cli.common import (
+    JsonOption,
+    app,
+    embedding_progress,
+    open_wiki,
+    require_text,
+)
+from wiki_cli.errors import FINDINGS, report
+from wiki_cli.render import err, out, plain, print_json, table
+
+
+@app.command()
+def init() -> None:
+    """Create the wiki branch (with wiki.toml and index.md) in this repository."""
+    wiki = open_wiki()
+    commit = wiki.init()
+    report(f"created wiki branch '{wiki.branch}' at {commit[:12]}")
+    out.print(commit)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[str], typer.Argument(help="Files or folders of markdown/text.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report without proposing.")] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Compile sources into entries and propose them (approve with `wiki approve`)."""
+    from wiki.ingest import ingest as run_ingest
+
+    for path in paths:
+        require_text(path, "path")
+    wiki = open_wiki()
+    with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.description}"),
+                  console=err, transient=True, disable=json_output) as bar:
+        task = bar.add_task("", total=None)
+
+        def progress(done: int, total: int, path: str) -> None:
+            bar.update(task, completed=done, total=total, description=path[-50:])
+
+        result = run_ingest(wiki, [Path(p) for p in paths], progress=progress, dry_run=dry_run)
+    if json_output:
+        print_json(result)
+    for skipped in result.skipped:
+        report(f"skipped {skipped.path}: {skipped.reason}")
+    report(f"{result.sources} sources read ({result.unchanged_sources} unchanged), "
+           f"{len(result.skipped)} skipped; entries: {result.added} new, "
+           f"{result.updated} updated, {result.retracted} retracted")
+    if result.proposal is not None and not json_output:
+        verb = "proposed" if result.proposal_created else "already proposed as"
+        report(f"{verb} {result.proposal.name}: review with `git log -p "
+               f"{result.proposal.ref}`, land with `wiki approve {result.proposal.name}` "
+               "(by someone else)")
+        out.print(result.proposal.name)
+    elif result.sources == 0 and not json_output:
+        report("nothing ingested: no readable source among the given paths")
+    elif result.changed == 0 and not json_output:
+        report("nothing to propose: the wiki already matches these sources")
+    if result.sources == 0:
+        raise typer.Exit(FINDINGS)
+
+
+@app.command("index")
+def index_command(
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild from scratch.")] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Bring the derived search index (full text and vectors) up to the wiki branch, or
+    rebuild it from scratch."""
+    from wiki.derived import open_synced
+    from wiki.derived import rebuild as run_rebuild
+    from wiki.embedding import refresh_vectors
+
+    wiki = open_wiki()
+    if rebuild:
+        result = run_rebuild(wiki)
+    else:
+        index, result = open_synced(wiki)
+        index.close()
+    with embedding_progress(json_output) as progress:
+        embedded, note = refresh_vectors(wiki, progress=progress)
+    if json_output:
+        print_json({**vars(result), "embedded": embedded, "vectors": note})
+    else:
+        report(f"indexed {result.commit[:12]}: {result.added} added, {result.updated} updated, "
+               f"{result.removed} removed, {len(result.invalid)} invalid; "
+               f"{embedded} chunks embedded ({note})")
+        for _path, message in result.invalid:
+            report(f"invalid entry left out: {message}")
+
+
+@app.command()
+def status(json_output: JsonOption = False) -> None:
+    """Branch head, indexed commit and counts; exit 1 when the index is behind or
+    entries are invalid, 2 when there is no wiki branch."""
+    from wiki.status import wiki_status
+
+    info = wiki_status(open_wiki())
+    if json_output:
+        print_json(info)
+    else:
+        grid = table("", "")
+        for key, value in info.rows():
+            grid.add_row(key, plain(str(value)))
+        out.print(grid)
+    if not info.healthy:
+        raise typer.Exit(FINDINGS)
+
+

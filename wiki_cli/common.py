@@ -1,0 +1,106 @@
+"""The typer app, its global options and the helpers every command module shares."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from wiki_cli import __version__
+from wiki_cli.errors import USAGE, WikiGroup, report
+from wiki_cli.render import err
+
+app = typer.Typer(
+    cls=WikiGroup,
+    help="A git-native markdown knowledge base: ingest, review, search and ask.\n\n"
+         "Exit codes: 0 ok, 1 findings/not found, 2 usage or config error, 3 evidence gap, "
+         "4 conflict (wiki moved, stale proposal), 5 refused by review policy, "
+         "70 internal error, 130 interrupted.",
+    no_args_is_help=True,
+    add_completion=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+class State:
+    repo: Path = Path(".")
+    branch: str | None = None
+
+
+state = State()
+
+RepoOption = Annotated[Path, typer.Option("--repo", "-C", help="Repository to use.",
+                                          show_default=False)]
+JsonOption = Annotated[bool, typer.Option("--json", help="Write JSON to stdout.")]
+LegsOption = Annotated[str | None, typer.Option(
+    "--legs", help="Comma-separated legs to run: alias,bm25,vector (default: wiki.toml).")]
+LEG_NAMES = ("alias", "bm25", "vector")
+
+
+def parse_legs(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    legs = tuple(dict.fromkeys(p.strip() for p in value.split(",") if p.strip()))
+    bad = [leg for leg in legs if leg not in LEG_NAMES]
+    if bad or not legs:
+        report(f"error: --legs takes {','.join(LEG_NAMES)}; got {value!r}")
+        raise typer.Exit(USAGE)
+    return legs
+
+
+@contextmanager
+def embedding_progress(quiet: bool):
+    """A progress bar on stderr for embedding entries that have no vector yet."""
+    with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True, disable=quiet) as bar:
+        task = None
+
+        def progress(done: int, total: int) -> None:
+            nonlocal task
+            if task is None:
+                task = bar.add_task("", total=total)
+            bar.update(task, completed=done, total=total)
+
+        yield progress
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"wiki {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    repo: RepoOption = Path("."),
+    branch: Annotated[str | None, typer.Option(
+        "--branch", envvar="WIKI_BRANCH",
+        help="Wiki branch (default: git config wiki.branch, else 'wiki').")] = None,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+) -> None:
+    """Options shared by every command."""
+    if repo != Path("."):
+        try:  # like `git -C`: relative paths given to commands are read from there
+            os.chdir(repo)
+        except OSError as exc:
+            report(f"error: -C {repo}: {exc.strerror}")
+            raise typer.Exit(USAGE) from None
+    state.repo = Path(".")
+    state.branch = branch
+
+
+def open_wiki():
+    from wiki.workspace import Wiki
+    return Wiki(state.repo, state.branch)
+
+
+def require_text(value: str, name: str) -> None:
+    if not value.strip():
+        report(f"error: the {name} is empty")
+        raise typer.Exit(USAGE)
