@@ -64,5 +64,9 @@ class StaleProposalError(WikiError):
     """A proposal touches entries that changed on the wiki since its base."""
 
 
+class ReviewChangedError(WikiError):
+    """The proposal changed after it was reviewed (its review hash differs)."""
+
+
 class SelfApprovalError(WikiError):
     """The approver is one of the proposal's authors or committers."""

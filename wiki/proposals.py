@@ -11,6 +11,7 @@ it touches was also changed on the wiki; otherwise it is refused as stale and ke
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from wiki.errors import (
     ConfigError,
     NotFoundError,
     RefMovedError,
+    ReviewChangedError,
     SelfApprovalError,
     StaleProposalError,
 )
@@ -69,6 +71,19 @@ def changed_paths(before: Mapping[str, TreeFile], after: Mapping[str, TreeFile])
     paths = {p for p in before.keys() | after.keys()
              if (before.get(p) or TreeFile("")).sha != (after.get(p) or TreeFile("")).sha}
     return {p for p in paths if p.rpartition("/")[2] != indextree.INDEX_NAME}
+
+
+def review_hash(wiki: Wiki, proposal: Proposal) -> str:
+    """16 hex digits of sha256 over the sorted ``(path, blob before, blob after)`` of what
+    ``proposal`` changes: what a reviewer saw in ``wiki diff``."""
+    before = wiki.store.files(proposal.base)
+    after = wiki.store.files(proposal.tip)
+    digest = hashlib.sha256()
+    for path in sorted(changed_paths(before, after)):
+        old = before[path].sha if path in before else "-"
+        new = after[path].sha if path in after else "-"
+        digest.update(f"{path}\0{old}\0{new}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subject: str,
@@ -140,16 +155,23 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
                     first.astimezone(dt.UTC), paths, stale=head != base)
 
 
-def approve(wiki: Wiki, name: str, approver: Identity | None = None) -> Landing:
+def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
+            expect: str | None = None) -> Landing:
     """Land proposal ``name`` on the wiki branch with compare-and-swap.
 
     Raises :class:`SelfApprovalError` when the approver authored or committed any of its
     commits (unless ``[review] allow_self_approval``), :class:`StaleProposalError` when a
     path it changes also changed on the wiki since its base, and :class:`RefMovedError`
-    after :data:`LAND_ATTEMPTS` lost races. The proposal branch is deleted once landed;
-    its commits stay reachable from the wiki history.
+    after :data:`LAND_ATTEMPTS` lost races. With ``expect``, refuses
+    (:class:`ReviewChangedError`) unless the proposal's review hash still equals it. The
+    proposal branch is deleted once landed; its commits stay reachable from the history.
     """
     proposal = get_proposal(wiki, name)
+    reviewed = review_hash(wiki, proposal)
+    if expect is not None and not reviewed.startswith(expect.strip().lower() or "-"):
+        raise ReviewChangedError(
+            f"proposal {proposal.name} changed since it was reviewed (review hash {reviewed}, "
+            f"expected {expect}); run `wiki diff {proposal.name}` again")
     approver = approver or current_identity(wiki.repo)
     where = wiki.checked_out_in()
     if where is not None:
@@ -189,7 +211,7 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None) -> Landing:
         proposers = ", ".join(str(a) for a in proposal.authors) or "unknown"
         message = (f"Land proposal {proposal.name}: {proposal.subject}\n\n"
                    f"Proposed-by: {proposers}\nApproved-by: {approver}\n"
-                   f"{PROPOSAL_TRAILER}: {proposal.name}\n")
+                   f"{PROPOSAL_TRAILER}: {proposal.name}\nWiki-Reviewed-Diff: {reviewed}\n")
         commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver)
         try:
             wiki.store.update_ref(wiki.ref, commit, head, f"wiki approve {proposal.name}")
@@ -199,3 +221,27 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None) -> Landing:
         return Landing(proposal.name, commit, merged, approver)
     raise RefMovedError(f"the wiki branch kept moving; proposal {proposal.name} was not "
                         f"landed after {LAND_ATTEMPTS} attempts — run `wiki approve` again")
+
+
+def reject(wiki: Wiki, name: str, reason: str, rejecter: Identity | None = None) -> str:
+    """Close proposal ``name`` without landing it. Nothing is deleted: a commit recording
+    who rejected it and why is added on top, and the branch moves to
+    ``refs/heads/<wiki>-rejected/<name>``. Returns that ref. Raises ``NotFoundError`` and,
+    for an empty reason, ``ConfigError``."""
+    if not reason.strip():
+        raise ConfigError("a rejection needs a reason (--reason TEXT)")
+    proposal = get_proposal(wiki, name)
+    rejecter = rejecter or current_identity(wiki.repo)
+    tree = wiki.repo.commit(proposal.tip).tree.hexsha
+    message = (f"Reject proposal {proposal.name}: {proposal.subject}\n\n{reason.strip()}\n\n"
+               f"Rejected-by: {rejecter}\n{PROPOSAL_TRAILER}: {proposal.name}\n")
+    commit = wiki.store.commit(tree, [proposal.tip], message, author=rejecter)
+    target = rejected_prefix(wiki) + proposal.name
+    wiki.store.update_ref(target, commit, None, f"wiki reject {proposal.name}")
+    wiki.store.delete_ref(proposal.ref, proposal.tip)
+    return target
+
+
+def rejected_prefix(wiki: Wiki) -> str:
+    """Where rejected proposals are kept: ``refs/heads/<wiki>-rejected/``."""
+    return f"refs/heads/{wiki.branch}-rejected/"

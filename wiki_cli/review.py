@@ -1,4 +1,4 @@
-"""Review commands: proposals and approval."""
+"""Review commands: proposals, diff, approve, reject, log, history."""
 
 from __future__ import annotations
 
@@ -38,12 +38,14 @@ def list_proposals(json_output: JsonOption = False) -> None:
 @app.command()
 def approve(
     proposal: Annotated[str, typer.Argument(help="Proposal name (see `wiki proposals`).")],
+    expect: Annotated[str | None, typer.Option(
+        "--expect", help="Review hash from `wiki diff`: refuse if the proposal changed.")] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Approve a proposal and land it on the wiki branch (compare-and-swap)."""
     from wiki.proposals import approve as run
 
-    landing = run(open_wiki(), proposal)
+    landing = run(open_wiki(), proposal, expect=expect)
     if json_output:
         print_json(landing)
         return
@@ -52,3 +54,93 @@ def approve(
     out.print(landing.commit)
 
 
+
+
+@app.command()
+def diff(
+    proposal: Annotated[str, typer.Argument(help="Proposal name (see `wiki proposals`).")],
+    stat: Annotated[bool, typer.Option("--stat", help="One line per file.")] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Show what a proposal changes: per entry, per field, and the body; plus the review
+    hash to pass to `wiki approve --expect`."""
+    from wiki.review_diff import proposal_diff
+
+    result = proposal_diff(open_wiki(), proposal)
+    if json_output:
+        print_json(result)
+        return
+    out.print(plain(f"proposal {result.proposal}: {result.subject}"))
+    out.print(plain(f"base {result.base[:12]}  tip {result.tip[:12]}  "
+                    f"review hash {result.review_hash}"))
+    for change in result.changes:
+        label = f" ({change.entry_id}) {change.title}" if change.entry_id else ""
+        out.print(plain(f"\n{change.kind:8} {change.path}{label}  "
+                        f"+{change.lines_added} -{change.lines_removed}"))
+        if stat:
+            continue
+        if change.note:
+            out.print(plain(f"  {change.note}"))
+        for item in change.fields:
+            out.print(plain(f"  {item.field}: {_short(item.old)} -> {_short(item.new)}"))
+        for line in change.body_diff[2:]:
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+            out.print(plain(f"  {line}"), style=style)
+
+
+def _short(value, width: int = 80) -> str:
+    text = "(none)" if value is None else str(value)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+@app.command()
+def reject(
+    proposal: Annotated[str, typer.Argument(help="Proposal name (see `wiki proposals`).")],
+    reason: Annotated[str, typer.Option("--reason", help="Why it is rejected.")] = "",
+) -> None:
+    """Close a proposal without landing it; it is kept under <wiki>-rejected/NAME."""
+    from wiki.proposals import reject as run
+
+    ref = run(open_wiki(), proposal, reason)
+    report(f"rejected; kept as {ref}")
+    out.print(ref)
+
+
+@app.command()
+def log(
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 20,
+    json_output: JsonOption = False,
+) -> None:
+    """Landings on the wiki branch, newest first: proposal, proposers, approver."""
+    from wiki.history import log as run
+
+    landings = run(open_wiki(), limit=limit)
+    if json_output:
+        print_json(landings)
+        return
+    grid = table("commit", "date", "approved by", "proposed by", "subject")
+    for item in landings:
+        grid.add_row(item.commit[:12], item.date.strftime("%Y-%m-%d %H:%M"),
+                     plain(item.approved_by or "-"), plain(item.proposed_by), plain(item.subject))
+    out.print(grid)
+
+
+@app.command()
+def history(
+    target: Annotated[str, typer.Argument(help="Entry id or path.")],
+    json_output: JsonOption = False,
+) -> None:
+    """Every revision of one entry across renames, with who proposed and approved it."""
+    from wiki.history import history as run
+
+    entry_id, revisions = run(open_wiki(), target)
+    if json_output:
+        print_json({"id": entry_id, "revisions": revisions})
+        return
+    grid = table("commit", "date", "change", "path", "proposed by", "approved by")
+    for rev in revisions:
+        change = f"renamed from {rev.old_path}" if rev.change == "renamed" else rev.change
+        grid.add_row(rev.landing.commit[:12], rev.landing.date.strftime("%Y-%m-%d %H:%M"),
+                     change, plain(rev.path), plain(rev.landing.proposed_by),
+                     plain(rev.landing.approved_by or "-"))
+    out.print(grid)
