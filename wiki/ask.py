@@ -10,6 +10,7 @@ retrieval confidence is below the threshold the answer is an evidence gap, recor
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from dataclasses import dataclass, field
@@ -59,10 +60,10 @@ class Answer:
 
 def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
         category: str | None = None, legs: tuple[str, ...] | None = None,
-        progress: Progress | None = None) -> Answer:
+        progress: Progress | None = None, as_of: dt.datetime | None = None) -> Answer:
     """Answer ``question`` from the wiki. Raises ``EmptyQueryError`` for an empty question
     and ``NotInitializedError`` without a wiki branch; a gap is a normal return."""
-    result = search(wiki, question, limit=10, legs=legs, progress=progress,
+    result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
                     filters=filters_for(include_superseded=include_superseded,
                                         category=category))
     answer = Answer(question, result.commit, result.confidence, result.threshold)

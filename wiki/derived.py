@@ -8,6 +8,7 @@ deleted entry (ROBUSTNESS I1) and two processes never both rebuild it.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from indexes.store import SearchIndex
 from wiki import indextree
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
 from wiki.entry import Entry
-from wiki.errors import EntryError, WikiError
+from wiki.errors import EntryError, NotFoundError, WikiError
 from wiki.markdown_text import plain_text
 from wiki.workspace import Wiki
 
@@ -159,3 +160,33 @@ def rebuild(wiki: Wiki) -> SyncReport:
     with index, index.transaction():
         index.clear()
         return _index_head(wiki, index, head)
+
+
+def commit_as_of(wiki: Wiki, when: dt.datetime) -> str:
+    """The wiki commit that was the head at ``when`` (the newest first-parent commit
+    committed at or before it). Raises ``NotFoundError`` if the wiki did not exist then."""
+    for commit in wiki.repo.iter_commits(wiki.require_head(), first_parent=True):
+        if commit.committed_datetime <= when:
+            return commit.hexsha
+    raise NotFoundError(f"the wiki branch '{wiki.branch}' did not exist yet at "
+                        f"{when.isoformat()}")
+
+
+def snapshot_index(wiki: Wiki, commit: str, path: Path) -> SearchIndex:
+    """A search index of the wiki as it was at ``commit``, built at ``path`` (a temporary
+    file the caller owns). Embeddings already computed for the live index are reused."""
+    index = SearchIndex(path)
+    with index.transaction():
+        _index_head(wiki, index, commit)
+        live = wiki.database_path()
+        if live.exists():
+            index.conn.execute("ATTACH DATABASE ? AS live", (str(live),))
+            try:
+                index.conn.execute(
+                    "INSERT OR IGNORE INTO embeddings SELECT e.* FROM live.embeddings e "
+                    "WHERE e.text_hash IN (SELECT text_hash FROM chunks)")
+            finally:
+                index.conn.execute("COMMIT")
+                index.conn.execute("DETACH DATABASE live")
+                index.conn.execute("BEGIN IMMEDIATE")
+    return index

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from indexes.coverage import coverage
 from indexes.documents import Hit
@@ -11,7 +14,14 @@ from indexes.hybrid import FusionConfig, fuse, run_legs
 from indexes.query import query_words
 from indexes.store import Filters, SearchIndex
 from indexes.vectors import Progress
-from wiki.derived import SyncReport, indexed_config, open_synced, sync
+from wiki.derived import (
+    SyncReport,
+    commit_as_of,
+    indexed_config,
+    open_synced,
+    snapshot_index,
+    sync,
+)
 from wiki.embedding import ensure_vectors, get_embedder, model_name
 from wiki.workspace import Wiki
 
@@ -48,34 +58,45 @@ def filters_for(*, include_superseded: bool = False, category: str | None = None
 
 def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None = None,
            legs: tuple[str, ...] | None = None, index: SearchIndex | None = None,
-           progress: Progress | None = None) -> SearchResult:
+           progress: Progress | None = None, as_of: dt.datetime | None = None) -> SearchResult:
     """Rank entries for ``query`` with the configured (or given) legs fused by weighted
-    RRF. Raises ``EmptyQueryError`` for a query without words and ``NotInitializedError``
-    without a wiki branch. A leg that cannot run (no embedding model) is skipped and
-    reported in ``result.skipped``."""
+    RRF; with ``as_of``, over the wiki as it was then. Raises ``EmptyQueryError`` for a
+    query without words and ``NotInitializedError`` without a wiki branch. A leg that
+    cannot run (no embedding model) is skipped and reported in ``result.skipped``."""
     query_words(query)  # an empty query is an error whatever the legs
+    if as_of is not None:
+        commit = commit_as_of(wiki, as_of)
+        with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
+                snapshot_index(wiki, commit, Path(folder) / "index.sqlite") as past:
+            return _search(past, SyncReport(commit), query, limit, filters, legs, progress)
     own = index is None
     if own:
         index, report = open_synced(wiki)
     else:
         report = sync(wiki, index)
     try:
-        config = indexed_config(index).search
-        fusion = FusionConfig(legs=tuple(legs or config.legs), k=config.rrf_k,
-                              window=max(config.window, limit), weights=config.leg_weights)
-        skipped: dict[str, str] = {}
-        vector, model = None, None
-        if "vector" in fusion.legs:
-            vector, model = _query_vector(index, query, skipped, progress)
-        found = run_legs(index, query, fusion, filters=filters or filters_for(),
-                         query_vector=vector, model=model)
-        hits = fuse(found, fusion, limit=limit)
-        confidence = coverage(index, query, hits[0].key) if hits else 0.0
-        extras = index.extras(h.key for h in hits)
-        sources = {key: extra.get("sources", []) for key, extra in extras.items()}
+        return _search(index, report, query, limit, filters, legs, progress)
     finally:
         if own:
             index.close()
+
+
+def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
+            filters: Filters | None, legs: tuple[str, ...] | None,
+            progress: Progress | None) -> SearchResult:
+    config = indexed_config(index).search
+    fusion = FusionConfig(legs=tuple(legs or config.legs), k=config.rrf_k,
+                          window=max(config.window, limit), weights=config.leg_weights)
+    skipped: dict[str, str] = {}
+    vector, model = None, None
+    if "vector" in fusion.legs:
+        vector, model = _query_vector(index, query, skipped, progress)
+    found = run_legs(index, query, fusion, filters=filters or filters_for(),
+                     query_vector=vector, model=model)
+    hits = fuse(found, fusion, limit=limit)
+    confidence = coverage(index, query, hits[0].key) if hits else 0.0
+    extras = index.extras(h.key for h in hits)
+    sources = {key: extra.get("sources", []) for key, extra in extras.items()}
     return SearchResult(query, report.commit, hits, confidence, config.gap_threshold, report,
                         sources, list(found), skipped)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +41,23 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Write JSON to stdout."
 LegsOption = Annotated[str | None, typer.Option(
     "--legs", help="Comma-separated legs to run: alias,bm25,vector (default: wiki.toml).")]
 LEG_NAMES = ("alias", "bm25", "vector")
+AsOfOption = Annotated[str | None, typer.Option(
+    "--as-of", help="Answer from the wiki as it was then (YYYY-MM-DD or ISO time, UTC).")]
+
+
+def parse_as_of(value: str | None) -> dt.datetime | None:
+    """``--as-of`` as an aware UTC time; a bare date means the end of that day."""
+    if value is None:
+        return None
+    try:
+        if len(value.strip()) == 10:
+            day = dt.date.fromisoformat(value.strip())
+            return dt.datetime.combine(day, dt.time(23, 59, 59), dt.UTC)
+        when = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        report(f"error: --as-of {value!r} is not a date (YYYY-MM-DD) or ISO 8601 time")
+        raise typer.Exit(USAGE) from None
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
 def parse_legs(value: str | None) -> tuple[str, ...] | None:

@@ -7,11 +7,13 @@ from typing import Annotated
 import typer
 
 from wiki_cli.common import (
+    AsOfOption,
     JsonOption,
     LegsOption,
     app,
     embedding_progress,
     open_wiki,
+    parse_as_of,
     parse_legs,
     require_text,
 )
@@ -30,6 +32,7 @@ def search(
         "--tag", help="Required tag (repeatable).")] = None,
     include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
     legs: LegsOption = None,
+    as_of: AsOfOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Rank entries for QUERY: alias/title, BM25 and vector legs fused by weighted RRF."""
@@ -39,6 +42,7 @@ def search(
     require_text(query, "query")
     with embedding_progress(json_output) as progress:
         result = run(open_wiki(), query, limit=limit, legs=parse_legs(legs), progress=progress,
+                     as_of=parse_as_of(as_of),
                      filters=filters_for(include_superseded=include_superseded,
                                          category=category, tags=tuple(tag or ())))
     for leg, reason in result.skipped.items():
@@ -77,6 +81,7 @@ def ask(
     category: Annotated[str | None, typer.Option("--category", help="Folder prefix.")] = None,
     include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
     legs: LegsOption = None,
+    as_of: AsOfOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap."""
@@ -85,6 +90,7 @@ def ask(
     require_text(question, "question")
     with embedding_progress(json_output) as progress:
         answer = run(open_wiki(), question, category=category, legs=parse_legs(legs),
+                     as_of=parse_as_of(as_of),
                      include_superseded=include_superseded, progress=progress)
     if json_output:
         print_json({**{k: v for k, v in vars(answer).items() if k != "sentences"},

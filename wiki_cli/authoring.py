@@ -1,0 +1,92 @@
+"""``wiki propose``: a new entry, an edit, a retraction or a supersession, as a proposal."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wiki_cli.common import JsonOption, app, open_wiki
+from wiki_cli.errors import USAGE, report
+from wiki_cli.render import out, print_json
+
+
+@app.command()
+def propose(
+    file: Annotated[str | None, typer.Argument(
+        help="Markdown file with frontmatter ('-' reads stdin).")] = None,
+    edit: Annotated[str | None, typer.Option(
+        "--edit", help="Entry id or path to edit (opens $EDITOR without FILE).")] = None,
+    retract: Annotated[str | None, typer.Option("--retract", help="Entry id or path.")] = None,
+    supersede: Annotated[str | None, typer.Option(
+        "--supersede", help="Entry id or path that FILE replaces.")] = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why (for --retract).")] = "",
+    category: Annotated[str, typer.Option("--category", help="Folder of a new entry.")] = "",
+    json_output: JsonOption = False,
+) -> None:
+    """Propose a change to the wiki; someone else lands it with `wiki approve`."""
+    from wiki import authoring
+
+    wiki = open_wiki()
+    chosen = [o for o in (edit, retract, supersede) if o]
+    if len(chosen) > 1:
+        report("error: use one of --edit, --retract, --supersede")
+        raise typer.Exit(USAGE)
+    if retract:
+        result = authoring.retract_entry(wiki, retract, reason)
+    elif edit and file is None:
+        from wiki.lookup import find_entry
+        result = authoring.edit_entry(wiki, edit, _edit_in_editor(find_entry(wiki, edit)))
+    elif file is None:
+        report("error: give a FILE (or --edit ID to use $EDITOR, or --retract ID)")
+        raise typer.Exit(USAGE)
+    else:
+        text = _read(file)
+        if edit:
+            result = authoring.edit_entry(wiki, edit, text)
+        elif supersede:
+            result = authoring.supersede_entry(wiki, supersede, text)
+        else:
+            result = authoring.new_entry(wiki, text, category=category,
+                                         source_name=Path(file).name if file != "-" else "-")
+    if json_output:
+        print_json(result)
+        return
+    for path in result.near_duplicates:
+        report(f"warning: near-duplicate of {path} (flagged in the proposal)")
+    if result.proposal is None:
+        report(f"nothing to propose: {result.existing} already says this")
+        return
+    verb = "proposed" if result.created else "already proposed as"
+    report(f"{verb} {result.proposal.name}: land with `wiki approve {result.proposal.name}` "
+           "(by someone else)")
+    out.print(result.proposal.name)
+
+
+def _read(file: str) -> bytes:
+    if file == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(file).read_bytes()
+    except OSError as exc:
+        report(f"error: {file}: {exc.strerror}")
+        raise typer.Exit(USAGE) from None
+
+
+def _edit_in_editor(entry) -> bytes:
+    """Open the entry in $VISUAL/$EDITOR (argument list, no shell) and return the result."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / Path(entry.path).name
+        path.write_bytes(entry.to_bytes())
+        code = subprocess.call([*shlex.split(editor), str(path)])
+        if code != 0:
+            report(f"error: the editor exited with {code}; nothing proposed")
+            raise typer.Exit(USAGE)
+        return path.read_bytes()
