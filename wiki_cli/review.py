@@ -144,3 +144,36 @@ def history(
                      change, plain(rev.path), plain(rev.landing.proposed_by),
                      plain(rev.landing.approved_by or "-"))
     out.print(grid)
+
+
+@app.command()
+def rebase(
+    proposal: Annotated[str, typer.Argument(help="Proposal name (see `wiki proposals`).")],
+) -> None:
+    """Move a proposal that is behind onto the current wiki (three-way merge per entry)."""
+    from wiki.rebase import rebase as run
+
+    result = run(open_wiki(), proposal)
+    report(f"{result.name} is now based on {result.base[:12]}")
+    out.print(result.name)
+
+
+@app.command("sync")
+def sync_command(
+    remote: Annotated[str, typer.Argument(help="Git remote name.")] = "origin",
+    json_output: JsonOption = False,
+) -> None:
+    """Fetch and push the wiki branch and proposals with a remote; never force-pushes."""
+    from wiki.sharing import sync_remote
+
+    result = sync_remote(open_wiki(), remote)
+    if json_output:
+        print_json(result)
+        return
+    report(f"wiki branch: {result.action} ({(result.head or '-')[:12]})")
+    if result.rescue:
+        report(f"the previous local head is kept as {result.rescue}")
+    if result.proposal:
+        report(f"local changes conflicted with {remote}: left as proposal {result.proposal}")
+    if result.pushed or result.fetched:
+        report(f"proposals: {len(result.pushed)} pushed, {len(result.fetched)} fetched")

@@ -1,0 +1,118 @@
+"""Three people, two clones and a bare remote: the review workflow end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import ALICE, BOB, acting_as, entry_text, git
+
+from wiki.errors import SelfApprovalError, StaleProposalError
+from wiki.gitrepo import Identity
+from wiki.proposals import approve, get_proposal, propose
+from wiki.rebase import rebase
+from wiki.sharing import sync_remote
+from wiki.workspace import Wiki
+
+CAROL = Identity("Carol Contributor", "carol@example.com")
+LEAVE = entry_text("lv", "Annual leave", "Line one.\nLine two.\nLine three.",
+                   summary="Leave basics.")
+
+
+def _clone(bare: Path, where: Path) -> Wiki:
+    git(where.parent, "clone", "-q", str(bare), str(where))
+    return Wiki(where)
+
+
+@pytest.fixture
+def team(tmp_path: Path, wiki: Wiki):
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(wiki.root, "remote", "add", "origin", str(bare))
+    proposal, _ = propose(wiki, {"hr/leave.md": LEAVE.encode()}, kind="seed", subject="seed",
+                          author=ALICE)
+    approve(wiki, proposal.name, approver=BOB)
+    assert sync_remote(wiki).action == "created-remote"
+    carol = _clone(bare, tmp_path / "carol")
+    with acting_as(CAROL):
+        assert sync_remote(carol).action == "created-local"
+    return wiki, carol
+
+
+def test_concurrent_edits_one_lands_other_stale_then_rebased(team) -> None:
+    bobs, carols = team
+    alice_edit = LEAVE.replace("summary: Leave basics.", "summary: Leave basics, updated.")
+    first, _ = propose(bobs, {"hr/leave.md": alice_edit.encode()}, kind="edit",
+                       subject="summary", author=ALICE)
+    with acting_as(CAROL):
+        carol_edit = LEAVE.replace("Line three.", "Line three, clarified.")
+        second, _ = propose(carols, {"hr/leave.md": carol_edit.encode()}, kind="edit",
+                            subject="body")
+        assert sync_remote(carols).pushed == [f"wiki-proposals/{second.name}"]
+    assert f"wiki-proposals/{second.name}" in sync_remote(bobs).fetched
+    with pytest.raises(SelfApprovalError):
+        approve(bobs, first.name, approver=ALICE)
+    approve(bobs, first.name, approver=BOB)
+    with pytest.raises(StaleProposalError):
+        approve(bobs, second.name, approver=BOB)
+    assert get_proposal(bobs, second.name).stale
+    assert sync_remote(bobs).action == "pushed"
+    with acting_as(CAROL):
+        assert sync_remote(carols).action == "fast-forward"
+        rebased = rebase(carols, second.name)
+        assert rebased.base == carols.head()
+        sync_remote(carols)
+    sync_remote(bobs)
+    approve(bobs, second.name, approver=BOB)
+    text = bobs.snapshot().read("hr/leave.md").decode()
+    assert "Leave basics, updated." in text and "Line three, clarified." in text
+
+
+def test_overlapping_edits_cannot_be_rebased(team) -> None:
+    bobs, _ = team
+    one, _ = propose(bobs, {"hr/leave.md": LEAVE.replace("Line two.", "Line 2a.").encode()},
+                     kind="edit", subject="a", author=ALICE)
+    two, _ = propose(bobs, {"hr/leave.md": LEAVE.replace("Line two.", "Line 2b.").encode()},
+                     kind="edit", subject="b", author=CAROL)
+    approve(bobs, one.name, approver=BOB)
+    with pytest.raises(StaleProposalError, match="cannot be rebased"):
+        rebase(bobs, two.name, rebaser=CAROL)
+    assert get_proposal(bobs, two.name).tip == two.tip  # nothing moved
+
+
+def test_force_pushed_remote_does_not_lose_local_landings(team, tmp_path: Path) -> None:
+    bobs, carols = team
+    with acting_as(CAROL):  # someone rewrites the remote's history
+        git(carols.root, "worktree", "add", "-q", "--detach", str(tmp_path / "cw"), "wiki")
+        (tmp_path / "cw" / "other.md").write_text(entry_text("ot", "Other", "Other text."))
+        git(tmp_path / "cw", "add", "-A")
+        git(tmp_path / "cw", "commit", "-q", "--amend", "-m", "rewritten")
+        git(tmp_path / "cw", "push", "-q", "--force", "origin", "HEAD:refs/heads/wiki")
+    mine, _ = propose(bobs, {"hr/mine.md": entry_text("mn", "Mine", "Local.").encode()},
+                      kind="edit", subject="local", author=ALICE)
+    approve(bobs, mine.name, approver=BOB)
+    before = bobs.head()
+    result = sync_remote(bobs)
+    assert result.action == "merged" and result.rescue
+    assert git(bobs.root, "rev-parse", result.rescue) == before
+    files = bobs.snapshot().files
+    assert {"hr/mine.md", "other.md"} <= set(files)
+    assert git(bobs.root, "rev-parse", "origin/wiki") == bobs.head()
+
+
+def test_conflicting_divergence_becomes_a_proposal(team, tmp_path: Path) -> None:
+    bobs, carols = team
+    with acting_as(CAROL):
+        theirs, _ = propose(carols, {"hr/leave.md": LEAVE.replace("Line one.", "Remote.")
+                                     .encode()}, kind="edit", subject="remote")
+    approve(carols, theirs.name, approver=BOB)
+    with acting_as(CAROL):
+        sync_remote(carols)
+    mine, _ = propose(bobs, {"hr/leave.md": LEAVE.replace("Line one.", "Local.").encode()},
+                      kind="edit", subject="local", author=ALICE)
+    approve(bobs, mine.name, approver=BOB)
+    result = sync_remote(bobs)
+    assert result.action == "conflict-proposal" and result.proposal
+    assert b"Remote." in bobs.snapshot().read("hr/leave.md")
+    kept = bobs.snapshot(get_proposal(bobs, result.proposal).tip).read("hr/leave.md")
+    assert b"Local." in kept

@@ -1,0 +1,152 @@
+"""``wiki sync``: exchange the wiki branch and the proposal branches with a remote.
+
+Never force-pushes. The remote's refs are fetched into ``refs/remotes/<remote>/``; then:
+
+* same commit: nothing to do;
+* the local wiki is behind: fast-forward it (compare-and-swap);
+* ahead: push (a plain push, which the remote refuses if it moved meanwhile);
+* diverged (including a remote that was force-pushed): the local landings are replayed
+  on top of the remote head as one merge commit when the two sides changed different
+  paths, the old local head is kept as ``refs/wiki-rescue/<branch>/<time>``, and the result
+  is pushed. When both changed the same path, nothing is forced: the local changes become a
+  proposal on the remote head (``sync-...``), the local wiki follows the remote, and the
+  rescue ref keeps the old head. Headless runs never block.
+
+Proposal branches go both ways: local ones the remote lacks (or that are ahead) are pushed;
+remote ones missing locally are created.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import git
+
+from wiki.errors import ConfigError, WikiError
+from wiki.gitrepo import current_identity
+from wiki.proposals import BASE_TRAILER, PROPOSAL_TRAILER, changed_paths
+from wiki.snapshot import Snapshot, with_indexes
+from wiki.workspace import Wiki
+
+
+@dataclass
+class SyncResult:
+    """What ``wiki sync`` did: ``action`` on the wiki branch (up-to-date, fast-forward,
+    pushed, merged, conflict-proposal, created-local, created-remote), the resulting
+    ``head``, a ``rescue`` ref when the local head was set aside, the ``proposal`` made
+    from a conflict, and proposal branches ``pushed`` and ``fetched``."""
+
+    remote: str
+    action: str
+    head: str | None
+    rescue: str | None = None
+    proposal: str | None = None
+    pushed: list[str] = field(default_factory=list)
+    fetched: list[str] = field(default_factory=list)
+
+
+def sync_remote(wiki: Wiki, remote: str = "origin") -> SyncResult:
+    """Synchronise with ``remote``. Raises ``ConfigError`` for an unknown remote and
+    ``WikiError`` when git cannot reach it."""
+    if remote not in [r.name for r in wiki.repo.remotes]:
+        raise ConfigError(f"no git remote named {remote!r} (see `git remote -v`)")
+    tracking = f"refs/remotes/{remote}/"
+    branch, proposals = wiki.branch, wiki.proposal_prefix.removeprefix("refs/heads/")
+    heads = {line.split("\t", 1)[1] for line in
+             _git(wiki, "ls-remote", "--heads", remote).splitlines() if "\t" in line}
+    specs = [f"+refs/heads/{proposals}*:{tracking}{proposals}*"]
+    if f"refs/heads/{branch}" in heads:
+        specs.insert(0, f"+refs/heads/{branch}:{tracking}{branch}")
+    _git(wiki, "fetch", "--quiet", "--prune", remote, *specs)
+    local = wiki.head()
+    theirs = wiki.store.resolve(f"{tracking}{branch}") if specs[0].endswith(branch) else None
+    result = _sync_branch(wiki, remote, local, theirs)
+    _sync_proposals(wiki, remote, tracking, proposals, result)
+    return result
+
+
+def _sync_branch(wiki: Wiki, remote: str, local: str | None,
+                 theirs: str | None) -> SyncResult:
+    push = f"refs/heads/{wiki.branch}"
+    if theirs is None and local is None:
+        raise ConfigError(f"neither this repository nor {remote} has a wiki branch "
+                          f"'{wiki.branch}': run `wiki init`")
+    if theirs is None:
+        _git(wiki, "push", "--quiet", remote, f"{local}:{push}")
+        return SyncResult(remote, "created-remote", local)
+    if local is None:
+        wiki.store.update_ref(wiki.ref, theirs, None, f"wiki sync from {remote}")
+        return SyncResult(remote, "created-local", theirs)
+    if local == theirs:
+        return SyncResult(remote, "up-to-date", local)
+    if wiki.repo.is_ancestor(local, theirs):
+        wiki.store.update_ref(wiki.ref, theirs, local, f"wiki sync from {remote}")
+        return SyncResult(remote, "fast-forward", theirs)
+    if wiki.repo.is_ancestor(theirs, local):
+        _git(wiki, "push", "--quiet", remote, f"{local}:{push}")
+        return SyncResult(remote, "pushed", local)
+    return _replay(wiki, remote, local, theirs)
+
+
+def _replay(wiki: Wiki, remote: str, local: str, theirs: str) -> SyncResult:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    rescue = f"refs/wiki-rescue/{wiki.branch}/{stamp}"
+    wiki.store.update_ref(rescue, local, None, "wiki sync: the local head before replay")
+    bases = wiki.repo.merge_base(local, theirs)
+    base = Snapshot(wiki.store, bases[0].hexsha if bases else None)
+    mine, other = Snapshot(wiki.store, local), Snapshot(wiki.store, theirs)
+    ours = changed_paths(base.files, mine.files)
+    both = sorted(p for p in ours & changed_paths(base.files, other.files)
+                  if mine.files.get(p) != other.files.get(p))
+    changes = {p: mine.read(p) for p in ours}
+    me = current_identity(wiki.repo)
+    if not both:
+        tree = wiki.store.write_tree(other.files, with_indexes(other, changes))
+        message = f"wiki sync: replay local landings onto {remote}\n\nWiki-Rescue: {rescue}\n"
+        merged = wiki.store.commit(tree, [theirs, local], message, author=me)
+        wiki.store.update_ref(wiki.ref, merged, local, f"wiki sync replay onto {remote}")
+        _git(wiki, "push", "--quiet", remote, f"{merged}:refs/heads/{wiki.branch}")
+        return SyncResult(remote, "merged", merged, rescue)
+    name = f"sync-{stamp}-{local[:7]}"
+    tree = wiki.store.write_tree(other.files, with_indexes(other, changes))
+    message = (f"wiki sync: local changes that conflict with {remote}\n\n"
+               f"Conflicting paths: {', '.join(both)}\n\n"
+               f"{PROPOSAL_TRAILER}: {name}\n{BASE_TRAILER}: {theirs}\n")
+    commit = wiki.store.commit(tree, [theirs], message, author=me)
+    wiki.store.update_ref(wiki.proposal_prefix + name, commit, None, "wiki sync conflict")
+    wiki.store.update_ref(wiki.ref, theirs, local, f"wiki sync: follow {remote}")
+    return SyncResult(remote, "conflict-proposal", theirs, rescue, name)
+
+
+def _sync_proposals(wiki: Wiki, remote: str, tracking: str, prefix: str,
+                    result: SyncResult) -> None:
+    mine = wiki.store.list_refs(wiki.proposal_prefix)
+    theirs = wiki.store.list_refs(f"{tracking}{prefix}")
+    for ref, sha in sorted(mine.items()):
+        name = ref.removeprefix("refs/heads/")
+        remote_sha = theirs.get(f"{tracking}{name}")
+        if remote_sha == sha or (remote_sha and wiki.repo.is_ancestor(sha, remote_sha)):
+            continue
+        try:
+            _git(wiki, "push", "--quiet", remote, f"{sha}:refs/heads/{name}")
+            result.pushed.append(name)
+        except WikiError:
+            continue  # diverged proposal branch: left for its author, never forced
+    for ref, sha in sorted(theirs.items()):
+        name = ref.removeprefix(tracking)
+        local = mine.get(f"refs/heads/{name}")
+        if local is None:
+            wiki.store.update_ref(f"refs/heads/{name}", sha, None, f"wiki sync from {remote}")
+            result.fetched.append(name)
+        elif local != sha and wiki.repo.is_ancestor(local, sha):  # rebased or amended there
+            wiki.store.update_ref(f"refs/heads/{name}", sha, local, f"wiki sync from {remote}")
+            result.fetched.append(name)
+
+
+def _git(wiki: Wiki, *args: str) -> str:
+    try:
+        return wiki.repo.git.execute(["git", *args])
+    except git.GitCommandError as exc:
+        detail = (exc.stderr or "").strip().splitlines()
+        raise WikiError(f"git {args[0]} failed: {detail[-1] if detail else exc}") from None
