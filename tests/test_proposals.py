@@ -126,3 +126,24 @@ def test_self_approval_can_be_allowed_for_a_one_person_wiki(wiki: Wiki) -> None:
     approve(wiki, config.name, approver=BOB)
     mine = _propose(wiki, "a.md", entry_text("a1", "A", "x"))
     assert approve(wiki, mine.name, approver=ALICE).commit == wiki.head()
+
+
+def test_two_approvals_required(wiki: Wiki) -> None:
+    toml = wiki.snapshot().read("wiki.toml").decode().replace(
+        "approvals_required = 1", "approvals_required = 2")
+    config = _propose(wiki, "wiki.toml", toml)
+    approve(wiki, config.name, approver=BOB)
+    head = wiki.head()
+    proposal = _propose(wiki, "a.md", entry_text("a1", "A", "x"))
+    first = approve(wiki, proposal.name, approver=BOB)
+    assert not first.landed and first.approvals == 1 and wiki.head() == head
+    with pytest.raises(SelfApprovalError, match="already approved"):
+        approve(wiki, proposal.name, approver=BOB)
+    reloaded = get_proposal(wiki, proposal.name)
+    assert reloaded.authors == [ALICE]  # the approval record is not authorship
+    assert [who for who, _ in reloaded.approvals] == [BOB]
+    landing = approve(wiki, proposal.name, approver=CAROL)
+    assert landing.landed and landing.approvals == 2
+    message = git(wiki.root, "log", "-1", "--format=%B", landing.commit)
+    assert "Approved-by: Bob Reviewer <bob@example.com>\nApproved-by: Carol <carol@example.com>" \
+        in message

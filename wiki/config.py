@@ -120,6 +120,8 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
                if leg not in ("alias", "bm25", "vector")]
     if unknown or not config.search.legs:
         problems.append(f"[search] legs are alias, bm25 and vector, got {unknown or '[]'}")
+    if config.review.approvals_required < 1:
+        problems.append("[review] approvals_required must be at least 1")
     if config.search.rrf_k < 1 or config.search.window < 1:
         problems.append("[search] rrf_k and window must be at least 1")
     if not config.ingest.extensions:

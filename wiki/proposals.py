@@ -32,6 +32,8 @@ from wiki.snapshot import Snapshot, with_indexes
 from wiki.workspace import Wiki
 
 BASE_TRAILER = "Wiki-Base"
+APPROVAL_TRAILER = "Wiki-Approval"
+REVIEWED_TRAILER = "Wiki-Reviewed-Diff"
 PROPOSAL_TRAILER = "Wiki-Proposal"
 LAND_ATTEMPTS = 5
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
@@ -53,6 +55,9 @@ class Proposal:
     created: dt.datetime
     paths: list[str] = field(default_factory=list)
     stale: bool = False
+    approvals: list[tuple[Identity, str]] = field(default_factory=list)
+    """``(approver, review hash they approved)`` recorded so far (``approvals_required``
+    above 1); an approval of an older state of the proposal no longer counts."""
 
 
 @dataclass
@@ -61,9 +66,11 @@ class Landing:
     ``merged`` onto a wiki head that had moved since its base."""
 
     proposal: str
-    commit: str
+    commit: str | None
     merged: bool
     approver: Identity
+    landed: bool = True
+    approvals: int = 1
 
 
 def changed_paths(before: Mapping[str, TreeFile], after: Mapping[str, TreeFile]) -> set[str]:
@@ -136,23 +143,39 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
     head = wiki.head()
     commit = wiki.repo.commit(tip)
     base = None
-    for line in commit.message.splitlines():
-        if line.startswith(BASE_TRAILER + ":"):
-            base = line.split(":", 1)[1].strip()
+    for item in wiki.repo.iter_commits(tip, first_parent=True, max_count=50):
+        base = _trailer(item.message, BASE_TRAILER)
+        if base:
+            break
     if base is None or not wiki.repo.is_ancestor(base, tip):
         merge_base = wiki.repo.merge_base(tip, head) if head else []
         base = merge_base[0].hexsha if merge_base else tip
     authors: list[Identity] = []
+    approvals: list[tuple[Identity, str]] = []
     for item in wiki.repo.iter_commits(f"{base}..{tip}"):
+        if _trailer(item.message, APPROVAL_TRAILER):
+            approvals.append((Identity(item.author.name or "", item.author.email or ""),
+                              _trailer(item.message, REVIEWED_TRAILER) or ""))
+            continue
         for actor in (item.author, item.committer):
             identity = Identity(actor.name or "", actor.email or "")
             if identity not in authors:
                 authors.append(identity)
+    if _trailer(commit.message, APPROVAL_TRAILER):
+        commit = next(c for c in wiki.repo.iter_commits(tip, first_parent=True)
+                      if not _trailer(c.message, APPROVAL_TRAILER))
     first = min((c.authored_datetime for c in wiki.repo.iter_commits(f"{base}..{tip}")),
                 default=commit.authored_datetime)
     paths = sorted(changed_paths(wiki.store.files(base), wiki.store.files(tip)))
     return Proposal(name, ref, tip, base, commit.summary, authors,
-                    first.astimezone(dt.UTC), paths, stale=head != base)
+                    first.astimezone(dt.UTC), paths, stale=head != base, approvals=approvals)
+
+
+def _trailer(message: str, key: str) -> str | None:
+    for line in message.splitlines():
+        if line.startswith(key + ":"):
+            return line.split(":", 1)[1].strip()
+    return None
 
 
 def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
@@ -180,13 +203,17 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
             "that worktree revert it on its next commit — use `git worktree add --detach` "
             "to browse the wiki, or switch that worktree away first")
     review = wiki.config().review
-    if review.approvals_required != 1:
-        raise ConfigError("wiki.toml [review] approvals_required: only 1 is supported so far, "
-                          f"got {review.approvals_required}")
     if not review.allow_self_approval and approver.key() in {a.key() for a in proposal.authors}:
         raise SelfApprovalError(
             f"{approver} cannot approve proposal {proposal.name}: they authored or committed "
             "it; ask someone else to run `wiki approve`")
+    valid = [who for who, seen in proposal.approvals if seen == reviewed]
+    if approver.key() in {who.key() for who in valid}:
+        raise SelfApprovalError(f"{approver} already approved proposal {proposal.name}; "
+                                f"it needs {review.approvals_required} different approvers")
+    if len(valid) + 1 < review.approvals_required:
+        return _record_approval(wiki, proposal, approver, reviewed, len(valid) + 1)
+    approvers = [*valid, approver]
     tip_files = wiki.store.files(proposal.tip)
     base_files = wiki.store.files(proposal.base)
     ours = changed_paths(base_files, tip_files)
@@ -204,23 +231,36 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
                 raise StaleProposalError(
                     f"proposal {proposal.name} is stale: {', '.join(conflicts[:5])}"
                     f"{' ...' if len(conflicts) > 5 else ''} changed on the wiki since its "
-                    "base; it is kept — redo the change on the current wiki")
+                    f"base; it is kept — try `wiki rebase {proposal.name}`")
             changes = {p: (wiki.store.read(tip_files[p].sha) if p in tip_files else None)
                        for p in ours}
             tree = wiki.store.write_tree(snapshot.files, with_indexes(snapshot, changes))
         proposers = ", ".join(str(a) for a in proposal.authors) or "unknown"
         message = (f"Land proposal {proposal.name}: {proposal.subject}\n\n"
-                   f"Proposed-by: {proposers}\nApproved-by: {approver}\n"
-                   f"{PROPOSAL_TRAILER}: {proposal.name}\nWiki-Reviewed-Diff: {reviewed}\n")
+                   f"Proposed-by: {proposers}\n"
+                   + "".join(f"Approved-by: {who}\n" for who in approvers) +
+                   f"{PROPOSAL_TRAILER}: {proposal.name}\n{REVIEWED_TRAILER}: {reviewed}\n")
         commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver)
         try:
             wiki.store.update_ref(wiki.ref, commit, head, f"wiki approve {proposal.name}")
         except RefMovedError:
             continue
         wiki.store.delete_ref(proposal.ref, proposal.tip)
-        return Landing(proposal.name, commit, merged, approver)
+        return Landing(proposal.name, commit, merged, approver, approvals=len(approvers))
     raise RefMovedError(f"the wiki branch kept moving; proposal {proposal.name} was not "
                         f"landed after {LAND_ATTEMPTS} attempts — run `wiki approve` again")
+
+
+def _record_approval(wiki: Wiki, proposal: Proposal, approver: Identity, reviewed: str,
+                     count: int) -> Landing:
+    """Add an approval record (a commit with the same tree) to the proposal branch."""
+    tree = wiki.repo.commit(proposal.tip).tree.hexsha
+    message = (f"Approve proposal {proposal.name} ({count} of the approvals needed)\n\n"
+               f"{APPROVAL_TRAILER}: {approver}\n{REVIEWED_TRAILER}: {reviewed}\n"
+               f"{BASE_TRAILER}: {proposal.base}\n")
+    commit = wiki.store.commit(tree, [proposal.tip], message, author=approver)
+    wiki.store.update_ref(proposal.ref, commit, proposal.tip, f"wiki approve {proposal.name}")
+    return Landing(proposal.name, None, False, approver, landed=False, approvals=count)
 
 
 def reject(wiki: Wiki, name: str, reason: str, rejecter: Identity | None = None) -> str:

@@ -49,6 +49,10 @@ def approve(
     if json_output:
         print_json(landing)
         return
+    if not landing.landed:
+        report(f"approval {landing.approvals} recorded on {landing.proposal} by "
+               f"{landing.approver}; it lands when enough different people approve")
+        return
     how = "merged onto the moved wiki" if landing.merged else "landed"
     report(f"{how}: {landing.proposal} approved by {landing.approver}")
     out.print(landing.commit)
