@@ -61,6 +61,7 @@ def parse_as_of(value: str | None) -> dt.datetime | None:
 
 
 def parse_legs(value: str | None) -> tuple[str, ...] | None:
+    """``--legs a,b`` as a tuple of leg names (exit 2 on an unknown leg)."""
     if value is None:
         return None
     legs = tuple(dict.fromkeys(p.strip() for p in value.split(",") if p.strip()))
@@ -114,11 +115,13 @@ def main_options(
 
 
 def open_wiki():
+    """The wiki of the current directory (``-C`` already applied) and ``--branch``."""
     from wiki.workspace import Wiki
     return Wiki(state.repo, state.branch)
 
 
 def require_text(value: str, name: str) -> None:
+    """Exit 2 with a one-line error when ``value`` is empty or blank."""
     if not value.strip():
         report(f"error: the {name} is empty")
         raise typer.Exit(USAGE)
