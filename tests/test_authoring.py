@@ -120,3 +120,19 @@ def test_cli_propose_new_edit_in_editor_and_retract(cli, wiki: Wiki, repo, tmp_p
     retracted = cli("propose", "--retract", "travel/per-diem-rate.md", "--reason", "old")
     assert retracted.exit_code == 0
     assert cli("search", "per diem", "--as-of", "not-a-date").exit_code == 2
+
+
+def test_new_entry_with_a_taken_id_is_refused(wiki: Wiki) -> None:
+    from wiki.errors import DuplicateIdError
+    _land(wiki, authoring.new_entry(wiki, b"---\nid: per-diem\ntitle: Per diem\n---\nx\n",
+                                    author=ALICE))
+    with pytest.raises(DuplicateIdError, match="use --edit per-diem"):
+        authoring.new_entry(wiki, b"---\nid: per-diem\ntitle: Other\n---\ny\n", author=ALICE)
+
+
+def test_missing_editor_is_a_usage_error(cli, wiki: Wiki, monkeypatch) -> None:
+    _land(wiki, authoring.new_entry(wiki, PER_DIEM_59, category="travel", author=ALICE))
+    monkeypatch.setenv("EDITOR", "/nonexistent/editor")
+    monkeypatch.delenv("VISUAL", raising=False)
+    result = cli("propose", "--edit", "travel/per-diem-rate.md")
+    assert result.exit_code == 2 and "cannot run the editor" in result.stderr

@@ -147,3 +147,37 @@ def test_two_approvals_required(wiki: Wiki) -> None:
     message = git(wiki.root, "log", "-1", "--format=%B", landing.commit)
     assert "Approved-by: Bob Reviewer <bob@example.com>\nApproved-by: Carol <carol@example.com>" \
         in message
+
+
+def test_same_proposal_approved_twice_at_once_lands_once(wiki: Wiki) -> None:
+    import threading
+
+    from wiki.errors import NotFoundError, ProposalClosedError, RefMovedError
+    proposal = _propose(wiki, "a.md", entry_text("a1", "A", "x"))
+    outcomes: list[str] = []
+
+    def attempt(who: Identity) -> None:
+        try:
+            approve(Wiki(wiki.root), proposal.name, approver=who)
+            outcomes.append("landed")
+        except (ProposalClosedError, NotFoundError, RefMovedError) as exc:
+            outcomes.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=attempt, args=(who,)) for who in
+               (BOB, CAROL, Identity("Dave", "dave@example.com"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes.count("landed") == 1
+    log = git(wiki.root, "log", "--first-parent", "--format=%s", "wiki")
+    assert log.count(f"Land proposal {proposal.name}") == 1
+
+
+def test_an_id_is_never_given_to_two_entries(wiki: Wiki) -> None:
+    from wiki.errors import DuplicateIdError
+    one = _propose(wiki, "a/x.md", entry_text("shared", "One", "1"))
+    two = _propose(wiki, "b/y.md", entry_text("shared", "Two", "2"), who=CAROL)
+    approve(wiki, one.name, approver=BOB)
+    with pytest.raises(DuplicateIdError, match="reuses id 'shared' of a/x.md"):
+        approve(wiki, two.name, approver=BOB)

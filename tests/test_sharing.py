@@ -116,3 +116,64 @@ def test_conflicting_divergence_becomes_a_proposal(team, tmp_path: Path) -> None
     assert b"Remote." in bobs.snapshot().read("hr/leave.md")
     kept = bobs.snapshot(get_proposal(bobs, result.proposal).tip).read("hr/leave.md")
     assert b"Local." in kept
+
+
+def test_landed_and_rejected_proposals_stay_closed_across_clones(team) -> None:
+    bobs, carols = team
+    with acting_as(CAROL):
+        landed, _ = propose(carols, {"x/a.md": entry_text("xa", "A", "a").encode()},
+                            kind="edit", subject="a")
+        dropped, _ = propose(carols, {"x/b.md": entry_text("xb", "B", "b").encode()},
+                             kind="edit", subject="b")
+        sync_remote(carols)
+    sync_remote(bobs)
+    approve(bobs, landed.name, approver=BOB)
+    with acting_as(BOB):
+        from wiki.proposals import reject
+        reject(bobs, dropped.name, "not needed")
+    result = sync_remote(bobs)
+    assert sorted(result.closed) == sorted([f"wiki-proposals/{landed.name}",
+                                            f"wiki-proposals/{dropped.name}"])
+    with acting_as(CAROL):
+        again = sync_remote(carols)
+        assert sorted(again.closed) == sorted(result.closed)
+        from wiki.proposals import list_proposals
+        assert list_proposals(carols) == []
+    from wiki.errors import NotFoundError, ProposalClosedError
+    with pytest.raises((NotFoundError, ProposalClosedError)):
+        approve(carols, dropped.name, approver=BOB)
+    assert git(carols.root, "rev-parse", f"wiki-rejected/{dropped.name}^") == dropped.tip
+
+
+def test_rebase_merges_entry_fields_and_updated_times(team, monkeypatch) -> None:
+    bobs, _ = team
+    base = bobs.snapshot().read("hr/leave.md").decode()
+    one = base.replace("Line one.", "Line ONE.") + ""
+    two = base.replace("Line three.", "Line THREE.")
+    first, _ = propose(bobs, {"hr/leave.md": (one.replace("title: Annual leave",
+                       "title: Annual leave\nupdated: '2026-01-01T00:00:01Z'")).encode()},
+                       kind="edit", subject="one", author=ALICE)
+    second, _ = propose(bobs, {"hr/leave.md": (two.replace("title: Annual leave",
+                        "title: Annual leave\nupdated: '2026-01-01T00:00:09Z'")).encode()},
+                        kind="edit", subject="two", author=CAROL)
+    approve(bobs, first.name, approver=BOB)
+    rebase(bobs, second.name, rebaser=CAROL)
+    approve(bobs, second.name, approver=BOB)
+    text = bobs.snapshot().read("hr/leave.md").decode()
+    assert "Line ONE." in text and "Line THREE." in text
+    assert "updated: '2026-01-01T00:00:09Z'" in text
+
+
+def test_sync_refuses_to_move_a_checked_out_wiki(team, tmp_path: Path) -> None:
+    bobs, _ = team
+    git(bobs.root, "worktree", "add", "-q", str(tmp_path / "view"), "wiki")
+    from wiki.errors import BranchCheckedOutError
+    with pytest.raises(BranchCheckedOutError):
+        sync_remote(bobs)
+
+
+def test_unreachable_remote_is_a_clear_error(wiki: Wiki, tmp_path: Path) -> None:
+    git(wiki.root, "remote", "add", "gone", str(tmp_path / "missing.git"))
+    from wiki.errors import RemoteError
+    with pytest.raises(RemoteError, match="remote 'gone' failed"):
+        sync_remote(wiki, "gone")

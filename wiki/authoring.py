@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from indexes.names import fold_name
 from wiki.entry import Entry, now_iso
-from wiki.errors import ConfigError
+from wiki.errors import ConfigError, DuplicateIdError
 from wiki.gitrepo import Identity
 from wiki.lookup import find_entry
 from wiki.proposals import Proposal, propose
@@ -44,13 +44,14 @@ class Authored:
 def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str = "entry.md",
               author: Identity | None = None) -> Authored:
     """Propose a new entry from markdown ``text`` (frontmatter needs ``title``; ``id`` is
-    generated when absent). An entry whose ``id`` already exists is an edit of it. Raises
-    ``EntryError`` for a malformed file."""
+    generated when absent). Raises ``EntryError`` for a malformed file and
+    ``DuplicateIdError`` when the id is taken (use :func:`edit_entry`)."""
     snapshot = wiki.snapshot()
     draft = Entry.parse(source_name, _with_id(text))
     for current in snapshot.entries()[0]:
         if current.id == draft.id:
-            return _propose_edit(wiki, snapshot, current, draft, author, verb="edit")
+            raise DuplicateIdError(f"{source_name}: id {draft.id!r} is already used by "
+                                   f"{current.path}; to change it use --edit {draft.id}")
     same = _identical(snapshot, draft)
     if same is not None:
         return Authored(None, existing=same)

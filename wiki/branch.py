@@ -9,6 +9,7 @@ race gets :class:`RefMovedError` and nothing is overwritten.
 from __future__ import annotations
 
 import stat
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from io import BytesIO
@@ -66,6 +67,27 @@ class BranchStore:
                     f"{ref} moved to {(current or 'nothing')[:12]} while this change was "
                     f"being written on {(expected_old or 'nothing')[:12]}") from exc
             raise WikiError(f"git update-ref {ref} failed: {exc.stderr.strip()}") from exc
+
+    def update_refs(self, updates: list[tuple[str, str | None, str | None]],
+                    message: str) -> None:
+        """Move several refs in one atomic transaction (``git update-ref --stdin``): each
+        ``(ref, new, expected old)``; ``new=None`` deletes, ``old=None`` requires absence.
+        Either every ref moves or none does (:class:`RefMovedError`)."""
+        lines = ["start"]
+        for ref, new, old in updates:
+            lines.append(f"delete {ref} {old}" if new is None
+                         else f"update {ref} {new} {old or ZERO_SHA}")
+        lines += ["prepare", "commit", ""]
+        with tempfile.TemporaryFile() as script:
+            script.write("\n".join(lines).encode())
+            script.seek(0)
+            try:
+                self.repo.git.update_ref("-m", message, "--stdin", istream=script)
+            except git.GitCommandError as exc:
+                raise RefMovedError(
+                    "another change moved "
+                    + ", ".join(ref for ref, _, _ in updates) + "; nothing was written"
+                ) from exc
 
     def delete_ref(self, ref: str, expected_old: str) -> None:
         """Delete ``ref`` if it is still at ``expected_old``; :class:`RefMovedError` if not."""

@@ -64,6 +64,18 @@ class StaleProposalError(WikiError):
     """A proposal touches entries that changed on the wiki since its base."""
 
 
+class ProposalClosedError(WikiError):
+    """The proposal already landed or was rejected."""
+
+
+class DuplicateIdError(WikiError):
+    """Two entries would share one id."""
+
+
+class RemoteError(WikiError):
+    """A git remote cannot be reached or refused an operation."""
+
+
 class ReviewChangedError(WikiError):
     """The proposal changed after it was reviewed (its review hash differs)."""
 

@@ -18,10 +18,14 @@ from dataclasses import dataclass, field
 
 from wiki import indextree
 from wiki.branch import TreeFile
+from wiki.entry import Entry
 from wiki.errors import (
     BranchCheckedOutError,
     ConfigError,
+    DuplicateIdError,
+    EntryError,
     NotFoundError,
+    ProposalClosedError,
     RefMovedError,
     ReviewChangedError,
     SelfApprovalError,
@@ -119,11 +123,12 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subje
 
 
 def list_proposals(wiki: Wiki) -> list[Proposal]:
-    """Open proposals, oldest first. Raises ``NotInitializedError`` without a wiki."""
-    wiki.require_head()
+    """Open proposals, oldest first (a branch whose tip is already in the wiki is not
+    open). Raises ``NotInitializedError`` without a wiki."""
+    head = wiki.require_head()
     refs = wiki.store.list_refs(wiki.proposal_prefix)
     proposals = [_load(wiki, ref[len(wiki.proposal_prefix):], ref, tip)
-                 for ref, tip in refs.items()]
+                 for ref, tip in refs.items() if not wiki.repo.is_ancestor(tip, head)]
     return sorted(proposals, key=lambda p: (p.created, p.name))
 
 
@@ -190,13 +195,14 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     proposal branch is deleted once landed; its commits stay reachable from the history.
     """
     proposal = get_proposal(wiki, name)
+    _check_open(wiki, proposal)
     reviewed = review_hash(wiki, proposal)
     if expect is not None and not reviewed.startswith(expect.strip().lower() or "-"):
         raise ReviewChangedError(
             f"proposal {proposal.name} changed since it was reviewed (review hash {reviewed}, "
             f"expected {expect}); run `wiki diff {proposal.name}` again")
     approver = approver or current_identity(wiki.repo)
-    where = wiki.checked_out_in()
+    where = wiki.checked_out_in(wiki.ref)
     if where is not None:
         raise BranchCheckedOutError(
             f"the wiki branch '{wiki.branch}' is checked out in {where}; landing would make "
@@ -217,6 +223,7 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     tip_files = wiki.store.files(proposal.tip)
     base_files = wiki.store.files(proposal.base)
     ours = changed_paths(base_files, tip_files)
+    _check_ids(wiki, proposal, tip_files, ours)
     for _ in range(LAND_ATTEMPTS):
         head = wiki.require_head()
         merged = head != proposal.base
@@ -241,14 +248,55 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
                    + "".join(f"Approved-by: {who}\n" for who in approvers) +
                    f"{PROPOSAL_TRAILER}: {proposal.name}\n{REVIEWED_TRAILER}: {reviewed}\n")
         commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver)
-        try:
-            wiki.store.update_ref(wiki.ref, commit, head, f"wiki approve {proposal.name}")
+        try:  # the wiki moves and the proposal closes in one atomic ref transaction
+            wiki.store.update_refs([(wiki.ref, commit, head), (proposal.ref, None, proposal.tip)],
+                                   f"wiki approve {proposal.name}")
         except RefMovedError:
+            if wiki.store.resolve(proposal.ref) != proposal.tip:
+                raise ProposalClosedError(
+                    f"proposal {proposal.name} was landed, rejected or changed by someone "
+                    "else meanwhile; nothing was written") from None
             continue
-        wiki.store.delete_ref(proposal.ref, proposal.tip)
         return Landing(proposal.name, commit, merged, approver, approvals=len(approvers))
     raise RefMovedError(f"the wiki branch kept moving; proposal {proposal.name} was not "
                         f"landed after {LAND_ATTEMPTS} attempts — run `wiki approve` again")
+
+
+def _check_open(wiki: Wiki, proposal: Proposal) -> None:
+    """Refuse a proposal that already landed or was rejected (e.g. fetched back by sync)."""
+    head = wiki.require_head()
+    if wiki.repo.is_ancestor(proposal.tip, head):
+        raise ProposalClosedError(f"proposal {proposal.name} has already landed on the wiki")
+    rejected = wiki.store.resolve(rejected_prefix(wiki) + proposal.name)
+    if rejected and wiki.repo.is_ancestor(proposal.tip, rejected):
+        raise ProposalClosedError(f"proposal {proposal.name} was rejected (see `git log -1 "
+                                  f"{rejected_prefix(wiki)}{proposal.name}`)")
+
+
+def _check_ids(wiki: Wiki, proposal: Proposal, tip_files: Mapping[str, TreeFile],
+               ours: set[str]) -> None:
+    """Refuse to land an entry whose id another entry already uses (ids are identities)."""
+    from wiki.derived import open_synced
+
+    ids: dict[str, str] = {}
+    for path in sorted(p for p in ours if p in tip_files and indextree.is_entry_path(p)):
+        try:
+            entry_id = Entry.parse(path, wiki.store.read(tip_files[path].sha)).id
+        except EntryError:
+            continue  # malformed entries are lint's business, not an identity clash
+        if entry_id in ids:
+            raise DuplicateIdError(f"proposal {proposal.name} gives id {entry_id!r} to both "
+                                   f"{ids[entry_id]} and {path}")
+        ids[entry_id] = path
+    index, _ = open_synced(wiki)
+    try:
+        for entry_id, path in ids.items():
+            others = [k for k in index.keys_for_doc_id(entry_id) if k not in ours]
+            if others:
+                raise DuplicateIdError(f"proposal {proposal.name}: {path} reuses id "
+                                       f"{entry_id!r} of {others[0]}; ids are never reused")
+    finally:
+        index.close()
 
 
 def _record_approval(wiki: Wiki, proposal: Proposal, approver: Identity, reviewed: str,
@@ -271,6 +319,10 @@ def reject(wiki: Wiki, name: str, reason: str, rejecter: Identity | None = None)
     if not reason.strip():
         raise ConfigError("a rejection needs a reason (--reason TEXT)")
     proposal = get_proposal(wiki, name)
+    where = wiki.checked_out_in(proposal.ref)
+    if where is not None:
+        raise BranchCheckedOutError(f"proposal {proposal.name} is checked out in {where}; "
+                                    "switch that worktree away before rejecting it")
     rejecter = rejecter or current_identity(wiki.repo)
     tree = wiki.repo.commit(proposal.tip).tree.hexsha
     message = (f"Reject proposal {proposal.name}: {proposal.subject}\n\n{reason.strip()}\n\n"

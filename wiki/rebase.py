@@ -1,9 +1,11 @@
 """Rebasing a stale proposal onto the current wiki head.
 
-Each path the proposal changes is merged three ways with ``git merge-file`` (base = the
-proposal's base, ours = the wiki head, theirs = the proposal tip): edits to different parts
-of the same entry combine; overlapping edits are a conflict, reported with the paths and
-nothing moved. The rebased proposal is one new commit on the head, authored by the original
+Each path the proposal changes is merged three ways (base = the proposal's base, ours =
+the wiki head, theirs = the proposal tip). For an entry, frontmatter merges field by field
+(a field changed on one side takes that side; ``updated`` takes the later time) and the
+body with ``git merge-file``; other files merge as text. Edits to different parts of the
+same entry combine; overlapping edits are a conflict, reported with the paths and nothing
+moved. The rebased proposal is one new commit on the head, authored by the original
 proposer and committed by whoever rebases (who therefore cannot approve it either).
 """
 
@@ -14,7 +16,9 @@ from pathlib import Path
 
 import git
 
-from wiki.errors import StaleProposalError
+from wiki import indextree
+from wiki.entry import Entry
+from wiki.errors import EntryError, StaleProposalError
 from wiki.gitrepo import Identity, current_identity
 from wiki.proposals import BASE_TRAILER, PROPOSAL_TRAILER, Proposal, changed_paths, get_proposal
 from wiki.snapshot import Snapshot, with_indexes
@@ -34,7 +38,7 @@ def rebase(wiki: Wiki, name: str, rebaser: Identity | None = None) -> Proposal:
     merged: dict[str, bytes | None] = {}
     conflicts: list[str] = []
     for path in sorted(changed_paths(base.files, tip.files)):
-        result = _merge(wiki.repo, base.read(path), ours.read(path), tip.read(path))
+        result = _merge(wiki.repo, path, base.read(path), ours.read(path), tip.read(path))
         if result is _CONFLICT:
             conflicts.append(path)
         else:
@@ -56,7 +60,7 @@ def rebase(wiki: Wiki, name: str, rebaser: Identity | None = None) -> Proposal:
 _CONFLICT = object()
 
 
-def _merge(repo: git.Repo, base: bytes | None, ours: bytes | None,
+def _merge(repo: git.Repo, path: str, base: bytes | None, ours: bytes | None,
            theirs: bytes | None):
     """Three-way merge of one file; bytes, ``None`` (deleted) or ``_CONFLICT``."""
     if ours == base:
@@ -65,6 +69,46 @@ def _merge(repo: git.Repo, base: bytes | None, ours: bytes | None,
         return ours
     if ours is None or theirs is None or base is None:
         return _CONFLICT  # deleted on one side, changed on the other; or added twice
+    if indextree.is_entry_path(path):
+        merged = _merge_entry(repo, path, base, ours, theirs)
+        if merged is not None:
+            return merged
+    return _merge_text(repo, base, ours, theirs)
+
+
+_MISSING = object()
+
+
+def _merge_entry(repo: git.Repo, path: str, base: bytes, ours: bytes, theirs: bytes):
+    """Field-by-field merge of an entry; ``None`` when a side does not parse (then the
+    caller merges text)."""
+    try:
+        old, mine, other = (Entry.parse(path, data) for data in (base, ours, theirs))
+    except EntryError:
+        return None
+    fields: dict = {}
+    for key in dict.fromkeys([*mine.meta, *other.meta]):
+        was, now, new = (e.meta.get(key, _MISSING) for e in (old, mine, other))
+        if new in (was, now):
+            continue
+        if now == was:
+            fields[key] = None if new is _MISSING else new
+        elif key == "updated" and _MISSING not in (now, new):
+            fields[key] = max(str(now), str(new))
+        else:
+            return _CONFLICT
+    body = _merge_text(repo, old.body.encode(), mine.body.encode(), other.body.encode())
+    if body is _CONFLICT:
+        return _CONFLICT
+    return mine.updated_with(body=body.decode("utf-8"), **fields).to_bytes()
+
+
+def _merge_text(repo: git.Repo, base: bytes, ours: bytes, theirs: bytes):
+    """``git merge-file`` of three versions; bytes or ``_CONFLICT``."""
+    if ours == base:
+        return theirs
+    if theirs in (base, ours):
+        return ours
     with tempfile.TemporaryDirectory(prefix="wiki-merge-") as folder:
         paths = []
         for label, data in (("ours", ours), ("base", base), ("theirs", theirs)):

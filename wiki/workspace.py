@@ -84,15 +84,16 @@ class Wiki:
             self._checked_heads.add(head)
         return head
 
-    def checked_out_in(self) -> str | None:
-        """The worktree path where the wiki branch is checked out, if any: moving it there
-        would make that worktree's files silently revert the change on its next commit."""
+    def checked_out_in(self, ref: str | None = None) -> str | None:
+        """The worktree path where ``ref`` (default: the wiki branch) is checked out, if
+        any: moving it there would make that worktree revert the change on its next commit."""
+        ref = ref or self.ref
         listing = self.repo.git.worktree("list", "--porcelain")
         path = None
         for line in listing.splitlines():
             if line.startswith("worktree "):
                 path = line.split(" ", 1)[1]
-            elif line == f"branch {self.ref}":
+            elif line == f"branch {ref}":
                 return path
         return None
 

@@ -85,7 +85,11 @@ def _edit_in_editor(entry) -> bytes:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / Path(entry.path).name
         path.write_bytes(entry.to_bytes())
-        code = subprocess.call([*shlex.split(editor), str(path)])
+        try:
+            code = subprocess.call([*shlex.split(editor), str(path)])
+        except OSError as exc:
+            report(f"error: cannot run the editor {editor!r} ($VISUAL/$EDITOR): {exc.strerror}")
+            raise typer.Exit(USAGE) from None
         if code != 0:
             report(f"error: the editor exited with {code}; nothing proposed")
             raise typer.Exit(USAGE)

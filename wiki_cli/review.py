@@ -179,5 +179,8 @@ def sync_command(
         report(f"the previous local head is kept as {result.rescue}")
     if result.proposal:
         report(f"local changes conflicted with {remote}: left as proposal {result.proposal}")
-    if result.pushed or result.fetched:
-        report(f"proposals: {len(result.pushed)} pushed, {len(result.fetched)} fetched")
+    if result.pushed or result.fetched or result.closed:
+        report(f"proposals: {len(result.pushed)} pushed, {len(result.fetched)} fetched, "
+               f"{len(result.closed)} closed (landed or rejected)")
+    for name in result.diverged:
+        report(f"warning: {name} changed differently here and on {remote}; left alone")
