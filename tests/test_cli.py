@@ -164,14 +164,15 @@ def test_search_process_loads_no_model_library(repo: Path) -> None:
 def test_status_flags_duplicate_ids(cli, repo: Path) -> None:
     from conftest import ALICE, entry_text
 
-    from wiki.proposals import approve, propose
+    from wiki.snapshot import write_commit
     from wiki.workspace import Wiki
     cli("init")
-    wiki = Wiki(repo)
-    proposal, _ = propose(wiki, {"a.md": entry_text("same", "A", "x").encode(),
-                                 "b.md": entry_text("same", "B", "y").encode()},
-                          kind="e", subject="s", author=ALICE)
-    approve(wiki, proposal.name, approver=BOB)
+    wiki = Wiki(repo)  # a hand-made commit on the branch: review would have refused it
+    head = wiki.head()
+    commit = write_commit(wiki.snapshot(head), {"a.md": entry_text("same", "A", "x").encode(),
+                                                "b.md": entry_text("same", "B", "y").encode()},
+                          "by hand", author=ALICE)
+    wiki.store.update_ref(wiki.ref, commit, head, "by hand")
     cli("index")
     status = cli("status", "--json")
     assert status.exit_code == 1
