@@ -47,6 +47,8 @@ class Hit:
     score: float
     rank: int = 0
     legs: dict[str, tuple[int, float]] = field(default_factory=dict)
+    contributions: dict[str, float] = field(default_factory=dict)
+    """After fusion: what each leg added to ``score`` (they sum to it exactly)."""
 
 
 def hits_from_rows(rows: list[tuple], *, negate: bool) -> list[Hit]:

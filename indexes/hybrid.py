@@ -1,4 +1,5 @@
-"""Running the retrieval legs and fusing them with weighted RRF (DESIGN.md §5).
+"""Running the retrieval legs and fusing them (DESIGN.md §5): weighted z-score CombSUM by
+default, weighted RRF on request (:mod:`indexes.fusion`).
 
 Legs: ``alias`` (exact title/alias spans), ``bm25`` (FTS5 with the trigram path for
 space-less scripts) and ``vector`` (cosine of the best chunk). Every leg applies the same
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from indexes.documents import Hit
-from indexes.fusion import DEFAULT_K, rrf
+from indexes.fusion import DEFAULT_K, rrf, zscore
 from indexes.store import Filters, SearchIndex
 
 LEGS = ("alias", "bm25", "vector")
@@ -27,6 +28,8 @@ class FusionConfig:
     k: int = DEFAULT_K
     window: int = 50
     weights: Mapping[str, float] = field(default_factory=dict)
+    method: str = "zscore"
+    """``zscore`` (weighted CombSUM of z-scores, the default) or ``rrf``."""
 
 
 def run_legs(index: SearchIndex, query: str, config: FusionConfig, *,
@@ -48,12 +51,16 @@ def run_legs(index: SearchIndex, query: str, config: FusionConfig, *,
 
 
 def fuse(legs: Mapping[str, list[Hit]], config: FusionConfig, *, limit: int) -> list[Hit]:
-    """Weighted RRF of the legs' lists; each hit's ``legs`` explains its ranks and scores.
-    A single leg is returned as it ranked (its own scores, with the explanation)."""
+    """Fuse the legs' lists (``config.method``); each hit's ``legs`` explains its ranks and
+    scores and ``contributions`` what each leg added. A single leg is returned as it ranked
+    (its own scores)."""
     active = {leg: hits for leg, hits in legs.items() if hits}
     if len(active) == 1:
         (leg, hits), = active.items()
         for hit in hits:
             hit.legs.setdefault(leg, (hit.rank, hit.score))
+            hit.contributions = {leg: hit.score}
         return hits[:limit]
-    return rrf(active, k=config.k, weights=config.weights, limit=limit)
+    if config.method == "rrf":
+        return rrf(active, k=config.k, weights=config.weights, limit=limit)
+    return zscore(active, weights=config.weights, limit=limit)

@@ -66,6 +66,24 @@ def test_rrf_matches_hand_computed_scores() -> None:
                                               for leg, (rank, _) in hit.legs.items()))
 
 
+def test_zscore_fusion_matches_hand_computed_scores() -> None:
+    from indexes.fusion import zscore
+    legs = {"bm25": [_hit("a", 9.0), _hit("b", 5.0), _hit("c", 1.0)],
+            "vector": [_hit("c", 0.9), _hit("a", 0.7)]}
+    fused = zscore(legs, weights={"bm25": 1.0, "vector": 0.5})
+    # bm25: mean 5, population std sqrt(32/3); vector: mean 0.8, std 0.1
+    sd = (32 / 3) ** 0.5
+    expected = {"a": 4 / sd + 0.5 * -1.0, "b": 0.0 + 0.5 * -1.0, "c": -4 / sd + 0.5 * 1.0}
+    assert {h.key: h.score for h in fused} == pytest.approx(expected)
+    assert [h.key for h in fused] == ["a", "b", "c"]
+    for hit in fused:  # the explanation adds up to the score
+        assert sum(hit.contributions.values()) == pytest.approx(hit.score)
+    assert fused[1].legs == {"bm25": (2, 5.0)}  # b: not found by the vector leg
+    flat = zscore({"alias": [_hit("t", 1.0)], "bm25": [_hit("t", 3.0), _hit("u", 1.0)]})
+    assert flat[0].key == "t" and flat[0].contributions == {"alias": 1.0, "bm25": 1.0}
+    assert flat[1].contributions == {"alias": 0.0, "bm25": -1.0}
+
+
 def test_rrf_ties_are_deterministic() -> None:
     legs = {"x": [_hit("b"), _hit("a")], "y": [_hit("a"), _hit("b")]}
     assert [h.key for h in rrf(legs)] == ["a", "b"]
@@ -115,7 +133,8 @@ def test_hybrid_search_uses_all_legs_and_explains(wiki: Wiki, fake_model) -> Non
     top = result.hits[0]
     assert top.key == "it/laptop.md"
     assert set(top.legs) == {"alias", "bm25", "vector"}
-    assert top.score == pytest.approx(sum(1.0 / (60 + r) for r, _ in top.legs.values()))
+    assert top.score == pytest.approx(sum(top.contributions.values()))
+    assert set(top.contributions) == {"alias", "bm25", "vector"}
     only_vector = search(wiki, "laptops IT", legs=("vector",))
     assert only_vector.legs == ["vector"] and only_vector.hits[0].key == "it/laptop.md"
 

@@ -55,8 +55,10 @@ class ReviewConfig:
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Ranking and abstention: the retrieval ``legs`` fused by weighted RRF (``rrf_k``,
-    each leg's top ``window`` hits, ``leg_weights``), BM25 column ``weights`` (title,
+    """Ranking and abstention: the retrieval ``legs``, each offering its top ``window``
+    hits, fused by ``fusion`` (``zscore``: weighted CombSUM of z-scores, or ``rrf`` with
+    ``rrf_k``) with ``leg_weights`` (tuned on SciFact train, the handbook dev set and half
+    of LoCoMo: evals/results/fusion.md), BM25 column ``weights`` (title,
     aliases, tags, summary, body) and ``gap_threshold``, the confidence below which
     ``ask`` reports an evidence gap (calibrated on the handbook dev questions; see
     docs/decisions.md and evals/results)."""
@@ -64,10 +66,11 @@ class SearchConfig:
     weights: tuple[float, ...] = (8.0, 6.0, 3.0, 3.0, 1.0)
     gap_threshold: float = 0.4
     legs: tuple[str, ...] = ("alias", "bm25", "vector")
+    fusion: str = "zscore"
     rrf_k: int = 60
     window: int = 50
     leg_weights: dict[str, float] = field(default_factory=lambda: {
-        "alias": 1.0, "bm25": 1.0, "vector": 1.0})
+        "alias": 1.0, "bm25": 1.0, "vector": 0.75})
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,8 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
         problems.append(f"[search] legs are alias, bm25 and vector, got {unknown or '[]'}")
     if config.review.approvals_required < 1:
         problems.append("[review] approvals_required must be at least 1")
+    if config.search.fusion not in ("zscore", "rrf"):
+        problems.append(f"[search] fusion is zscore or rrf, got {config.search.fusion!r}")
     if config.search.rrf_k < 1 or config.search.window < 1:
         problems.append("[search] rrf_k and window must be at least 1")
     if not config.ingest.extensions:
@@ -201,13 +206,15 @@ allow_self_approval = false
 weights = [8.0, 6.0, 3.0, 3.0, 1.0]
 # Below this confidence `wiki ask` reports an evidence gap instead of answering.
 gap_threshold = 0.4
-# Retrieval legs fused by weighted Reciprocal Rank Fusion: score = sum w / (rrf_k + rank).
+# Retrieval legs, each offering its top `window` hits, fused by "zscore" (weighted sum of
+# each leg's standardised scores) or "rrf" (sum of w / (rrf_k + rank)).
 legs = ["alias", "bm25", "vector"]
+fusion = "zscore"
 rrf_k = 60
 window = 50
 
 [search.leg_weights]
 alias = 1.0
 bm25 = 1.0
-vector = 1.0
+vector = 0.75
 """

@@ -86,7 +86,8 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
             progress: Progress | None) -> SearchResult:
     config = indexed_config(index).search
     fusion = FusionConfig(legs=tuple(legs or config.legs), k=config.rrf_k,
-                          window=max(config.window, limit), weights=config.leg_weights)
+                          window=max(config.window, limit), weights=config.leg_weights,
+                          method=config.fusion)
     skipped: dict[str, str] = {}
     vector, model = None, None
     if "vector" in fusion.legs:

@@ -59,7 +59,10 @@ def search(
         raise typer.Exit(FINDINGS)
     grid = table("#", "score", "title", "path", *(["legs"] if explain else []))
     for hit in result.hits:
-        legs = ", ".join(f"{leg} #{r} ({s:.3f})" for leg, (r, s) in hit.legs.items())
+        legs = ", ".join(
+            (f"{leg} #{hit.legs[leg][0]} ({hit.legs[leg][1]:.3f})" if leg in hit.legs
+             else f"{leg} -") + f" {hit.contributions.get(leg, 0.0):+.3f}"
+            for leg in dict.fromkeys([*hit.legs, *hit.contributions]))
         grid.add_row(str(hit.rank), f"{hit.score:.3f}", plain(hit.title), plain(hit.key),
                      *([legs] if explain else []))
     out.print(grid)
@@ -72,7 +75,10 @@ def _hit_json(hit, sources) -> dict:
     return {"rank": hit.rank, "score": round(hit.score, 6), "id": hit.doc_id, "path": hit.key,
             "title": hit.title, "summary": hit.summary, "category": hit.category,
             "status": hit.status, "sources": sources,
-            "legs": {leg: {"rank": r, "score": round(s, 6)} for leg, (r, s) in hit.legs.items()}}
+            "legs": {leg: {"rank": hit.legs[leg][0] if leg in hit.legs else None,
+                           "score": round(hit.legs[leg][1], 6) if leg in hit.legs else None,
+                           "contribution": round(hit.contributions.get(leg, 0.0), 6)}
+                     for leg in dict.fromkeys([*hit.legs, *hit.contributions])}}
 
 
 @app.command()
