@@ -29,6 +29,7 @@ from evals.report import header, md_table, now, project_commit, write
 BUILD_TARGET_S = 30.0
 CLI_TARGET_S = 0.5
 CLI_QUERY = "travel voucher"
+ASK_QUESTION = "How do I get reimbursed for a travel voucher?"
 HEAVY = ("torch", "sentence_transformers", "litellm", "transformers")
 PROBE = """
 import json, sys
@@ -110,11 +111,11 @@ def run_child(command: list[str]) -> tuple[float, int, int, str]:
     return wall, child.returncode, usage.ru_maxrss, output.decode("utf-8", "replace")
 
 
-def cli_search(repo: Path, runs: int) -> dict:
-    """Wall time and peak RSS of ``wiki -C repo search QUERY`` (one warm-up run, then
-    ``runs`` timed runs), and which heavy modules the same command imports."""
-    command = [wiki_executable(), "-C", str(repo), "search", CLI_QUERY]
-    run_child(command)
+def cli_search(repo: Path, runs: int, words: tuple[str, ...] = ("search", CLI_QUERY)) -> dict:
+    """Wall time and peak RSS of ``wiki -C repo search QUERY`` (the first run timed apart,
+    then ``runs`` timed runs), and which heavy modules the same command imports."""
+    command = [wiki_executable(), "-C", str(repo), *words]
+    first = run_child(command)[0]
     walls, rss, codes = [], [], set()
     for _ in range(runs):
         wall, code, peak, _ = run_child(command)
@@ -127,6 +128,7 @@ def cli_search(repo: Path, runs: int) -> dict:
     found = next((json.loads(line[6:]) for line in probe.stdout.splitlines()
                   if line.startswith("PROBE ")), {"heavy": None, "modules": None})
     return {"command": " ".join(command), "runs": runs, "exit_codes": sorted(codes),
+            "first_s": first,
             "median_s": statistics.median(walls), "min_s": min(walls), "max_s": max(walls),
             "peak_rss_mib": max(rss) / 1024, "heavy_modules": found["heavy"],
             "modules_loaded": found["modules"], "slowest_imports": slowest(probe.stderr)}
@@ -163,7 +165,8 @@ def markdown(facts: dict, latency: dict, build: dict, cli: dict) -> str:
             "", "## 3. `wiki search` as a subprocess", "",
             md_table(["measure", "value"],
                      [["command", f"`{cli['command']}`"],
-                      ["runs (after 1 warm-up)", cli["runs"]],
+                      ["first call s", cli["first_s"]],
+                      ["runs (after the first)", cli["runs"]],
                       ["exit codes", cli["exit_codes"]],
                       ["median s", cli["median_s"]], ["min s", cli["min_s"]],
                       ["max s", cli["max_s"]], ["peak RSS MiB", cli["peak_rss_mib"]],
@@ -176,6 +179,62 @@ def markdown(facts: dict, latency: dict, build: dict, cli: dict) -> str:
     return "\n".join(text)
 
 
+def legs_section(data: Path, repo: Path, questions: list[str], repeat: int,
+                 sample: int) -> dict:
+    """Per-leg latency and build throughput at handbook and SciFact sizes, peak RSS."""
+    from evals import bench_legs, embedcache
+    from indexes.documents import Document
+    from indexes.store import Filters
+    from wiki.derived import open_synced
+    from wiki.workspace import Wiki
+
+    out = {}
+    index, _ = open_synced(Wiki(repo))
+    embedcache.embed_index(index, log=log)
+    docs = [Document(key=k, doc_id=k, title=t, summary=s, body=b) for k, t, s, b in
+            index.conn.execute("SELECT key, title, summary, body FROM docs")]
+    out["handbook"] = {"latency": bench_legs.leg_latency(index, questions, Filters(),
+                                                         repeat=repeat),
+                       "build": bench_legs.build_throughput(docs, sample=sample)}
+    index.close()
+    index = datasets.scifact_index(data, log=log)
+    embedcache.embed_index(index, log=log)
+    split = datasets.scifact_split(data, "test")
+    docs = [Document(key=d["id"], doc_id=d["id"], title="", body=f"{d['title']}\n{d['text']}")
+            for d in datasets.scifact_corpus(data)]
+    out["scifact"] = {"latency": bench_legs.leg_latency(
+        index, list(split.queries.values())[:100], Filters(statuses=None), repeat=repeat),
+        "build": bench_legs.build_throughput(docs, sample=sample)}
+    index.close()
+    out["peak_rss_mib"] = bench_legs.peak_rss_mib()
+    return out
+
+
+def legs_markdown(legs: dict, ask: dict) -> str:
+    rows = [[size, name, s["n"], s["p50_ms"], s["p95_ms"]]
+            for size in ("handbook", "scifact") for name, s in legs[size]["latency"].items()]
+    builds = [[size, b["entries"], b["chunks"], b["index_s"], b["embed_chunks_per_s"],
+               b["embed_s_extrapolated"], b["entries_per_s"],
+               b["entries_per_s_without_embedding"]]
+              for size, b in ((s, legs[s]["build"]) for s in ("handbook", "scifact"))]
+    return "\n".join([
+        "## 4. Per-leg latency, in process (limit 10; vector with a precomputed query vector;"
+        " hybrid = encode + fused + confidence)", "",
+        md_table(["index", "call", "queries", "p50 ms", "p95 ms"], rows), "",
+        "## 5. Index build throughput, embedding included (embedding rate timed on a sample"
+        " of chunks, extrapolated)", "",
+        md_table(["index", "entries", "chunks", "index s", "embed chunks/s", "embed s",
+                  "entries/s", "entries/s without embedding"], builds), "",
+        f"Peak RSS of the bench process (model + both indexes): "
+        f"{legs['peak_rss_mib']:.0f} MiB.", "",
+        "## 6. `wiki ask` as a subprocess", "",
+        md_table(["measure", "value"], [["command", f"`{ask['command']}`"],
+                                        ["first call s", ask["first_s"]],
+                                        ["median s (repeated)", ask["median_s"]],
+                                        ["exit codes", ask["exit_codes"]],
+                                        ["peak RSS MiB", ask["peak_rss_mib"]]])])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -184,6 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(datasets.REPO_ROOT / "evals" / "results"))
     parser.add_argument("--repeat", type=int, default=20, help="passes over the questions")
     parser.add_argument("--cli-runs", type=int, default=10)
+    parser.add_argument("--leg-repeat", type=int, default=3, help="passes, per-leg latency")
+    parser.add_argument("--torch-threads", type=int, default=0,
+                        help="torch threads for in-process encoding (0: torch's default)")
+    parser.add_argument("--embed-sample", type=int, default=256,
+                        help="chunks embedded to time the embedding rate")
     args = parser.parse_args(argv)
     try:
         data = datasets.data_dir(args.data)
@@ -196,15 +260,25 @@ def main(argv: list[str] | None = None) -> int:
     latency = search_latency(repo, questions, args.repeat)
     log("2/3 build from scratch")
     build = fresh_build(data)
-    log(f"3/3 `wiki search` subprocess x {args.cli_runs}")
+    log(f"3/3 `wiki search` / `wiki ask` subprocesses x {args.cli_runs}")
     cli = cli_search(repo, args.cli_runs)
+    ask = cli_search(repo, args.cli_runs, ("ask", ASK_QUESTION))
+    log("4/4 legs, build throughput, memory (handbook and SciFact)")
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+    legs = legs_section(data, repo, questions, args.leg_repeat, args.embed_sample)
     facts = {"date": now(), "project commit": project_commit(),
              "machine": f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}",
              "parameters": f"{len(questions)} questions x {args.repeat} passes, limit 10; "
-                           f"`wiki search {CLI_QUERY!r}` x {args.cli_runs}"}
-    text = markdown(facts, latency, build, cli)
+                           f"`wiki search {CLI_QUERY!r}` x {args.cli_runs}; torch threads "
+                           f"{args.torch_threads or 'default'} (section 4); load average "
+                           f"{os.getloadavg()[0]:.1f} at the end"}
+    text = markdown(facts, latency, build, cli) + "\n\n" + legs_markdown(legs, ask)
     write(Path(args.out), "bench", text, {**facts, "latency": latency, "build": build,
-                                          "cli": cli, "targets": {
+                                          "cli": cli, "ask": ask, "legs": legs,
+                                          "targets": {
                                               "build_total_s": BUILD_TARGET_S,
                                               "cli_median_s": CLI_TARGET_S}})
     print(text)

@@ -230,28 +230,35 @@ def scifact_corpus(data: Path) -> list[dict]:
     return read_jsonl(data / SCIFACT / "corpus.jsonl")
 
 
-def scifact_index(data: Path, *, fields: str = "flat", log=None):
+def scifact_index(data: Path, *, fields: str = "flat", chunk_words: int | None = None,
+                  log=None):
     """A :class:`indexes.store.SearchIndex` over the SciFact corpus (cached). ``fields``:
     ``flat`` = title + text in the body column (BEIR/Anserini "flat"); ``multifield`` =
-    title in the title column, text in the body, with the index's default weights."""
+    title in the title column, text in the body, with the index's default weights.
+    ``chunk_words``: the vector chunk size (default: the index's own); vectors are not
+    computed here (see :func:`evals.embedcache.embed_index`)."""
     from indexes.documents import Document
     from indexes.store import SearchIndex
+    from indexes.vectors import CHUNK_WORDS
 
+    chunk_words = chunk_words or CHUNK_WORDS
     corpus_file = data / SCIFACT / "corpus.jsonl"
     stat = corpus_file.stat()
-    key = f"scifact-{fields}-{stat.st_size}-{int(stat.st_mtime)}-{source_hash('indexes')}"
+    stem = f"scifact-{fields}-w{chunk_words}-"
+    key = f"{stem}{stat.st_size}-{int(stat.st_mtime)}-{source_hash('indexes')}"
     path = CACHE_DIR / f"{key}.sqlite"
     if path.exists():
-        return SearchIndex(path)
+        return SearchIndex(path, chunk_words=chunk_words)
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    for old in CACHE_DIR.glob(f"scifact-{fields}-*.sqlite*"):
+    for old in [*CACHE_DIR.glob(f"{stem}*.sqlite*"),
+                *CACHE_DIR.glob(f"scifact-{fields}-[0-9]*.sqlite*")]:
         old.unlink(missing_ok=True)
     if log:
         log(f"indexing the SciFact corpus ({fields}) into {path}")
     tmp = path.with_suffix(".tmp")
     for leftover in CACHE_DIR.glob(tmp.name + "*"):
         leftover.unlink()
-    with SearchIndex(tmp) as index, index.transaction():
+    with SearchIndex(tmp, chunk_words=chunk_words) as index, index.transaction():
         index.upsert(
             Document(key=d["id"], doc_id=d["id"],
                      title="" if fields == "flat" else d["title"],
@@ -261,4 +268,4 @@ def scifact_index(data: Path, *, fields: str = "flat", log=None):
         index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         index.conn.execute("PRAGMA journal_mode = DELETE")
     tmp.rename(path)
-    return SearchIndex(path)
+    return SearchIndex(path, chunk_words=chunk_words)

@@ -1,9 +1,11 @@
 """Retrieval methods under evaluation, one factory per name in :data:`METHODS`.
 
 A factory takes a :class:`Target` (an open search index, and the wiki when the dataset
-is a wiki) and returns ``retrieve(query, limit) -> Retrieved``. Setup that should not be
-timed per query (loading a model, building postings) happens in the factory. To add a
-method (``vector``, ``hybrid``, ``llm``), write a factory and register it in ``METHODS``.
+is a wiki) and returns ``retrieve(query, limit, filters=None) -> Retrieved`` (``filters``
+restricts the documents, e.g. LoCoMo's own conversation; default ``target.filters``).
+Setup that should not be timed per query (loading a model, building postings) happens in
+the factory; encoding the query is part of the timed call. ``vector`` and ``hybrid`` use
+the in-process MiniLM; ``hybrid`` fuses with ``target.fusion`` (the CLI's flags).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from indexes.hybrid import FusionConfig, fuse, run_legs
 from indexes.store import Filters, SearchIndex
 
 _WORD = re.compile(r"[^\W_]+")
@@ -34,14 +37,17 @@ class Target:
     name: str
     index: SearchIndex
     wiki: object | None = None
-    _documents: list[tuple[str, str]] | None = field(default=None, repr=False)
+    filters: Filters = field(default_factory=lambda: Filters(statuses=None))
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    gap_threshold: float = 0.4
+    _documents: list[tuple[str, str, str]] | None = field(default=None, repr=False)
 
-    def documents(self) -> list[tuple[str, str]]:
-        """``(key, title + body)`` of every active document, read once."""
+    def documents(self) -> list[tuple[str, str, str]]:
+        """``(key, title + body, category)`` of every active document, read once."""
         if self._documents is None:
-            rows = self.index.conn.execute(
-                "SELECT key, title, body FROM docs WHERE status = 'active' ORDER BY key")
-            self._documents = [(k, f"{t}\n{b}") for k, t, b in rows]
+            rows = self.index.conn.execute("SELECT key, title, body, category FROM docs "
+                                           "WHERE status = 'active' ORDER BY key")
+            self._documents = [(k, f"{t}\n{b}", c) for k, t, b, c in rows]
         return self._documents
 
 
@@ -52,9 +58,13 @@ class Retrieved:
     keys: list[str]
     confidence: float | None = None
     gap: bool | None = None
+    legs: dict[str, list] | None = None
+    scores: list[float] | None = None
+    extra: dict = field(default_factory=dict)
+    """Abstention features; ``extra["later"]()`` computes more, outside the timed call."""
 
 
-Retriever = Callable[[str, int], Retrieved]
+Retriever = Callable[..., Retrieved]
 
 
 def bm25(target: Target) -> Retriever:
@@ -64,17 +74,16 @@ def bm25(target: Target) -> Retriever:
     if target.wiki is not None:
         from wiki.search import search
 
-        def retrieve_wiki(query: str, limit: int) -> Retrieved:
-            result = search(target.wiki, query, limit=limit, index=target.index)
+        def retrieve_wiki(query: str, limit: int, filters: Filters | None = None) -> Retrieved:
+            result = search(target.wiki, query, limit=limit, index=target.index,
+                            legs=("bm25",), filters=filters)
             return Retrieved([h.key for h in result.hits], result.confidence, result.gap)
 
         return retrieve_wiki
 
-    everything = Filters(statuses=None)
-
-    def retrieve(query: str, limit: int) -> Retrieved:
-        hits = target.index.search_bm25(query, limit=limit, filters=everything)
-        return Retrieved([h.key for h in hits])
+    def retrieve(query: str, limit: int, filters: Filters | None = None) -> Retrieved:
+        hits = target.index.search_bm25(query, limit=limit, filters=filters or target.filters)
+        return Retrieved([h.key for h in hits], scores=[h.score for h in hits])
 
     return retrieve
 
@@ -85,17 +94,105 @@ def grep(target: Target) -> Retriever:
     are not returned."""
     documents = target.documents()
     postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for number, (_, text) in enumerate(documents):
+    for number, (_, text, _) in enumerate(documents):
         for token, count in Counter(tokens(text)).items():
             postings[token].append((number, count))
 
-    def retrieve(query: str, limit: int) -> Retrieved:
+    def retrieve(query: str, limit: int, filters: Filters | None = None) -> Retrieved:
+        category = (filters or target.filters).category
         scores: Counter[int] = Counter()
         for token in dict.fromkeys(tokens(query)):
             for number, count in postings.get(token, ()):
-                scores[number] += count
+                if category is None or documents[number][2] == category:
+                    scores[number] += count
         ranked = sorted(scores.items(), key=lambda item: (-item[1], documents[item[0]][0]))
         return Retrieved([documents[n][0] for n, _ in ranked[:limit]])
+
+    return retrieve
+
+
+def _confidence(target: Target, query: str, keys: list[str]) -> tuple[float, bool]:
+    """The product's evidence-gap rule: IDF-weighted lexical coverage of the top hit."""
+    from indexes.coverage import coverage
+
+    confidence = coverage(target.index, query, keys[0]) if keys else 0.0
+    return confidence, confidence < target.gap_threshold
+
+
+def _coverages(target: Target, query: str, legs: dict, keys: list[str]) -> dict:
+    """Abstention features needing the index: coverage of the BM25 leg's first hit and the
+    best coverage among the first three fused hits."""
+    from evals.abstain import phrase_coverage
+    from indexes.coverage import coverage
+
+    lexical = legs.get("bm25") or []
+    return {"bm25_coverage": coverage(target.index, query, lexical[0].key) if lexical else 0.0,
+            "max3_coverage": max((coverage(target.index, query, k) for k in keys[:3]),
+                                 default=0.0),
+            "phrase_coverage": phrase_coverage(target.index, query, keys[:3])}
+
+
+def vector(target: Target) -> Retriever:
+    """The vector leg alone: MiniLM query vector, documents by their best chunk's cosine."""
+    from evals.embedcache import embedder
+
+    model = embedder()
+
+    def retrieve(query: str, limit: int, filters: Filters | None = None) -> Retrieved:
+        query_vector = model.encode([query])[0]
+        hits = target.index.search_vector(query_vector, model.name, limit=limit,
+                                          filters=filters or target.filters)
+        keys = [h.key for h in hits]
+        return Retrieved(keys, *_confidence(target, query, keys),
+                         scores=[h.score for h in hits])
+
+    return retrieve
+
+
+ZSUM_WEIGHTS = {"alias": 1.0, "bm25": 1.0, "vector": 0.75}
+ZSUM_WINDOW = 50
+
+
+def hybrid_z(target: Target) -> Retriever:
+    """Candidate fusion (:func:`evals.fusion_variants.zsum`): the same legs, each cut at
+    :data:`ZSUM_WINDOW`, fused by the weighted sum of per-leg z-scores with
+    :data:`ZSUM_WEIGHTS` (tuned on SciFact train + LoCoMo tune half; see results/tuning*)."""
+    from evals.embedcache import embedder
+    from evals.fusion_variants import zsum
+
+    model = embedder()
+
+    def retrieve(query: str, limit: int, filters: Filters | None = None) -> Retrieved:
+        config = FusionConfig(window=max(ZSUM_WINDOW, limit))
+        query_vector = model.encode([query])[0]
+        legs = run_legs(target.index, query, config, filters=filters or target.filters,
+                        query_vector=query_vector, model=model.name)
+        keys = zsum({leg: [(h.key, h.score) for h in hits] for leg, hits in legs.items()},
+                    weights=ZSUM_WEIGHTS, window=ZSUM_WINDOW)[:limit]
+        return Retrieved(keys, *_confidence(target, query, keys), legs=legs)
+
+    return retrieve
+
+
+def hybrid(target: Target) -> Retriever:
+    """alias + bm25 + vector legs fused by ``indexes.hybrid.fuse`` with ``target.fusion``
+    (the CLI's flags: ``--fusion`` where the project has it, k, window, weights; each leg
+    offers ``max(window, limit)`` hits, as ``wiki.search`` does); confidence and gap as
+    the product (coverage of the top hit)."""
+    from evals.embedcache import embedder
+
+    model = embedder()
+
+    def retrieve(query: str, limit: int, filters: Filters | None = None) -> Retrieved:
+        config = replace(target.fusion, window=max(target.fusion.window, limit))
+        query_vector = model.encode([query])[0]
+        legs = run_legs(target.index, query, config, filters=filters or target.filters,
+                        query_vector=query_vector, model=model.name)
+        hits = fuse(legs, config, limit=limit)
+        keys = [h.key for h in hits]
+        return Retrieved(keys, *_confidence(target, query, keys), legs=legs,
+                         scores=[h.score for h in hits],
+                         extra={"later": lambda: _coverages(target, query, legs, keys)})
 
     return retrieve
 
@@ -103,4 +200,7 @@ def grep(target: Target) -> Retriever:
 METHODS: dict[str, Callable[[Target], Retriever]] = {
     "bm25": bm25,
     "grep": grep,
+    "vector": vector,
+    "hybrid": hybrid,
+    "hybrid-z": hybrid_z,
 }

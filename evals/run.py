@@ -1,7 +1,9 @@
 """Run retrieval methods over the evaluation datasets and write result tables.
 
-    python -m evals.run --dataset handbook|scifact|all [--method bm25 --method grep]
+    python -m evals.run --dataset handbook|scifact|locomo|all [--method bm25 --method grep]
                         [--split test|train|both] [--data DIR] [--out evals/results]
+                        [--rrf-k 60] [--window 50] [--weights alias=1,bm25=1,vector=1]
+                        [--chunk-words 180] [--locomo-unit session|turn|both]
 
 Markdown tables go to stdout and to ``<out>/<dataset>.md``; the numbers also go to
 ``<out>/<dataset>.json``. See evals/README.md for what each column means.
@@ -12,13 +14,16 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from evals import datasets
+from evals import datasets, embedcache
+from evals.abstain import features
 from evals.methods import METHODS, Retriever, Target
 from evals.metrics import KS, aggregate, dedupe_units, first_rank, gap_sweep, query_metrics
 from evals.metrics import recall_at as recall
 from evals.report import header, md_table, now, project_commit, write
+from indexes.hybrid import FusionConfig
 
 HANDBOOK_LIMIT = 30
 """Entries retrieved per handbook question (pages are split into several entries, so
@@ -35,15 +40,17 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def timed(retrieve: Retriever, query: str, limit: int):
+def timed(retrieve: Retriever, query: str, limit: int, **kwargs):
     start = time.perf_counter()
-    result = retrieve(query, limit)
+    result = retrieve(query, limit, **kwargs)
     return result, (time.perf_counter() - start) * 1000.0
 
 
 # -- handbook ------------------------------------------------------------------------------
 
-def run_handbook(data: Path, methods: list[str], out: Path) -> str:
+def run_handbook(data: Path, methods: list[str], out: Path, fusion: FusionConfig,
+                 chunk_words: int | None = None) -> str:
+    from indexes.store import Filters
     from wiki.derived import indexed_config, open_synced
     from wiki.workspace import Wiki
 
@@ -51,9 +58,14 @@ def run_handbook(data: Path, methods: list[str], out: Path) -> str:
     repo, _ = datasets.cached_handbook(data, log=log)
     wiki = Wiki(repo)
     index, _ = open_synced(wiki)
+    if chunk_words and chunk_words != index.chunk_words:
+        index = embedcache.rechunked(index, chunk_words)
+    if {"vector", "hybrid"} & set(methods):
+        embedcache.embed_index(index, log=log)
     threshold = indexed_config(index).search.gap_threshold
     units_of = page_units(index)
-    target = Target("handbook", index, wiki)
+    target = Target("handbook", index, wiki, filters=Filters(), fusion=fusion,
+                    gap_threshold=threshold)
     summaries, per_question, sweeps = {}, {}, {}
     for method in methods:
         retrieve = METHODS[method](target)
@@ -70,7 +82,8 @@ def run_handbook(data: Path, methods: list[str], out: Path) -> str:
             details.append({"id": q.id, "style": q.style, "question": q.question,
                             "gold": q.gold, "page_rank": first_rank(pages, gold),
                             "entry_rank": entry_rank, "confidence": result.confidence,
-                            "gap": result.gap, "top": result.keys[0] if result.keys else None})
+                            "gap": result.gap, "top": result.keys[0] if result.keys else None,
+                            **({"features": features(result)} if result.legs else {})})
         summary = aggregate(rows, latencies)
         if details[0]["gap"] is not None:
             summary["gaps_unanswerable"] = sum(d["gap"] for d in details if not d["gold"])
@@ -87,7 +100,8 @@ def run_handbook(data: Path, methods: list[str], out: Path) -> str:
              "sizes": f"{len(set(sum(units_of.values(), [])))} pages, {len(units_of)} entries, "
                       f"{len(answerable)} answerable + {len(unanswerable)} unanswerable questions",
              "parameters": f"{HANDBOOK_LIMIT} entries retrieved per question, deduplicated to "
-                           f"source pages in rank order; gap_threshold {threshold} (wiki.toml)"}
+                           f"source pages in rank order; gap_threshold {threshold} (wiki.toml); "
+                           f"{describe_fusion(fusion)}; chunk_words {index.chunk_words}"}
     text = [header("Handbook (18F) dev questions", facts), "", "## Retrieval (answerable)", "",
             summary_table(summaries, [*METRIC_COLUMNS, "gaps_unanswerable",
                                       "false_gaps_answerable"]),
@@ -153,15 +167,18 @@ def summary_table(summaries: dict[str, dict], columns: list[str]) -> str:
 # -- SciFact -------------------------------------------------------------------------------
 
 def run_scifact(data: Path, methods: list[str], splits: list[str], out: Path,
-                fields: str) -> str:
-    index = datasets.scifact_index(data, fields=fields, log=log)
-    target = Target("scifact", index)
+                fields: str, fusion: FusionConfig, chunk_words: int | None = None) -> str:
+    index = datasets.scifact_index(data, fields=fields, chunk_words=chunk_words, log=log)
+    if {"vector", "hybrid"} & set(methods):
+        embedcache.embed_index(index, log=log)
+    target = Target("scifact", index, fusion=fusion)
     n_docs = index.count()
     facts = {"date": now(), "project commit": project_commit(),
              "sizes": f"{n_docs} documents; " + ", ".join(
                  f"{s}: {len(datasets.scifact_split(data, s).queries)} queries" for s in splits),
              "parameters": f"fields={fields} ({FIELDS[fields]}), "
-                           f"{SCIFACT_LIMIT} documents retrieved per query"}
+                           f"{SCIFACT_LIMIT} documents retrieved per query; "
+                           f"{describe_fusion(fusion)}; chunk_words {index.chunk_words}"}
     text, results = [header("BEIR SciFact", facts)], {}
     retrievers = {m: METHODS[m](target) for m in methods}
     for split_name in splits:
@@ -189,16 +206,46 @@ def run_scifact(data: Path, methods: list[str], splits: list[str], out: Path,
     return markdown
 
 
+def describe_fusion(fusion: FusionConfig) -> str:
+    weights = ",".join(f"{leg}={fusion.weights.get(leg, 1.0):g}" for leg in fusion.legs)
+    method = getattr(fusion, "method", "rrf")
+    return (f"hybrid: {method}" + (f" k={fusion.k}" if method == "rrf" else "")
+            + f", window={fusion.window}, weights {weights}")
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """``alias=1,bm25=1.5`` -> ``{"alias": 1.0, "bm25": 1.5}``."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        leg, _, value = part.partition("=")
+        out[leg.strip()] = float(value)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", choices=["handbook", "scifact", "all"], default="all")
+    from wiki.config import SearchConfig
+
+    defaults = SearchConfig()
+    parser.add_argument("--dataset", choices=["handbook", "scifact", "locomo", "all"],
+                        default="all")
     parser.add_argument("--method", action="append", choices=[*METHODS, "all"],
                         help="repeatable; default: all registered methods")
     parser.add_argument("--split", choices=["test", "train", "both"], default="both",
                         help="SciFact split(s) (default both; train is for tuning)")
     parser.add_argument("--fields", choices=["flat", "multifield"], default="flat",
                         help="SciFact: title+text in one column (flat) or title weighted")
+    parser.add_argument("--fusion", choices=["rrf", "zscore"],
+                        default=getattr(defaults, "fusion", "rrf"),
+                        help="hybrid's fusion (where indexes.hybrid offers a choice)")
+    parser.add_argument("--rrf-k", type=int, default=defaults.rrf_k)
+    parser.add_argument("--window", type=int, default=defaults.window)
+    parser.add_argument("--weights", default=",".join(
+        f"{leg}={w:g}" for leg, w in defaults.leg_weights.items()))
+    parser.add_argument("--chunk-words", type=int, default=None,
+                        help="vector chunk size (default: the index's, 180)")
+    parser.add_argument("--locomo-unit", choices=["session", "turn", "both"], default="both")
     parser.add_argument("--data", help="shared data folder (default $WIKI_DATA or "
                                        "../shared/data)")
     parser.add_argument("--out", default=str(datasets.REPO_ROOT / "evals" / "results"))
@@ -210,11 +257,21 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as exc:
         parser.error(str(exc))
     out = Path(args.out)
+    fusion = FusionConfig(defaults.legs, args.rrf_k, args.window, parse_weights(args.weights))
+    if "method" in FusionConfig.__dataclass_fields__:
+        fusion = replace(fusion, method=args.fusion)
     if args.dataset in ("handbook", "all"):
-        print(run_handbook(data, methods, out), end="\n\n")
+        print(run_handbook(data, methods, out, fusion, args.chunk_words), end="\n\n")
     if args.dataset in ("scifact", "all"):
         splits = ["test", "train"] if args.split == "both" else [args.split]
-        print(run_scifact(data, methods, splits, out, args.fields), end="\n\n")
+        print(run_scifact(data, methods, splits, out, args.fields, fusion, args.chunk_words),
+              end="\n\n")
+    if args.dataset in ("locomo", "all"):
+        from evals.locomo import run_locomo
+
+        units = ["session", "turn"] if args.locomo_unit == "both" else [args.locomo_unit]
+        print(run_locomo(data, methods, out, fusion=fusion, units=units,
+                         chunk_words=args.chunk_words), end="\n\n")
     log(f"results written to {out}")
     return 0
 

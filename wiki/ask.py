@@ -52,6 +52,7 @@ class Answer:
     threshold: float
     sentences: list[tuple[str, int]] = field(default_factory=list)
     citations: list[Citation] = field(default_factory=list)
+    top_cosine: float | None = None
 
     @property
     def gap(self) -> bool:
@@ -66,7 +67,8 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
     result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
                     filters=filters_for(include_superseded=include_superseded,
                                         category=category))
-    answer = Answer(question, result.commit, result.confidence, result.threshold)
+    answer = Answer(question, result.commit, result.confidence, result.threshold,
+                    top_cosine=result.top_cosine)
     if not result.gap:
         _extract(wiki, result, answer)
     if answer.gap:

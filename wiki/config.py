@@ -60,11 +60,14 @@ class SearchConfig:
     ``rrf_k``) with ``leg_weights`` (tuned on SciFact train, the handbook dev set and half
     of LoCoMo: evals/results/fusion.md), BM25 column ``weights`` (title,
     aliases, tags, summary, body) and ``gap_threshold``, the confidence below which
-    ``ask`` reports an evidence gap (calibrated on the handbook dev questions; see
-    docs/decisions.md and evals/results)."""
+    ``ask`` reports an evidence gap when only lexical legs ran; with the vector leg the
+    gap is ``coverage < gap_coverage and top cosine < gap_cosine`` (both fitted on the
+    handbook dev questions: evals/results/abstention.md)."""
 
     weights: tuple[float, ...] = (8.0, 6.0, 3.0, 3.0, 1.0)
     gap_threshold: float = 0.4
+    gap_coverage: float = 0.54
+    gap_cosine: float = 0.45
     legs: tuple[str, ...] = ("alias", "bm25", "vector")
     fusion: str = "zscore"
     rrf_k: int = 60
@@ -110,9 +113,10 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> WikiConfig:
 
 def _check_ranges(config: WikiConfig, path: str) -> None:
     problems = []
-    if not 0 <= config.search.gap_threshold <= 1:
-        problems.append(f"[search] gap_threshold must be from 0 to 1, got "
-                        f"{config.search.gap_threshold!r}")
+    for key in ("gap_threshold", "gap_coverage", "gap_cosine"):
+        if not 0 <= getattr(config.search, key) <= 1:
+            problems.append(f"[search] {key} must be from 0 to 1, got "
+                            f"{getattr(config.search, key)!r}")
     if len(config.search.weights) != 5:
         problems.append("[search] weights needs 5 numbers (title, aliases, tags, summary, "
                         f"body), got {list(config.search.weights)!r}")
@@ -204,8 +208,12 @@ allow_self_approval = false
 [search]
 # BM25 column weights: title, aliases, tags, summary, body.
 weights = [8.0, 6.0, 3.0, 3.0, 1.0]
-# Below this confidence `wiki ask` reports an evidence gap instead of answering.
+# Evidence gap (`wiki ask` says "the wiki does not say"): with lexical legs only, when the
+# top hit covers less than gap_threshold of the question's (IDF-weighted) words; with the
+# vector leg, when coverage < gap_coverage and the best cosine < gap_cosine.
 gap_threshold = 0.4
+gap_coverage = 0.54
+gap_cosine = 0.45
 # Retrieval legs, each offering its top `window` hits, fused by "zscore" (weighted sum of
 # each leg's standardised scores) or "rrf" (sum of w / (rrf_k + rank)).
 legs = ["alias", "bm25", "vector"]

@@ -29,8 +29,9 @@ from wiki.workspace import Wiki
 @dataclass
 class SearchResult:
     """Ranked ``hits`` for ``query`` at wiki ``commit``. ``confidence`` (0-1) is the
-    IDF-weighted query coverage of the top hit (:mod:`indexes.confidence`); ``gap`` is
-    true when it is below the wiki's ``gap_threshold``. ``legs`` lists the legs that ran,
+    IDF-weighted query coverage of the top BM25 hit (:mod:`indexes.confidence`),
+    ``top_cosine`` the vector leg's best cosine (``None`` when it did not run); ``gap``
+    combines them (see :attr:`gap`). ``legs`` lists the legs that ran,
     ``skipped`` the ones that could not, with the reason."""
 
     query: str
@@ -42,10 +43,19 @@ class SearchResult:
     sources: dict[str, list[dict]] = field(default_factory=dict)
     legs: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    top_cosine: float | None = None
+    gap_coverage: float = 0.54
+    gap_cosine: float = 0.45
 
     @property
     def gap(self) -> bool:
-        return not self.hits or self.confidence < self.threshold
+        """The evidence-gap decision: lexical coverage alone without vectors; with them,
+        a gap only when neither the words nor the meaning come close."""
+        if not self.hits:
+            return True
+        if self.top_cosine is None:
+            return self.confidence < self.threshold
+        return self.confidence < self.gap_coverage and self.top_cosine < self.gap_cosine
 
 
 def filters_for(*, include_superseded: bool = False, category: str | None = None,
@@ -95,11 +105,14 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
     found = run_legs(index, query, fusion, filters=filters or filters_for(),
                      query_vector=vector, model=model)
     hits = fuse(found, fusion, limit=limit)
-    confidence = coverage(index, query, hits[0].key) if hits else 0.0
+    lexical = found.get("bm25") or hits
+    confidence = coverage(index, query, lexical[0].key) if lexical else 0.0
+    cosine = found["vector"][0].score if found.get("vector") else None
     extras = index.extras(h.key for h in hits)
     sources = {key: extra.get("sources", []) for key, extra in extras.items()}
     return SearchResult(query, report.commit, hits, confidence, config.gap_threshold, report,
-                        sources, list(found), skipped)
+                        sources, list(found), skipped, cosine, config.gap_coverage,
+                        config.gap_cosine)
 
 
 def _query_vector(index: SearchIndex, query: str, skipped: dict[str, str],

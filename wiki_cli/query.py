@@ -50,6 +50,8 @@ def search(
     if json_output:
         print_json({"query": query, "commit": result.commit,
                     "confidence": round(result.confidence, 4), "gap": result.gap,
+                    "top_cosine": None if result.top_cosine is None
+                    else round(result.top_cosine, 4),
                     "hits": [_hit_json(h, result.sources.get(h.key, [])) for h in result.hits]})
         if not result.hits:
             raise typer.Exit(FINDINGS)
@@ -67,8 +69,9 @@ def search(
                      *([legs] if explain else []))
     out.print(grid)
     if explain:
-        report(f"confidence {result.confidence:.2f} (evidence gap below "
-               f"{result.threshold:.2f}); commit {result.commit[:12]}")
+        cosine = "" if result.top_cosine is None else f", best cosine {result.top_cosine:.2f}"
+        report(f"word coverage {result.confidence:.2f}{cosine}; evidence gap: "
+               f"{'yes' if result.gap else 'no'}; commit {result.commit[:12]}")
 
 
 def _hit_json(hit, sources) -> dict:
@@ -103,8 +106,9 @@ def ask(
                     "gap": answer.gap,
                     "sentences": [{"text": t, "citation": n} for t, n in answer.sentences]})
     elif answer.gap:
-        out.print(plain(f"The wiki does not say (confidence {answer.confidence:.2f} < "
-                        f"{answer.threshold:.2f}). The question was recorded as an evidence gap."))
+        cosine = "" if answer.top_cosine is None else f", best cosine {answer.top_cosine:.2f}"
+        out.print(plain(f"The wiki does not say (word coverage {answer.confidence:.2f}{cosine})."
+                        " The question was recorded as an evidence gap."))
     else:
         for text, number in answer.sentences:
             out.print(plain(f"{text} [{number}]"))

@@ -1,0 +1,96 @@
+"""One embedding cache shared by every evaluation index: ``evals/.cache/embeddings.sqlite``.
+
+Vectors are keyed by ``(sha256 of the chunk text, model)`` (as in :mod:`indexes.vectors`),
+so they stay valid whatever code built the index that holds them. A rebuilt index (the
+source hash changed, another chunk size) is seeded from this store before embedding, and
+what it embeds is saved back: only chunk texts never seen before cost model time.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import time
+
+from evals.datasets import CACHE_DIR
+
+STORE = CACHE_DIR / "embeddings.sqlite"
+SCHEMA = ("CREATE TABLE IF NOT EXISTS embeddings (text_hash TEXT NOT NULL, model TEXT NOT NULL,"
+          " dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (text_hash, model))")
+
+
+def _store() -> None:
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(STORE, timeout=60) as conn:
+        conn.execute(SCHEMA)
+
+
+def embedder(name: str | None = None):
+    """The in-process embedder (default MiniLM), loaded once."""
+    from indexes import embedders
+
+    return embedders.load(name or embedders.DEFAULT_MODEL)
+
+
+def embed_index(index, model=None, *, log=None) -> int:
+    """Seed ``index`` (a :class:`indexes.store.SearchIndex`) from the shared store, embed
+    the chunks still lacking a vector, save them back. Returns how many were embedded."""
+    from indexes.vectors import VERSION_KEY, embed_pending
+
+    model = model or embedder()
+    _store()
+    index.vectors.prepare_model(model.name, model.dim)
+    conn = index.conn
+    conn.execute("ATTACH DATABASE ? AS shared", (str(STORE),))
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT OR IGNORE INTO main.embeddings SELECT e.* FROM shared.embeddings e "
+                     "WHERE e.model = ? AND e.text_hash IN (SELECT text_hash FROM main.chunks)",
+                     (model.name,))
+        index.set_meta(VERSION_KEY, str(int(index.get_meta(VERSION_KEY) or 0) + 1))
+        conn.execute("COMMIT")
+        todo = len(index.vectors.pending(model.name))
+        start = time.perf_counter()
+
+        def progress(done: int, total: int) -> None:
+            if log and (done % 1024 < 64 or done == total):
+                rate = done / max(time.perf_counter() - start, 1e-9)
+                log(f"  embedded {done}/{total} chunks ({rate:.0f}/s)")
+
+        if todo and log:
+            log(f"embedding {todo} chunks with {model.name}")
+        done = embed_pending(index.vectors, model, progress=progress)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT OR IGNORE INTO shared.embeddings SELECT * FROM main.embeddings "
+                     "WHERE model = ?", (model.name,))
+        conn.execute("COMMIT")
+    finally:
+        conn.execute("DETACH DATABASE shared")
+    return done
+
+
+def stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def rechunked(index, words: int):
+    """A copy of ``index`` (same documents and metadata) whose vector chunks are cut at
+    ``words`` words, in ``evals/.cache/`` (rebuilt each time; vectors come from the store)."""
+    import shutil
+
+    from indexes.store import SearchIndex
+    from indexes.vectors import OVERLAP_WORDS, chunk_texts
+
+    index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    path = CACHE_DIR / f"rechunked-{index.path.stem}-w{words}.sqlite"
+    for old in CACHE_DIR.glob(path.name + "*"):
+        old.unlink()
+    shutil.copyfile(index.path, path)
+    index.close()
+    copy = SearchIndex(path, chunk_words=words)
+    rows = copy.conn.execute("SELECT key, title, summary, body FROM docs").fetchall()
+    with copy.transaction():
+        for key, title, summary, body in rows:
+            copy.vectors.replace_chunks(key, chunk_texts(
+                title, summary, body, words=words, overlap=min(OVERLAP_WORDS, words // 4)))
+    return copy
