@@ -119,6 +119,21 @@ def _confidence(target: Target, query: str, keys: list[str]) -> tuple[float, boo
     return confidence, confidence < target.gap_threshold
 
 
+def _product_gap(target: Target, query: str, legs: dict, keys: list[str]) -> tuple[float, bool]:
+    """The product's hybrid evidence-gap rule (``wiki.search.is_gap``): coverage of the
+    BM25 leg's first hit and the vector leg's best cosine, with wiki.toml's defaults."""
+    from indexes.coverage import coverage
+    from wiki.config import SearchConfig
+    from wiki.search import is_gap
+
+    lexical = legs.get("bm25") or []
+    confidence = coverage(target.index, query, lexical[0].key) if lexical else 0.0
+    cosine = legs["vector"][0].score if legs.get("vector") else None
+    config = SearchConfig()
+    return confidence, is_gap(bool(keys), confidence, cosine, target.gap_threshold,
+                              config.gap_coverage, config.gap_cosine)
+
+
 def _coverages(target: Target, query: str, legs: dict, keys: list[str]) -> dict:
     """Abstention features needing the index: coverage of the BM25 leg's first hit and the
     best coverage among the first three fused hits."""
@@ -190,7 +205,7 @@ def hybrid(target: Target) -> Retriever:
                         query_vector=query_vector, model=model.name)
         hits = fuse(legs, config, limit=limit)
         keys = [h.key for h in hits]
-        return Retrieved(keys, *_confidence(target, query, keys), legs=legs,
+        return Retrieved(keys, *_product_gap(target, query, legs, keys), legs=legs,
                          scores=[h.score for h in hits],
                          extra={"later": lambda: _coverages(target, query, legs, keys)})
 

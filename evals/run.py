@@ -106,7 +106,9 @@ def run_handbook(data: Path, methods: list[str], out: Path, fusion: FusionConfig
             summary_table(summaries, [*METRIC_COLUMNS, "gaps_unanswerable",
                                       "false_gaps_answerable"]),
             "", f"gaps_unanswerable is out of {len(unanswerable)}, false_gaps_answerable "
-                f"out of {len(answerable)}, at confidence < {threshold}."]
+                f"out of {len(answerable)}. Gap rule: bm25, vector and hybrid-z: coverage < "
+                f"{threshold}; hybrid (the product): coverage < 0.54 and best cosine < 0.45 "
+                "(`wiki.search.is_gap`)."]
     for method, sweep in sweeps.items():
         details = per_question[method]
         text += ["", f"## Confidence ({method})", "",

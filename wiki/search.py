@@ -49,13 +49,21 @@ class SearchResult:
 
     @property
     def gap(self) -> bool:
-        """The evidence-gap decision: lexical coverage alone without vectors; with them,
-        a gap only when neither the words nor the meaning come close."""
-        if not self.hits:
-            return True
-        if self.top_cosine is None:
-            return self.confidence < self.threshold
-        return self.confidence < self.gap_coverage and self.top_cosine < self.gap_cosine
+        """The evidence-gap decision (:func:`is_gap`)."""
+        return is_gap(bool(self.hits), self.confidence, self.top_cosine, self.threshold,
+                      self.gap_coverage, self.gap_cosine)
+
+
+def is_gap(has_hits: bool, coverage: float, top_cosine: float | None, threshold: float,
+           gap_coverage: float, gap_cosine: float) -> bool:
+    """The evidence-gap rule: without the vector leg, ``coverage < threshold``; with it, a
+    gap only when neither the words (``coverage < gap_coverage``) nor the meaning
+    (``top_cosine < gap_cosine``) come close. Constants fitted on the handbook dev set."""
+    if not has_hits:
+        return True
+    if top_cosine is None:
+        return coverage < threshold
+    return coverage < gap_coverage and top_cosine < gap_cosine
 
 
 def filters_for(*, include_superseded: bool = False, category: str | None = None,
