@@ -67,9 +67,20 @@ class Frontmatter:
     data: dict
     body: str
     raw: str | None
-    chunks: dict[str, str] | None = None
+    candidate_chunks: dict[str, str] = field(default_factory=dict, repr=False)
     preamble: str = ""
     key_lines: dict[str, int] = field(default_factory=dict)
+    _verified: bool | None = field(default=None, repr=False)
+
+    @property
+    def chunks(self) -> dict[str, str] | None:
+        """The per-key runs of lines, or ``None`` when they cannot be edited one by one.
+        Verified (each run re-parsed alone) on first use only: reading never pays for it."""
+        if self.raw is None:
+            return None
+        if self._verified is None:
+            self._verified = _verify(self.candidate_chunks, self.data)
+        return self.candidate_chunks if self._verified else None
 
 
 def parse(text: str, path: str, *, required: bool = False) -> Frontmatter:
@@ -106,13 +117,13 @@ def parse(text: str, path: str, *, required: bool = False) -> Frontmatter:
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise EntryError(path, f"frontmatter must be a mapping of fields, got {kind}", line=2)
-    preamble, chunks, key_lines = _chunks(raw, data)
+    preamble, chunks, key_lines = _chunks(raw)
     return Frontmatter(data, body, raw, chunks, preamble, key_lines)
 
 
-def _chunks(raw: str, data: dict) -> tuple[str, dict[str, str] | None, dict[str, int]]:
+def _chunks(raw: str) -> tuple[str, dict[str, str], dict[str, int]]:
     """Cut ``raw`` into one run of lines per top-level key (leading comments go with the
-    key after them). Verified by re-parsing each run alone; ``None`` if that fails."""
+    key after them); a cheap line scan, checked later by :func:`_verify`."""
     lines = raw.splitlines(keepends=True)
     preamble, chunks, key_lines = "", {}, {}
     pending, current = "", None
@@ -139,13 +150,17 @@ def _chunks(raw: str, data: dict) -> tuple[str, dict[str, str] | None, dict[str,
             preamble = pending
         else:
             chunks[current] += pending
+    return preamble, chunks, key_lines
+
+
+def _verify(chunks: dict[str, str], data: dict) -> bool:
+    """True when each run, parsed alone, gives exactly its key and value."""
     try:
-        ok = set(chunks) == set(data) and all(
+        return set(chunks) == set(data) and all(
             yaml.load(text, Loader=StrictLoader) == {key: data[key]}  # noqa: S506
             for key, text in chunks.items())
     except (yaml.YAMLError, RecursionError):
-        ok = False
-    return preamble, (chunks if ok else None), key_lines
+        return False
 
 
 def dump_field(key: str, value) -> str:

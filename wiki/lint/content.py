@@ -1,0 +1,146 @@
+"""Rules over what entries say: W003 contradiction, W004 near-duplicate, W006 broken-link,
+W008 expired, W009 broken-supersession."""
+
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+import re
+from urllib.parse import unquote
+
+from indexes.names import fold_name
+from wiki.entry import Entry
+from wiki.lint.model import ERROR, WARNING, Finding, LintContext, as_ids, rule
+
+_INLINE_LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*(<[^>\n]*>|[^)\s]+)(?:\s+[^)]*)?\)")
+_REF_LINK = re.compile(r"^ {0,3}\[[^\]\n]+\]:\s*(<[^>\n]*>|\S+)", re.MULTILINE)
+_FENCE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$", re.MULTILINE | re.DOTALL)
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _value(value) -> str:
+    return " ".join(str(value).split())
+
+
+@rule("W003", "contradiction", ERROR)
+def contradiction(ctx: LintContext):
+    """Two active entries giving different values for the same ``facts:`` key."""
+    claims: dict[str, dict[str, list[Entry]]] = {}
+    for entry in ctx.active:
+        for key, value in (entry.meta.get("facts") or {}).items():
+            claims.setdefault(str(key), {}).setdefault(_value(value), []).append(entry)
+    for key, values in sorted(claims.items()):
+        if len(values) < 2:
+            continue
+        for value, entries in values.items():
+            others = sorted(f"{e.id} says {v!r}" for v, es in values.items() if v != value
+                            for e in es)
+            for entry in entries:
+                yield Finding("W003", ERROR, entry.path, f"fact {key!r} is {value!r} here "
+                              f"but {', '.join(others)}", entry.id)
+
+
+@rule("W004", "near-duplicate", WARNING)
+def near_duplicate(ctx: LintContext):
+    """Two active entries sharing a title or alias once folded (case, accents, punctuation)."""
+    names: dict[str, dict[str, Entry]] = {}
+    for entry in ctx.active:
+        for name in {fold_name(n) for n in [entry.title, *entry.aliases]} - {""}:
+            names.setdefault(name, {})[entry.id] = entry
+    for name, entries in sorted(names.items()):
+        if len(entries) < 2:
+            continue
+        for entry in entries.values():
+            others = sorted(e.path for e in entries.values() if e is not entry)
+            yield Finding("W004", WARNING, entry.path, f"name {name!r} is also used by "
+                          f"{', '.join(others)}", entry.id)
+
+
+def link_targets(body: str) -> list[str]:
+    """Inline and reference-style link targets of a markdown ``body`` (code left out)."""
+    text = _CODE_SPAN.sub("", _FENCE.sub("", body))
+    found = [m.group(1) for m in _INLINE_LINK.finditer(text)]
+    found += [m.group(1) for m in _REF_LINK.finditer(text)]
+    return [t[1:-1] if t.startswith("<") and t.endswith(">") else t for t in found]
+
+
+def _resolve(entry_path: str, target: str) -> str | None:
+    """The branch path a relative ``.md`` link points to (``""`` when it leaves the
+    branch), or ``None`` when the link is not a relative markdown link."""
+    if _SCHEME.match(target) or target.startswith(("#", "/", "//")):
+        return None
+    target = unquote(target.split("#", 1)[0].split("?", 1)[0])
+    if not target.endswith(".md"):
+        return None
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(entry_path), target))
+    return "" if joined.startswith("../") or joined == ".." else joined
+
+
+@rule("W006", "broken-link", ERROR)
+def broken_link(ctx: LintContext):
+    """A relative ``.md`` link to no file on the branch, or a relation / supersession
+    naming an id no entry has."""
+    files = ctx.snapshot.files
+    for entry in ctx.entries:
+        for target in dict.fromkeys(link_targets(entry.body)):
+            resolved = _resolve(entry.path, target)
+            if resolved is not None and resolved not in files:
+                why = "leaves the wiki" if resolved == "" else "no such file on the branch"
+                yield Finding("W006", ERROR, entry.path, f"link {target!r}: {why}", entry.id)
+        named: list[tuple[str, str]] = []
+        for kind, ids in sorted((entry.meta.get("relations") or {}).items()):
+            named += [(f"relations.{kind}", i) for i in as_ids(ids)]
+        for key in ("supersedes", "superseded_by"):
+            named += [(key, i) for i in as_ids(entry.meta.get(key))]
+        for key, target_id in named:
+            if target_id not in ctx.by_id:
+                yield Finding("W006", ERROR, entry.path, f"{key} names {target_id!r}, "
+                              "which no entry has", entry.id)
+
+
+def _as_time(value) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        when = value
+    elif isinstance(value, dt.date):
+        when = dt.datetime.combine(value, dt.time(23, 59, 59))
+    else:
+        try:
+            text = str(value).strip()
+            if len(text) == 10:
+                return _as_time(dt.date.fromisoformat(text))
+            when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+
+
+@rule("W008", "expired", WARNING)
+def expired(ctx: LintContext):
+    """An active entry whose ``valid_until`` has passed (a date lasts to its end, UTC)."""
+    now = ctx.cache.setdefault("now", dt.datetime.now(dt.UTC))
+    for entry in ctx.active:
+        until = entry.meta.get("valid_until")
+        when = _as_time(until) if until is not None else None
+        if when is not None and when < now:
+            yield Finding("W008", WARNING, entry.path, f"valid_until {until} has passed: "
+                          "review, extend or supersede it", entry.id)
+
+
+@rule("W009", "broken-supersession", ERROR)
+def broken_supersession(ctx: LintContext):
+    """``superseded_by`` and ``supersedes`` that do not point at each other, or a
+    ``superseded`` entry that names no successor. Unknown ids are W006's."""
+    for entry in ctx.entries:
+        successors = as_ids(entry.meta.get("superseded_by"))
+        if entry.status == "superseded" and not successors:
+            yield Finding("W009", ERROR, entry.path, "status is superseded but "
+                          "superseded_by is missing", entry.id)
+        for key, back, target_ids in (("superseded_by", "supersedes", successors),
+                                      ("supersedes", "superseded_by",
+                                       as_ids(entry.meta.get("supersedes")))):
+            for target_id in target_ids:
+                for other in ctx.by_id.get(target_id, []):
+                    if entry.id not in as_ids(other.meta.get(back)):
+                        yield Finding("W009", ERROR, entry.path, f"{key} {target_id!r}, "
+                                      f"but {other.path} has no {back} {entry.id!r}", entry.id)
