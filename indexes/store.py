@@ -103,6 +103,13 @@ MIGRATIONS: tuple[str, ...] = (
     DELETE FROM docs;
     DELETE FROM meta;
     """,
+    # 3: documents whose sources changed since they were written (set by the git hook)
+    """
+    CREATE TABLE revalidate (
+        key TEXT NOT NULL, uri TEXT NOT NULL, commit_sha TEXT NOT NULL, marked_at TEXT NOT NULL,
+        PRIMARY KEY (key, uri)
+    );
+    """,
 )
 
 
@@ -225,6 +232,7 @@ class SearchIndex:
         if rows:
             self.db["docs"].upsert_all(rows, pk="key")
         for doc, row in zip(documents, rows, strict=True):
+            self.conn.execute("DELETE FROM revalidate WHERE key = ?", (doc.key,))
             replace_names(self.conn, doc.key, row["title"], row["aliases"].splitlines())
             self.vectors.replace_chunks(doc.key, chunk_texts(
                 row["title"], row["summary"], row["body"], words=self.chunk_words,
@@ -239,12 +247,13 @@ class SearchIndex:
             marks = ",".join("?" * len(chunk))
             self.conn.execute(f"DELETE FROM docs WHERE key IN ({marks})", chunk)
             self.conn.execute(f"DELETE FROM names WHERE key IN ({marks})", chunk)
+            self.conn.execute(f"DELETE FROM revalidate WHERE key IN ({marks})", chunk)
         self.vectors.delete(keys)
         return len(keys)
 
     def clear(self) -> None:
         """Delete every document and metadata value."""
-        for table in ("docs", "meta", "names", "chunks"):
+        for table in ("docs", "meta", "names", "chunks", "revalidate"):
             self.conn.execute(f"DELETE FROM {table}")  # embeddings stay: keyed by text
 
     def get(self, key: str) -> dict | None:

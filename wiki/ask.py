@@ -39,6 +39,8 @@ class Citation:
     path: str
     title: str
     sources: list[str]
+    changed_sources: list[str] = field(default_factory=list)
+    """Cited files changed since the entry was written (marked by the git hook)."""
 
 
 @dataclass
@@ -107,7 +109,8 @@ def _extract(wiki: Wiki, result: SearchResult, answer: Answer) -> None:
     answer.sentences = picked
     answer.citations = [Citation(number, entries[position].id, entries[position].path,
                                  entries[position].title,
-                                 [s.uri for s in entries[position].sources])
+                                 [s.uri for s in entries[position].sources],
+                                 [m["uri"] for m in result.marks.get(entries[position].path, [])])
                         for position, number in sorted(numbers.items(), key=lambda p: p[1])]
 
 

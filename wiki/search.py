@@ -11,6 +11,7 @@ from indexes.coverage import coverage
 from indexes.documents import Hit
 from indexes.embedders import EmbedderUnavailableError
 from indexes.hybrid import FusionConfig, fuse, run_legs
+from indexes.marks import marks
 from indexes.query import query_words
 from indexes.store import Filters, SearchIndex
 from indexes.vectors import Progress
@@ -46,6 +47,8 @@ class SearchResult:
     top_cosine: float | None = None
     gap_coverage: float = 0.54
     gap_cosine: float = 0.45
+    marks: dict[str, list[dict]] = field(default_factory=dict)
+    """Hits whose cited files changed since they were written (``wiki hook``)."""
 
     @property
     def gap(self) -> bool:
@@ -120,7 +123,7 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
     sources = {key: extra.get("sources", []) for key, extra in extras.items()}
     return SearchResult(query, report.commit, hits, confidence, config.gap_threshold, report,
                         sources, list(found), skipped, cosine, config.gap_coverage,
-                        config.gap_cosine)
+                        config.gap_cosine, marks(index.conn, [h.key for h in hits]))
 
 
 def _query_vector(index: SearchIndex, query: str, skipped: dict[str, str],

@@ -117,6 +117,9 @@ def ask(
             sources = ", ".join(citation.sources) or "no source"
             out.print(plain(f"[{citation.number}] {citation.title} — {citation.path} "
                             f"(id {citation.entry_id}; from {sources})"))
+            for uri in citation.changed_sources:
+                out.print(plain(f"    warning: {uri} changed since this entry was written; "
+                                "it may be stale (see `wiki lint --select W010`)"))
     if answer.gap:
         raise typer.Exit(GAP)
 

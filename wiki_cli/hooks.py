@@ -1,0 +1,62 @@
+"""``wiki hook install|uninstall|status|run``: the post-commit hook."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from wiki_cli.common import JsonOption, app, open_wiki
+from wiki_cli.errors import report
+from wiki_cli.render import out, print_json
+
+hook_app = typer.Typer(help="The post-commit hook that marks entries whose sources changed.",
+                       no_args_is_help=True)
+app.add_typer(hook_app, name="hook")
+
+
+def _show(result, json_output: bool, verb: str) -> None:
+    if json_output:
+        print_json(result)
+        return
+    state = "installed" if result.installed else "not installed"
+    chained = " (chains post-commit.legacy)" if result.chained else ""
+    report(f"{verb}: hook {state}{chained}")
+    out.print(result.path)
+
+
+@hook_app.command("install")
+def install(json_output: JsonOption = False) -> None:
+    """Install the hook (idempotent; a foreign hook is kept and chained)."""
+    from wiki.hook import install as run
+
+    _show(run(open_wiki()), json_output, "install")
+
+
+@hook_app.command("uninstall")
+def uninstall(json_output: JsonOption = False) -> None:
+    """Remove the hook and restore a chained foreign hook."""
+    from wiki.hook import uninstall as run
+
+    _show(run(open_wiki()), json_output, "uninstall")
+
+
+@hook_app.command("status")
+def hook_status(json_output: JsonOption = False) -> None:
+    """Whether the hook is installed."""
+    from wiki.hook import status as run
+
+    _show(run(open_wiki()), json_output, "status")
+
+
+@hook_app.command("run")
+def run_now(
+    commit: Annotated[str, typer.Argument(help="Commit whose changes to mark.")] = "HEAD",
+) -> None:
+    """Mark the entries citing files changed by COMMIT (what the hook does)."""
+    from wiki.hook import mark_commit
+
+    marked = mark_commit(open_wiki(), commit)
+    report(f"marked {len(marked)} entries as needing revalidation")
+    for path in marked:
+        out.print(path)
