@@ -30,6 +30,7 @@ lint: $(STAMP)
 
 eval: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.run --dataset all
+	WIKI_DATA="$(DATA)" WIKI_EMBED_MODEL=none $(BIN)/python -m evals.staleness
 
 bench: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench
