@@ -34,6 +34,7 @@ eval: $(STAMP)
 
 bench: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench
+	$(BIN)/python -m evals.bench_hook
 
 clean:
 	rm -rf $(VENV) evals/.cache .pytest_cache .ruff_cache
