@@ -26,7 +26,10 @@ _TOP_KEY = re.compile(
     r"""^(?![\s#\-]|\.\.\.)(?P<key>"[^"\n]*"|'[^'\n]*'|[^:#\n]+?)[ \t]*:(?:[ \t]|$)""")
 
 
-class StrictLoader(yaml.SafeLoader):
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when present
     """SafeLoader that rejects duplicate mapping keys (PyYAML keeps the last silently)."""
 
 
@@ -44,7 +47,7 @@ def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool 
                 None, None, f"duplicate key {key!r}", key_node.start_mark)
         if not isinstance(key, (list, dict)):
             seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+    return yaml.constructor.SafeConstructor.construct_mapping(loader, node, deep=deep)
 
 
 StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
@@ -131,11 +134,13 @@ def _chunks(raw: str) -> tuple[str, dict[str, str], dict[str, int]]:
         match = _TOP_KEY.match(line)
         if match:
             key_text = match["key"].strip()
-            try:
-                key = yaml.safe_load(key_text + ": 0")
-                key = next(iter(key)) if isinstance(key, dict) and key else key_text
-            except yaml.YAMLError:
-                key = key_text
+            key = key_text
+            if key_text[:1] in "\"'" or not _PLAIN_KEY.match(key_text):
+                try:  # quoted or unusual keys: let YAML say what the key is
+                    loaded = yaml.load(key_text + ": 0", Loader=StrictLoader)  # noqa: S506
+                    key = next(iter(loaded)) if isinstance(loaded, dict) and loaded else key_text
+                except yaml.YAMLError:
+                    key = key_text
             current = key
             chunks[current] = pending + line
             key_lines[str(current)] = number

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from indexes.marks import marks
-from wiki.derived import open_synced
+from wiki.derived import open_index
 from wiki.lint.model import WARNING, Finding, LintContext, rule
 
 
@@ -11,7 +11,9 @@ from wiki.lint.model import WARNING, Finding, LintContext, rule
 def needs_revalidation(ctx: LintContext):
     """An entry whose cited file changed in a commit since it was written (marked by
     ``wiki hook``); re-ingest the source or confirm the entry."""
-    index, _ = open_synced(ctx.wiki)
+    if not ctx.wiki.database_path().exists():
+        return  # no derived state yet: the hook has marked nothing
+    index = open_index(ctx.wiki)  # marks are read as stored; no sync needed for them
     try:
         marked = marks(index.conn)
     finally:
