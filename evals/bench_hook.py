@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evals.datasets import git_head
+from evals.datasets import bench_environment, git_head
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -41,9 +40,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
-    os.environ.update({"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-                       "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
-                       "WIKI_EMBED_MODEL": "none"})
+    bench_environment()
     from wiki.gitrepo import Identity
     from wiki.hook import install
     from wiki.ingest import ingest

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from evals.datasets import git_head
+from evals.datasets import bench_environment, git_head
 
 
 def main() -> None:
@@ -26,9 +25,7 @@ def main() -> None:
     parser.add_argument("--sources", type=int, default=10_000)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
-    os.environ.update({"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-                       "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
-                       "WIKI_EMBED_MODEL": "none"})
+    bench_environment()
     from wiki.entry import Entry, Source
     from wiki.gitrepo import Identity
     from wiki.lint import run_lint

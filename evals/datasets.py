@@ -56,6 +56,13 @@ def source_hash(*folders: str) -> str:
     return digest.hexdigest()[:12]
 
 
+def bench_environment() -> None:
+    """Pin a git identity for throw-away benchmark repositories and turn vectors off."""
+    os.environ.update({"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+                       "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
+                       "WIKI_EMBED_MODEL": "none"})
+
+
 def git_head(path: Path = REPO_ROOT) -> str:
     """``git rev-parse --short HEAD`` of ``path`` ("unknown" when git cannot tell)."""
     try:
