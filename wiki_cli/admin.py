@@ -42,7 +42,8 @@ def ingest(
     wiki = open_wiki()
     with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("{task.description}"),
-                  console=err, transient=True, disable=json_output) as bar:
+                  console=err, transient=True,
+                  disable=json_output or not err.is_terminal) as bar:
         task = bar.add_task("", total=None)
 
         def progress(done: int, total: int, path: str) -> None:

@@ -76,7 +76,8 @@ def parse_legs(value: str | None) -> tuple[str, ...] | None:
 def embedding_progress(quiet: bool):
     """A progress bar on stderr for embedding entries that have no vector yet."""
     with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True, disable=quiet) as bar:
+                  TimeElapsedColumn(), console=err, transient=True,
+                  disable=quiet or not err.is_terminal) as bar:  # no bar in logs
         task = None
 
         def progress(done: int, total: int) -> None:
