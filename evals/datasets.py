@@ -237,6 +237,32 @@ def scifact_corpus(data: Path) -> list[dict]:
     return read_jsonl(data / SCIFACT / "corpus.jsonl")
 
 
+def build_cached_index(path: Path, stale: list[Path], documents, *, chunk_words: int,
+                       log=None, message: str = "", after=None):
+    """Build a :class:`indexes.store.SearchIndex` of ``documents`` at ``path`` through a
+    temporary file (``stale`` files are removed first; ``after(index)`` runs before the
+    rename, e.g. to embed), and return it opened."""
+    from indexes.store import SearchIndex
+
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    for old in stale:
+        old.unlink(missing_ok=True)
+    if log and message:
+        log(message)
+    tmp = path.with_suffix(".tmp")
+    for leftover in CACHE_DIR.glob(tmp.name + "*"):
+        leftover.unlink()
+    with SearchIndex(tmp, chunk_words=chunk_words) as index:
+        with index.transaction():
+            index.upsert(documents)
+        if after is not None:
+            after(index)
+        index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        index.conn.execute("PRAGMA journal_mode = DELETE")
+    tmp.rename(path)
+    return SearchIndex(path, chunk_words=chunk_words)
+
+
 def scifact_index(data: Path, *, fields: str = "flat", chunk_words: int | None = None,
                   log=None):
     """A :class:`indexes.store.SearchIndex` over the SciFact corpus (cached). ``fields``:
@@ -256,23 +282,11 @@ def scifact_index(data: Path, *, fields: str = "flat", chunk_words: int | None =
     path = CACHE_DIR / f"{key}.sqlite"
     if path.exists():
         return SearchIndex(path, chunk_words=chunk_words)
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    for old in [*CACHE_DIR.glob(f"{stem}*.sqlite*"),
-                *CACHE_DIR.glob(f"scifact-{fields}-[0-9]*.sqlite*")]:
-        old.unlink(missing_ok=True)
-    if log:
-        log(f"indexing the SciFact corpus ({fields}) into {path}")
-    tmp = path.with_suffix(".tmp")
-    for leftover in CACHE_DIR.glob(tmp.name + "*"):
-        leftover.unlink()
-    with SearchIndex(tmp, chunk_words=chunk_words) as index, index.transaction():
-        index.upsert(
-            Document(key=d["id"], doc_id=d["id"],
-                     title="" if fields == "flat" else d["title"],
-                     body=f"{d['title']}\n{d['text']}" if fields == "flat" else d["text"])
-            for d in scifact_corpus(data))
-    with SearchIndex(tmp) as index:
-        index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        index.conn.execute("PRAGMA journal_mode = DELETE")
-    tmp.rename(path)
-    return SearchIndex(path, chunk_words=chunk_words)
+    stale = [*CACHE_DIR.glob(f"{stem}*.sqlite*"),
+             *CACHE_DIR.glob(f"scifact-{fields}-[0-9]*.sqlite*")]
+    documents = [Document(key=d["id"], doc_id=d["id"],
+                          title="" if fields == "flat" else d["title"],
+                          body=f"{d['title']}\n{d['text']}" if fields == "flat" else d["text"])
+                 for d in scifact_corpus(data)]
+    return build_cached_index(path, stale, documents, chunk_words=chunk_words, log=log,
+                              message=f"indexing the SciFact corpus ({fields}) into {path}")

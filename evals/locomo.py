@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.datasets import CACHE_DIR, read_jsonl, source_hash
+from evals.datasets import CACHE_DIR, build_cached_index, read_jsonl, source_hash
 
 DETAILS = CACHE_DIR / "locomo-questions.json"
 """Per-question rows of the last LoCoMo run (top sessions, gap, abstention features)."""
@@ -96,23 +96,13 @@ def locomo_index(data: Path, unit: str, *, chunk_words: int | None = None, log=N
     stem = f"locomo-{unit}-w{chunk_words}-"
     path = CACHE_DIR / f"{stem}{source_hash('indexes')}.sqlite"
     docs, units_of = documents(data, unit)
-    if not path.exists():
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        for old in CACHE_DIR.glob(f"{stem}*.sqlite*"):
-            old.unlink(missing_ok=True)
-        if log:
-            log(f"indexing LoCoMo ({unit}s, chunks of {chunk_words} words) into {path}")
-        tmp = path.with_suffix(".tmp")
-        for leftover in CACHE_DIR.glob(tmp.name + "*"):
-            leftover.unlink()
-        with SearchIndex(tmp, chunk_words=chunk_words) as index:
-            with index.transaction():
-                index.upsert(docs)
-            embed_index(index, log=log)
-            index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            index.conn.execute("PRAGMA journal_mode = DELETE")
-        tmp.rename(path)
-    return SearchIndex(path, chunk_words=chunk_words), units_of
+    if path.exists():
+        return SearchIndex(path, chunk_words=chunk_words), units_of
+    index = build_cached_index(
+        path, list(CACHE_DIR.glob(f"{stem}*.sqlite*")), docs, chunk_words=chunk_words,
+        log=log, message=f"indexing LoCoMo ({unit}s, chunks of {chunk_words} words) into {path}",
+        after=lambda built: embed_index(built, log=log))
+    return index, units_of
 
 
 def run_locomo(data: Path, methods: list[str], out: Path, *, fusion, units: list[str],

@@ -178,15 +178,13 @@ def snapshot_index(wiki: Wiki, commit: str, path: Path) -> SearchIndex:
     index = SearchIndex(path)
     with index.transaction():
         _index_head(wiki, index, commit)
-        live = wiki.database_path()
-        if live.exists():
-            index.conn.execute("ATTACH DATABASE ? AS live", (str(live),))
-            try:
-                index.conn.execute(
-                    "INSERT OR IGNORE INTO embeddings SELECT e.* FROM live.embeddings e "
-                    "WHERE e.text_hash IN (SELECT text_hash FROM chunks)")
-            finally:
-                index.conn.execute("COMMIT")
-                index.conn.execute("DETACH DATABASE live")
-                index.conn.execute("BEGIN IMMEDIATE")
+    live = wiki.database_path()
+    if live.exists():  # outside the transaction: SQLite cannot ATTACH/DETACH inside one
+        index.conn.execute("ATTACH DATABASE ? AS live", (str(live),))
+        try:
+            index.conn.execute(
+                "INSERT OR IGNORE INTO embeddings SELECT e.* FROM live.embeddings e "
+                "WHERE e.text_hash IN (SELECT text_hash FROM chunks)")
+        finally:
+            index.conn.execute("DETACH DATABASE live")
     return index
