@@ -11,6 +11,7 @@ and ``…``); the offsets say where it is.
 from __future__ import annotations
 
 import bisect
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ __all__ = ["INSTRUCTION", "SECRET", "Finding", "Flag", "mask", "redact", "scan",
            "screen_bytes", "screen_changes"]
 
 EXCERPT_CHARS = 60
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 @dataclass(frozen=True)
@@ -88,12 +90,17 @@ def scan(text: str) -> list[Finding]:
     taken: list[tuple[int, int]] = []
     found: list[Finding] = []
     line_starts: list[int] | None = None
+    folded = text.lower()
+    if len(folded) != len(text):  # a letter that lower-cases to two (İ): offsets would drift
+        folded = text.translate(_ASCII_LOWER)
     for pattern in PATTERNS:
-        for match in pattern.regex.finditer(text):
+        if pattern.hints is not None and not any(h in folded for h in pattern.hints):
+            continue
+        for match in pattern.regex.finditer(folded if pattern.folded else text):
             start, end = match.span(pattern.group)
             if start == end or _overlaps(taken, start, end):
                 continue
-            if pattern.accept is not None and not pattern.accept(match):
+            if pattern.accept is not None and not pattern.accept(text, match):
                 continue
             if line_starts is None:
                 line_starts = _line_starts(text)
