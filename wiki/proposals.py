@@ -120,7 +120,11 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subje
     effective = {p: d for p, d in changes.items() if snapshot.read(p) != d}
     if not effective:
         raise ValueError("no changes to propose")
-    effective, flags = screen_changes(effective, snapshot.read, redact_secrets=redact)
+    # generated index.md files only repeat entries' titles and summaries, screened as entries
+    screened, flags = screen_changes({p: d for p, d in effective.items()
+                                      if p.rpartition("/")[2] != indextree.INDEX_NAME},
+                                     snapshot.read, redact_secrets=redact)
+    effective.update(screened)
     subject, found = screen(subject, "the proposal's subject", redact_secrets=redact)
     body, more = screen(body, "the proposal's message", redact_secrets=redact)
     flags += [Flag(f.rule, f.kind, "commit-message", f.line, f.column) for f in found + more]
