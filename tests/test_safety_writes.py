@@ -20,7 +20,7 @@ from wiki.authoring import edit_entry, new_entry, retract_entry
 from wiki.errors import SecretError
 from wiki.ingest import ingest
 from wiki.lint import run_lint
-from wiki.proposals import approve, list_proposals
+from wiki.proposals import approve, list_proposals, reject
 from wiki.review_diff import proposal_diff
 from wiki.safety import redact
 from wiki.snapshot import write_commit
@@ -80,6 +80,9 @@ def test_a_secret_in_the_title_or_a_reason_is_refused_too(wiki: Wiki) -> None:
     approve(wiki, redacted.proposal.name, approver=BOB)
     with pytest.raises(SecretError, match="the proposal's message"):
         retract_entry(wiki, "e1", f"it leaked {key}")
+    proposal = retract_entry(wiki, "e1", "gone").proposal
+    with acting_as(BOB), pytest.raises(SecretError, match="^the rejection reason:1:"):
+        reject(wiki, proposal.name, f"see {key}")
 
 
 def test_an_edit_is_not_blocked_by_a_secret_already_on_the_branch(wiki: Wiki) -> None:

@@ -342,10 +342,11 @@ def _record_approval(wiki: Wiki, proposal: Proposal, approver: Identity, reviewe
 def reject(wiki: Wiki, name: str, reason: str, rejecter: Identity | None = None) -> str:
     """Close proposal ``name`` without landing it. Nothing is deleted: a commit recording
     who rejected it and why is added on top, and the branch moves to
-    ``refs/heads/<wiki>-rejected/<name>``. Returns that ref. Raises ``NotFoundError`` and,
-    for an empty reason, ``ConfigError``."""
+    ``refs/heads/<wiki>-rejected/<name>``. Returns that ref. Raises ``NotFoundError``,
+    ``ConfigError`` for an empty reason and ``SecretError`` for a secret in it."""
     if not reason.strip():
         raise ConfigError("a rejection needs a reason (--reason TEXT)")
+    reason, _ = screen(reason, "the rejection reason")
     proposal = get_proposal(wiki, name)
     where = wiki.checked_out_in(proposal.ref)
     if where is not None:
