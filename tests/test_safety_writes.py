@@ -262,3 +262,23 @@ def test_robustness_h3_shell_syntax_in_titles_paths_and_messages_runs_nothing(
     assert marked.exit_code == 0 and "src/touch-pwned-a-touch-pwned-b.md" in marked.output
     assert list(canary.iterdir()) == []
     assert not list(repo.rglob("pwned*")) and not list(Path.cwd().glob("pwned*"))
+
+
+def test_robustness_h3_the_editor_variable_is_split_not_run_by_a_shell(
+        cli, wiki: Wiki, tmp_path: Path, monkeypatch) -> None:
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    put_on_branch(wiki, "a.md", entry_text("e1", "A", "Body."))
+    monkeypatch.setenv("VISUAL", f"$(touch {canary}/v); touch {canary}/w")
+    result = cli("propose", "--edit", "e1")
+    assert result.exit_code == 2 and "cannot run the editor" in result.output
+    assert list(canary.iterdir()) == []
+
+
+def test_robustness_h3_no_code_path_calls_a_shell() -> None:
+    root = Path(__file__).parent.parent
+    calls = ("shell=True", "os.system(", "os.popen(", "getoutput(", "getstatusoutput(")
+    for package in ("wiki", "wiki_cli", "indexes"):
+        for module in (root / package).rglob("*.py"):
+            text = module.read_text(encoding="utf-8")
+            assert not [c for c in calls if c in text], module

@@ -185,18 +185,19 @@ def screen_changes(changes: Mapping[str, bytes | None],
     each compared with ``before(path)``. Returns the changes to write (redacted ones
     re-encoded; untouched bytes kept as they are) and the :class:`Flag` of every new
     instruction-like finding. Raises :class:`SecretError` for a secret in a file (unless
-    ``redact_secrets``) or in a path (always: a name cannot be redacted in place)."""
+    ``redact_secrets``) or in the path of a new file (always: a name cannot be redacted in
+    place; callers derive names from redacted text)."""
     out: dict[str, bytes | None] = {}
     flags: list[Flag] = []
     for path, data in changes.items():
-        named = [f for f in scan(path) if f.category == SECRET]
-        if named:
-            raise SecretError(f"the file name {path!r}", named)
-        if data is None:
+        if data is None:  # deleting is always fine, even a file whose name leaks
             out[path] = None
             continue
-        out[path], found = screen_bytes(data, path, redact_secrets=redact_secrets,
-                                        before=before(path))
+        old = before(path)
+        named = [f for f in scan(path) if f.category == SECRET]
+        if named and old is None:
+            raise SecretError(f"the file name {redact(path)[0]}", named)
+        out[path], found = screen_bytes(data, path, redact_secrets=redact_secrets, before=old)
         flags += [Flag(f.rule, f.kind, path, f.line, f.column) for f in found]
     return out, flags
 
