@@ -282,3 +282,11 @@ def test_robustness_h3_no_code_path_calls_a_shell() -> None:
         for module in (root / package).rglob("*.py"):
             text = module.read_text(encoding="utf-8")
             assert not [c for c in calls if c in text], module
+
+
+def test_w014_w015_and_redact_are_documented() -> None:
+    docs = Path(__file__).parent.parent / "docs"
+    lint = (docs / "lint.md").read_text(encoding="utf-8")
+    assert "## W014 secret (error)" in lint and "## W015 suspicious-instruction (warning)" in lint
+    assert "--redact" in (docs / "cli.md").read_text(encoding="utf-8")
+    assert "Wiki-Flag:" in (docs / "review.md").read_text(encoding="utf-8")
