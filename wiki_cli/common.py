@@ -41,6 +41,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Write JSON to stdout."
 LegsOption = Annotated[str | None, typer.Option(
     "--legs", help="Comma-separated legs to run: alias,bm25,vector (default: wiki.toml).")]
 LEG_NAMES = ("alias", "bm25", "vector")
+RedactOption = Annotated[bool, typer.Option(
+    "--redact", help="Replace secrets (tokens, keys, passwords) with [REDACTED:<kind>] "
+                     "instead of refusing the text.")]
 AsOfOption = Annotated[str | None, typer.Option(
     "--as-of", help="Answer from the wiki as it was then (YYYY-MM-DD or ISO time, UTC).")]
 
@@ -119,6 +122,13 @@ def open_wiki():
     """The wiki of the current directory (``-C`` already applied) and ``--branch``."""
     from wiki.workspace import Wiki
     return Wiki(state.repo, state.branch)
+
+
+def report_flags(proposal) -> None:
+    """Warn on stderr about each instruction-like finding flagged on ``proposal``."""
+    for flag in proposal.flags:
+        report(f"warning: {flag.path}:{flag.line}:{flag.column}: {flag.kind} ({flag.rule}) "
+               "flagged for the reviewer")
 
 
 def require_text(value: str, name: str) -> None:

@@ -7,7 +7,7 @@
 | 2    | usage or configuration error (bad option, empty query, no repo, no wiki branch) |
 | 3    | evidence gap: ``wiki ask`` found nothing confident enough to answer |
 | 4    | conflict: the wiki moved (lost compare-and-swap) or a proposal is stale |
-| 5    | refused by review policy (e.g. approving your own proposal) |
+| 5    | refused by review policy (e.g. approving your own proposal, a secret in a proposal) |
 | 70   | internal error (a bug): the traceback is written to a log file |
 | 130  | interrupted (Ctrl-C) |
 """
@@ -39,6 +39,7 @@ from wiki.errors import (
     RefMovedError,
     RemoteError,
     ReviewChangedError,
+    SecretError,
     SelfApprovalError,
     StaleProposalError,
     WikiError,
@@ -63,6 +64,7 @@ EXIT_CODES: list[tuple[type[Exception], int]] = [
     (ProposalClosedError, FINDINGS),
     (RemoteError, USAGE),
     (SelfApprovalError, REFUSED),
+    (SecretError, REFUSED),
     (WikiError, FINDINGS),
     (IndexesError, USAGE),
 ]
