@@ -13,6 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from wiki_cli import __version__
 from wiki_cli.errors import USAGE, WikiGroup, report
+from wiki_cli.payloads import as_of_time
+from wiki_cli.payloads import require_text as check_text
 from wiki_cli.render import err
 
 app = typer.Typer(
@@ -47,17 +49,7 @@ AsOfOption = Annotated[str | None, typer.Option(
 
 def parse_as_of(value: str | None) -> dt.datetime | None:
     """``--as-of`` as an aware UTC time; a bare date means the end of that day."""
-    if value is None:
-        return None
-    try:
-        if len(value.strip()) == 10:
-            day = dt.date.fromisoformat(value.strip())
-            return dt.datetime.combine(day, dt.time(23, 59, 59), dt.UTC)
-        when = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        report(f"error: --as-of {value!r} is not a date (YYYY-MM-DD) or ISO 8601 time")
-        raise typer.Exit(USAGE) from None
-    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+    return as_of_time(value)
 
 
 def parse_legs(value: str | None) -> tuple[str, ...] | None:
@@ -123,6 +115,4 @@ def open_wiki():
 
 def require_text(value: str, name: str) -> None:
     """Exit 2 with a one-line error when ``value`` is empty or blank."""
-    if not value.strip():
-        report(f"error: the {name} is empty")
-        raise typer.Exit(USAGE)
+    check_text(value, name)
