@@ -10,6 +10,7 @@ Tests register deterministic fakes through :func:`register`, never by patching.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -20,6 +21,9 @@ from indexes.errors import IndexesError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DISABLED = ("none", "off", "")
+RUNTIMES = ("auto", "onnx", "torch")
+log = logging.getLogger("indexes.embedders")
+log.addHandler(logging.NullHandler())  # library code stays silent unless the app logs
 
 
 class EmbedderUnavailableError(IndexesError):
@@ -134,4 +138,36 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-register(DEFAULT_MODEL, SentenceTransformerEmbedder)
+def load_default() -> Embedder:
+    """all-MiniLM-L6-v2 on the runtime ``$WIKI_EMBED_RUNTIME`` asks for: ``onnx`` (the ONNX
+    copy, exported from the PyTorch weights on first use; see :mod:`indexes.onnx_embedder`),
+    ``torch`` (sentence-transformers), or ``auto`` (default: ONNX when its copy exists or can
+    be made and checked, else PyTorch). Both give the same vectors. Raises
+    :class:`EmbedderUnavailableError` when no runtime can load the model."""
+    runtime = os.environ.get("WIKI_EMBED_RUNTIME", "auto").strip().lower() or "auto"
+    if runtime not in RUNTIMES:
+        raise EmbedderUnavailableError(
+            f"WIKI_EMBED_RUNTIME must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    if runtime == "torch":
+        return SentenceTransformerEmbedder()
+    from indexes import onnx_embedder
+
+    path = onnx_embedder.onnx_copy_path()
+    if path.exists():
+        try:
+            return onnx_embedder.OnnxEmbedder(path)
+        except EmbedderUnavailableError as exc:
+            if runtime == "onnx":
+                raise
+            log.warning("%s; exporting a new copy", exc)
+    torch_model = SentenceTransformerEmbedder()
+    try:
+        return onnx_embedder.OnnxEmbedder(onnx_embedder.export_onnx(torch_model.model, path))
+    except EmbedderUnavailableError as exc:
+        if runtime == "onnx":
+            raise
+        log.warning("staying on PyTorch: %s", exc)
+        return torch_model
+
+
+register(DEFAULT_MODEL, load_default)
