@@ -10,6 +10,7 @@ Tests register deterministic fakes through :func:`register`, never by patching.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -170,4 +171,22 @@ def load_default() -> Embedder:
         return torch_model
 
 
+def _probe_default() -> str | None:
+    """:func:`load_default`'s cheap check: a valid runtime, and either an ONNX copy with
+    ONNX Runtime installed or what the PyTorch model needs (no library is imported)."""
+    import importlib.util
+
+    runtime = os.environ.get("WIKI_EMBED_RUNTIME", "auto").strip().lower() or "auto"
+    if runtime not in RUNTIMES:
+        return f"WIKI_EMBED_RUNTIME must be one of {', '.join(RUNTIMES)}, not {runtime!r}"
+    if runtime != "torch" and importlib.util.find_spec("onnxruntime") is not None:
+        from indexes import onnx_embedder
+
+        with contextlib.suppress(Exception):  # no weights to name the copy by: probe below
+            if onnx_embedder.onnx_copy_path().exists():
+                return None
+    return SentenceTransformerEmbedder.probe()
+
+
+load_default.probe = _probe_default  # type: ignore[attr-defined]
 register(DEFAULT_MODEL, load_default)

@@ -118,6 +118,17 @@ def test_model_and_embed_server_settings(cli, monkeypatch) -> None:
     assert code == 0 and checks["embedding model"]["level"] == "ok"
     assert checks["model load"]["level"] == "ok" and "8 dimensions" in checks["model load"][
         "message"]
+    monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL)
+    monkeypatch.setenv("WIKI_EMBED_RUNTIME", "gpu")
+    code, checks = _checks(cli)
+    assert code == 1 and "WIKI_EMBED_RUNTIME" in checks["embedding model"]["message"]
+    assert checks["embedding model"]["fix"].startswith("set WIKI_EMBED_RUNTIME to auto")
+    monkeypatch.setenv("WIKI_EMBED_RUNTIME", "auto")
+    code, checks = _checks(cli)  # HOME is a temp dir in tests: no ONNX copy yet
+    assert checks["embedding model"]["level"] == "ok"
+    assert checks["embedding runtime"]["level"] == "info"
+    assert "--deep" in checks["embedding runtime"]["fix"]
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-doctor")
     monkeypatch.setenv("WIKI_EMBED_SERVER", "sometimes")
     code, checks = _checks(cli)
     assert code == 1 and checks["embed server"]["level"] == "error"

