@@ -70,6 +70,30 @@ EXIT_CODES: list[tuple[type[Exception], int]] = [
 ]
 
 
+EXIT_CODE_MEANINGS: list[tuple[int, str]] = [
+    (OK, "ok"), (FINDINGS, "findings, or not found / already exists"),
+    (USAGE, "usage or configuration error"), (GAP, "evidence gap (wiki ask)"),
+    (CONFLICT, "conflict: the wiki moved, or a stale proposal"),
+    (REFUSED, "refused by review policy"), (INTERNAL, "internal error (details in a log file)"),
+    (INTERRUPTED, "interrupted"),
+]
+"""Every exit code and its meaning, for ``wiki --help`` (docs/cli.md has the same table)."""
+
+LOUD = ("error", "internal error", "warning", "interrupted")
+"""Talk that ``--quiet`` still lets through."""
+
+
+class Talk:
+    """How much goes to stderr: ``level`` -1 with ``--quiet`` (errors and warnings only),
+    0 by default, 1 with ``--verbose`` (also which wiki, library logs, timing and the
+    traceback of an internal error)."""
+
+    level = 0
+
+
+talk = Talk()
+
+
 def exit_code_for(error: Exception) -> int:
     """The documented exit code of a domain error."""
     for kind, code in EXIT_CODES:
@@ -79,7 +103,9 @@ def exit_code_for(error: Exception) -> int:
 
 
 def report(message: str) -> None:
-    """Write one line of talk to stderr."""
+    """Write one line of talk to stderr (with ``--quiet``, only errors and warnings)."""
+    if talk.level < 0 and not message.startswith(LOUD):
+        return
     typer.echo(message, err=True)
 
 
@@ -101,6 +127,8 @@ class WikiGroup(TyperGroup):
                 raise  # usage errors and exits: the CLI framework reports them (exit 2)
             # a bug: keep the details, show one line
             log = _write_crash_log()
+            if talk.level > 0:
+                typer.echo(traceback.format_exc().rstrip(), err=True)
             report(f"internal error: {type(error).__name__}: {error} (details in {log}; "
                    "please report it)")
             raise typer.Exit(INTERNAL) from None
