@@ -26,10 +26,18 @@ def identity_env(who: Identity) -> dict[str, str]:
             "GIT_COMMITTER_NAME": who.name, "GIT_COMMITTER_EMAIL": who.email}
 
 
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory) -> Path:
+    """One cache folder for the whole run: the ONNX copy of the embedding model is exported
+    into it once, not once per test (each test has its own HOME)."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture(autouse=True)
-def hermetic(tmp_path_factory, monkeypatch) -> None:
+def hermetic(tmp_path_factory, monkeypatch, model_cache) -> None:
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(model_cache))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     monkeypatch.delenv("WIKI_BRANCH", raising=False)

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import anyio
 import pytest
-from conftest import ALICE, BOB, acting_as, ingest_and_land, write
+from conftest import ALICE, BOB, acting_as, git, ingest_and_land, write
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from wiki.proposals import approve, list_proposals
+from wiki.proposals import approve, get_proposal, list_proposals
 from wiki.workspace import Wiki
 
 ROOT = Path(__file__).parent.parent
+TOKEN = "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"  # built here: no scanner bait in git
 NEW_ENTRY = ("---\ntitle: Parking permits\nsummary: Where to get a parking permit.\n"
              "tags: [facilities]\n---\nParking permits are issued by the front desk on "
              "the ground floor.\n")
@@ -70,6 +72,11 @@ def test_mcp_client_over_stdio(small_wiki: Wiki, repo: Path, tmp_path: Path) -> 
         seen["empty"] = await session.call_tool("search", {"query": "   "})
         seen["propose"] = await session.call_tool("propose", {
             "kind": "new", "content": NEW_ENTRY, "category": "facilities"})
+        leaky = NEW_ENTRY.replace("Parking", "Garage").replace("ground floor.", "ground "
+                                                               f"floor. Token: {TOKEN}")
+        seen["secret"] = await session.call_tool("propose", {"kind": "new", "content": leaky})
+        seen["redacted"] = await session.call_tool("propose", {"kind": "new", "content": leaky,
+                                                               "redact": True})
         seen["lint"] = await session.call_tool("lint", {"select": ["W"]})
         seen["bad_lint"] = await session.call_tool("lint", {"select": ["nope"]})
         for name, arguments in [("approve", {"proposal": "x"}),
@@ -129,8 +136,24 @@ def test_mcp_client_over_stdio(small_wiki: Wiki, repo: Path, tmp_path: Path) -> 
     assert proposed["author"] == str(ALICE) and "wiki approve" in proposed["next"]
     assert small_wiki.head() == head
     assert "facilities/parking-permits.md" not in small_wiki.snapshot().files
-    (listed,) = list_proposals(small_wiki)
-    assert listed.name == proposed["proposal"] and listed.authors == [ALICE]
+    (listed,) = [p for p in list_proposals(small_wiki) if p.name == proposed["proposal"]]
+    assert listed.authors == [ALICE]
+
+    # secrets: refused with the kind and place, or redacted on request; never in git
+    assert seen["secret"].is_error and seen["secret"].structured_content["exit_code"] == 5
+    assert "secret (github-token)" in seen["secret"].content[0].text
+    assert TOKEN not in seen["secret"].content[0].text
+    redacted = seen["redacted"].structured_content
+    assert not seen["redacted"].is_error and redacted["created"] is True
+    (garage,) = redacted["paths"]
+    assert [p.name for p in list_proposals(small_wiki)] == sorted(
+        [listed.name, redacted["proposal"]])
+    refs = git(repo, "for-each-ref", "--format=%(refname)").split()
+    grep = subprocess.run(["git", "-C", str(repo), "grep", "-F", TOKEN, *refs],
+                          capture_output=True, text=True)
+    assert grep.returncode == 1 and TOKEN not in git(repo, "log", "--all", "--format=%B")
+    tip = get_proposal(small_wiki, redacted["proposal"]).tip
+    assert "[REDACTED:github-token]" in git(repo, "show", f"{tip}:{garage}")
 
     report = seen["lint"].structured_content
     assert report["summary"]["errors"] == 0 and report["rules"]
@@ -139,7 +162,7 @@ def test_mcp_client_over_stdio(small_wiki: Wiki, repo: Path, tmp_path: Path) -> 
         error = seen[f"refused {name}"]
         assert "an agent can never approve" in error.message
         assert error.data["exit_code"] == 5
-    assert list_proposals(small_wiki) == [listed]  # the refused call proposed nothing
+    assert len(list_proposals(small_wiki)) == 2  # the refused calls proposed nothing
     assert "Traceback" not in (tmp_path / "server.log").read_text()
 
     with acting_as(BOB):  # a person lands it

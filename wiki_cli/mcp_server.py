@@ -219,6 +219,9 @@ class WikiTools:
         category: Annotated[str, Field(
             description="Folder of a new entry, e.g. 'ops/oncall' (default: the root).")] = "",
         reason: Annotated[str, Field(description="Why, for retract (required).")] = "",
+        redact: Annotated[bool, Field(
+            description="Replace secrets (tokens, keys, passwords) in the text with "
+                        "[REDACTED:<kind>] instead of refusing the proposal.")] = False,
     ) -> dict[str, Any]:
         """Propose a change to the wiki. Nothing lands: the change becomes a proposal
         (a branch) that a person other than its author reviews and approves with
@@ -236,13 +239,14 @@ class WikiTools:
             raise ConfigError(f"propose kind={kind!r} needs {' and '.join(missing)}")
         text = (content or "").encode("utf-8")
         if kind == "new":
-            result = authoring.new_entry(wiki, text, category=category, source_name="content")
+            result = authoring.new_entry(wiki, text, category=category, source_name="content",
+                                         redact=redact)
         elif kind == "edit":
-            result = authoring.edit_entry(wiki, target, text)
+            result = authoring.edit_entry(wiki, target, text, redact=redact)
         elif kind == "retract":
-            result = authoring.retract_entry(wiki, target, reason)
+            result = authoring.retract_entry(wiki, target, reason, redact=redact)
         else:
-            result = authoring.supersede_entry(wiki, target, text)
+            result = authoring.supersede_entry(wiki, target, text, redact=redact)
         data = authored_payload(result)
         data["author"] = str(current_identity(wiki.repo))
         if result.proposal is not None:

@@ -78,4 +78,5 @@ def authored_payload(result) -> dict[str, Any]:
         "proposal": None if proposal is None else proposal.name,
         "created": result.created, "existing": result.existing,
         "paths": [] if proposal is None else list(proposal.paths),
+        "flags": [] if proposal is None else [str(f) for f in proposal.flags],
         "near_duplicates": list(result.near_duplicates)})
