@@ -8,8 +8,10 @@ import typer
 
 from wiki_cli.common import (
     AsOfOption,
+    ExpiredOption,
     JsonOption,
     LegsOption,
+    ScopeOption,
     app,
     embedding_progress,
     open_wiki,
@@ -33,6 +35,8 @@ def search(
     include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
     legs: LegsOption = None,
     as_of: AsOfOption = None,
+    scope: ScopeOption = None,
+    include_expired: ExpiredOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """Rank entries for QUERY: alias/title, BM25 and vector legs fused by weighted RRF."""
@@ -44,7 +48,8 @@ def search(
         result = run(open_wiki(), query, limit=limit, legs=parse_legs(legs), progress=progress,
                      as_of=parse_as_of(as_of),
                      filters=filters_for(include_superseded=include_superseded,
-                                         category=category, tags=tuple(tag or ())))
+                                         category=category, tags=tuple(tag or ()),
+                                         scope=scope, include_expired=include_expired))
     for leg, reason in result.skipped.items():
         report(f"note: {leg} leg skipped: {reason}")
     if json_output:
@@ -91,6 +96,10 @@ def ask(
     include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
     legs: LegsOption = None,
     as_of: AsOfOption = None,
+    scope: ScopeOption = None,
+    include_expired: ExpiredOption = False,
+    budget: Annotated[int | None, typer.Option(
+        "--budget", min=1, help="Return the best cited evidence that fits N tokens.")] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap."""
@@ -99,8 +108,8 @@ def ask(
     require_text(question, "question")
     with embedding_progress(json_output) as progress:
         answer = run(open_wiki(), question, category=category, legs=parse_legs(legs),
-                     as_of=parse_as_of(as_of),
-                     include_superseded=include_superseded, progress=progress)
+                     as_of=parse_as_of(as_of), scope=scope, include_expired=include_expired,
+                     budget=budget, include_superseded=include_superseded, progress=progress)
     if json_output:
         print_json({**{k: v for k, v in vars(answer).items() if k != "sentences"},
                     "gap": answer.gap,
@@ -120,6 +129,10 @@ def ask(
             for uri in citation.changed_sources:
                 out.print(plain(f"    warning: {uri} changed since this entry was written; "
                                 "it may be stale (see `wiki lint --select W010`)"))
+        if answer.tokens:
+            t = answer.tokens
+            report(f"{t['used']} of {t['budget']} tokens used; the whole entries would take "
+                   f"{t['whole']} ({t['counter']})")
     if answer.gap:
         raise typer.Exit(GAP)
 
