@@ -13,10 +13,7 @@ from wiki.entry import Entry
 from wiki.search import filters_for, search
 from wiki.workspace import Wiki
 
-WORDS = ("budget travel voucher approve lodging meal receipt policy leave badge laptop "
-         "security review deploy release incident pager oncall backup restore invoice "
-         "contract vendor hiring onboarding payroll benefit training design research "
-         "privacy audit").split()
+WORDS = ["budget", "travel", "voucher", "approve", "lodging", "meal", "receipt", "policy", "leave", "badge", "laptop", "security", "review", "deploy", "release", "incident", "pager", "oncall", "backup", "restore", "invoice", "contract", "vendor", "hiring", "onboarding", "payroll", "benefit", "training", "design", "research", "privacy", "audit"]
 
 
 def _build(w: Wiki, rng: random.Random) -> dict[str, str]:
@@ -50,7 +47,7 @@ def test_a_thousand_scoped_queries_never_leak(wiki: Wiki, fake_model) -> None:  
     index, _ = open_synced(wiki)
     leaks, answered, crossed = 0, 0, 0
     try:
-        for _ in range(1000):
+        for number in range(1000):
             query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
             scope = rng.choice(("alpha", "beta", "gamma", ""))
             result = search(wiki, query, limit=60, index=index,
@@ -58,12 +55,13 @@ def test_a_thousand_scoped_queries_never_leak(wiki: Wiki, fake_model) -> None:  
             assert set(result.legs) == {"alias", "bm25", "vector"}
             leaks += sum(scope_of[h.key] != scope for h in result.hits)
             answered += bool(result.hits)
-            unscoped = search(wiki, query, limit=60, index=index, filters=filters_for())
-            crossed += any(scope_of[h.key] != scope for h in unscoped.hits)
+            if number % 10 == 0:  # the same query unscoped does reach other scopes
+                unscoped = search(wiki, query, limit=60, index=index, filters=filters_for())
+                crossed += any(scope_of[h.key] != scope for h in unscoped.hits)
     finally:
         index.close()
     assert leaks == 0
-    assert answered > 900 and crossed > 900
+    assert answered > 900 and crossed > 90
 
 
 def test_scope_on_the_command_line(cli, wiki: Wiki) -> None:
