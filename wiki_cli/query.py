@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated
 
 import typer
@@ -142,18 +143,39 @@ def show(
     target: Annotated[str, typer.Argument(help="Entry id or path on the wiki branch.")],
     json_output: JsonOption = False,
 ) -> None:
-    """Print one entry or file of the wiki as stored (--json: parsed fields)."""
+    """Print one entry or file of the wiki as stored (--json: parsed fields), and its
+    relations both ways (outgoing and incoming; on stderr unless --json)."""
+    from wiki.errors import WikiError
     from wiki.lookup import find_entry, raw_file
 
     wiki = open_wiki()
     raw = None if json_output else raw_file(wiki, target)
     if raw is not None:  # any file on the branch, valid entry or not, shown as stored
         out.file.write(raw.decode("utf-8", "replace"))
+        with contextlib.suppress(WikiError):  # not an entry (index.md, wiki.toml) or bad
+            _report_links(wiki, find_entry(wiki, target))
         return
     entry = find_entry(wiki, target)
     if json_output:
-        print_json({"path": entry.path, "id": entry.id, "meta": entry.meta, "body": entry.body})
+        outgoing, incoming = _links(wiki, entry)
+        print_json({"path": entry.path, "id": entry.id, "meta": entry.meta, "body": entry.body,
+                    "relations": {"outgoing": outgoing, "incoming": incoming}})
         return
     out.file.write(entry.to_bytes().decode("utf-8"))
+    _report_links(wiki, entry)
+
+
+def _links(wiki, entry):
+    from wiki.relations import links
+
+    return links(wiki.snapshot().entries()[0], entry)
+
+
+def _report_links(wiki, entry) -> None:
+    outgoing, incoming = _links(wiki, entry)
+    for arrow, found in (("->", outgoing), ("<-", incoming)):
+        for link in found:
+            where = f"{link.title} — {link.path}" if link.path else "no such entry"
+            report(f"{arrow} {link.kind} {link.entry_id} ({where})")
 
 
