@@ -11,10 +11,11 @@ failed, last}``) as one ordinary proposal that someone else approves (docs/decis
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass
 
-from wiki.entry import Entry, now_iso
+from wiki.entry import Entry
 from wiki.errors import ConfigError
 from wiki.gitrepo import Identity, current_identity
 from wiki.lookup import find_entry
@@ -50,7 +51,8 @@ def record(wiki: Wiki, target: str, outcome: str, *, who: Identity | None = None
                           f"{entry.type}); set 'type: procedure' first")
     who = who or current_identity(wiki.repo)
     wiki.state_dir.mkdir(parents=True, exist_ok=True)
-    line = {"time": now_iso(), "entry_id": entry.id, "path": entry.path,
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # orders events
+    line = {"time": stamp, "entry_id": entry.id, "path": entry.path,
             "outcome": outcome, "by": who.email}
     with open(wiki.state_dir / LOG_NAME, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -66,9 +66,10 @@ def after_fusion(index: SearchIndex, hits: list[Hit], config: MemoryConfig,
     if config.graph and hits:
         top = hits[:config.graph_seeds]
         low = min(h.score for h in hits)
-        spread = (max(h.score for h in hits) - low) or 1.0
+        spread = max(h.score for h in hits) - low
+        seeds = {h.key: (h.score - low) / spread if spread > 0 else 1.0 for h in top}
         kinds = [k for k in config.graph_relations if k not in NEVER_FOLLOWED]
-        reached = expand(index.conn, {h.key: (h.score - low) / spread for h in top}, kinds,
+        reached = expand(index.conn, seeds, kinds,
                          depth=config.graph_depth, decay=config.graph_decay,
                          allowed=index.allowed_keys(filters))
         graph = {key: score for key, (score, _, _) in reached.items()}
