@@ -11,9 +11,10 @@ class Document:
 
     ``key`` is the caller's unique handle (the wiki uses the entry's path on the branch);
     ``doc_id`` is the stable identity shown to users (the entry id). Text fields are plain
-    strings; ``aliases`` and ``tags`` are lists of strings. ``status`` and ``category``
-    are filter attributes, never matched by queries. ``content_hash`` lets callers skip
-    unchanged documents.
+    strings; ``aliases`` and ``tags`` are lists of strings. ``status``, ``category``,
+    ``scope``, ``valid_until`` and ``dated`` (ISO 8601 UTC ``YYYY-MM-DDTHH:MM:SSZ`` or
+    ``""``) are filter attributes, never matched by queries (:mod:`indexes.filters`).
+    ``content_hash`` lets callers skip unchanged documents.
     """
 
     key: str
@@ -28,6 +29,9 @@ class Document:
     doc_type: str = "note"
     content_hash: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    scope: str = ""
+    valid_until: str = ""
+    dated: str = ""
 
 
 @dataclass

@@ -13,13 +13,13 @@ import sqlite3
 import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import sqlite_utils
 
 from indexes.documents import Document, Hit, hits_from_rows
 from indexes.errors import IndexSchemaError
+from indexes.filters import Filters
 from indexes.fusion import rrf
 from indexes.names import replace_names, search_names
 from indexes.passages import TOKENIZER
@@ -110,36 +110,16 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (key, uri)
     );
     """,
-)
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Restrictions applied inside every leg, before ranking and fusion.
-
-    ``statuses``: allowed entry statuses (``None`` = all); ``category``: a folder prefix
-    (``"travel"`` keeps ``travel`` and ``travel/...``); ``tags``: every tag must be present.
+    # 4: scope and validity of each document (filters), re-indexed from the branch
     """
-
-    statuses: tuple[str, ...] | None = ("active",)
-    category: str | None = None
-    tags: tuple[str, ...] = ()
-
-    def sql(self) -> tuple[str, list]:
-        """A SQL condition over table alias ``d`` and its parameters."""
-        clauses: list[str] = []
-        params: list = []
-        if self.statuses is not None:
-            clauses.append(f"d.status IN ({','.join('?' * len(self.statuses))})")
-            params.extend(self.statuses)
-        if self.category:
-            prefix = self.category.strip("/")
-            clauses.append("(d.category = ? OR substr(d.category, 1, ?) = ?)")
-            params.extend([prefix, len(prefix) + 1, prefix + "/"])
-        for tag in self.tags:
-            clauses.append("EXISTS (SELECT 1 FROM json_each(d.extra, '$.tags') WHERE value = ?)")
-            params.append(tag)
-        return (" AND ".join(clauses) or "1"), params
+    ALTER TABLE docs ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+    ALTER TABLE docs ADD COLUMN valid_until TEXT NOT NULL DEFAULT '';
+    ALTER TABLE docs ADD COLUMN dated TEXT NOT NULL DEFAULT '';
+    CREATE INDEX docs_scope ON docs(scope);
+    UPDATE docs SET content_hash = '';
+    DELETE FROM meta;
+    """,
+)
 
 
 class SearchIndex:
@@ -362,6 +342,7 @@ class SearchIndex:
             return trigram
         return rrf({"bm25": bm25, "trigram": trigram}, limit=limit)
 
+
 def _statements(script: str) -> list[str]:
     """Split a migration script into statements (``sqlite3.complete_statement`` aware)."""
     statements, current = [], ""
@@ -395,5 +376,8 @@ def _row(doc: Document) -> dict:
         "category": doc.category,
         "doc_type": doc.doc_type,
         "content_hash": doc.content_hash,
+        "scope": doc.scope,
+        "valid_until": doc.valid_until,
+        "dated": doc.dated,
         "extra": json.dumps(extra, ensure_ascii=False, sort_keys=True),
     }

@@ -55,6 +55,9 @@ class Answer:
     sentences: list[tuple[str, int]] = field(default_factory=list)
     citations: list[Citation] = field(default_factory=list)
     top_cosine: float | None = None
+    tokens: dict | None = None
+    """With a budget: ``used``, ``budget``, ``whole`` (the whole-entry context) and
+    ``counter`` (:mod:`wiki.budget`)."""
 
     @property
     def gap(self) -> bool:
@@ -63,15 +66,22 @@ class Answer:
 
 def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
         category: str | None = None, legs: tuple[str, ...] | None = None,
-        progress: Progress | None = None, as_of: dt.datetime | None = None) -> Answer:
+        progress: Progress | None = None, as_of: dt.datetime | None = None,
+        scope: str | None = None, include_expired: bool = False,
+        budget: int | None = None) -> Answer:
     """Answer ``question`` from the wiki. Raises ``EmptyQueryError`` for an empty question
-    and ``NotInitializedError`` without a wiki branch; a gap is a normal return."""
+    and ``NotInitializedError`` without a wiki branch; a gap is a normal return. With
+    ``budget`` (tokens), the answer is the best evidence that fits it
+    (:func:`wiki.budget.fit`) and ``answer.tokens`` reports what it used."""
     result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
                     filters=filters_for(include_superseded=include_superseded,
-                                        category=category))
+                                        category=category, scope=scope,
+                                        include_expired=include_expired))
     answer = Answer(question, result.commit, result.confidence, result.threshold,
                     top_cosine=result.top_cosine)
-    if not result.gap:
+    if not result.gap and budget is not None:
+        _fit(wiki, result, answer, budget)
+    elif not result.gap:
         _extract(wiki, result, answer)
     if answer.gap:
         _record_gap(wiki, answer)
@@ -112,6 +122,26 @@ def _extract(wiki: Wiki, result: SearchResult, answer: Answer) -> None:
                                  [s.uri for s in entries[position].sources],
                                  [m["uri"] for m in result.marks.get(entries[position].path, [])])
                         for position, number in sorted(numbers.items(), key=lambda p: p[1])]
+
+
+def _fit(wiki: Wiki, result: SearchResult, answer: Answer, budget: int) -> None:
+    from indexes.tokens import counter
+    from wiki.budget import MAX_ENTRIES, fit
+    from wiki.embedding import model_name
+
+    snapshot = wiki.snapshot(result.commit)
+    entries = [snapshot.entry(hit.key) for hit in result.hits[:MAX_ENTRIES]]
+    evidence = fit(answer.question, entries, budget, counter(model_name()))
+    answer.sentences = evidence.sentences
+    answer.citations = [_citation(number, entries[position], result)
+                        for number, position in enumerate(evidence.cited, start=1)]
+    answer.tokens = {"used": evidence.used, "budget": budget, "whole": evidence.whole,
+                     "counter": evidence.counter}
+
+
+def _citation(number: int, entry, result: SearchResult) -> Citation:
+    return Citation(number, entry.id, entry.path, entry.title, [s.uri for s in entry.sources],
+                    [m["uri"] for m in result.marks.get(entry.path, [])])
 
 
 def _record_gap(wiki: Wiki, answer: Answer) -> None:

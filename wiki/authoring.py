@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from indexes.names import fold_name
 from wiki.entry import Entry, now_iso
 from wiki.errors import ConfigError, DuplicateIdError
+from wiki.frontmatter import render
 from wiki.gitrepo import Identity
 from wiki.lookup import find_entry
 from wiki.proposals import Proposal, propose
@@ -58,6 +59,9 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
     same = _identical(snapshot, draft)
     if same is not None:
         return Authored(None, existing=same)
+    holder = _fact_holder(snapshot, draft)
+    if holder is not None:  # a new value for a held fact key supersedes its holder
+        return supersede_entry(wiki, holder, text, author=author)
     taken = set(snapshot.files)
     path = unique_path(slug_path(category), slugify(draft.title), taken)
     stamp = now_iso()
@@ -82,6 +86,14 @@ def edit_entry(wiki: Wiki, target: str, text: bytes, *,
     if draft.id != current.id:
         raise ConfigError(f"{current.path}: an edit cannot change the id ({current.id} -> "
                           f"{draft.id}); propose a new entry that supersedes it instead")
+    if _changes_a_fact(current, draft):  # a new value is a supersession, not an edit
+        successor = draft.updated_with(id=None, created=None, updated=None)
+        return supersede_entry(wiki, current.id, render(successor.meta, draft.body).encode(),
+                               author=author, redact=redact)
+    other = _fact_holder(snapshot, draft)
+    if other is not None:
+        raise ConfigError(f"{current.path}: entry {other} holds a fact of this edit with "
+                          f"another value; use `wiki facts set` or --supersede {other}")
     return _propose_edit(wiki, snapshot, current, draft, author, verb="edit", redact=redact)
 
 
@@ -158,6 +170,27 @@ def _identical(snapshot: Snapshot, draft: Entry) -> str | None:
         if other.title == draft.title and other.body.strip() == draft.body.strip():
             return other.path
     return None
+
+
+def _fact_holder(snapshot: Snapshot, draft: Entry) -> str | None:
+    """The id of the one other active entry holding a fact key of ``draft`` with another
+    value (``None``: no clash). Raises ``ConfigError`` when the clash involves several."""
+    from wiki.facts import conflicts
+
+    clash = conflicts(snapshot, draft)
+    holders = sorted({f.entry_id for found in clash.values() for f in found})
+    if len(holders) > 1:
+        raise ConfigError(f"{draft.path}: facts {', '.join(sorted(clash))} are held by "
+                          f"{', '.join(holders)}; supersede one of them (--supersede ID) "
+                          "or resolve the contradiction first")
+    return holders[0] if holders else None
+
+
+def _changes_a_fact(current: Entry, draft: Entry) -> bool:
+    from wiki.facts import facts_of
+
+    old, new = facts_of(current), facts_of(draft)
+    return any(k in new and new[k].same_claim != f.same_claim for k, f in old.items())
 
 
 def _duplicate_note(paths: list[str]) -> str:

@@ -77,6 +77,43 @@ class SearchConfig:
 
 
 @dataclass(frozen=True)
+class LifetimesConfig:
+    """Default lifetime of an entry per ``type``: ``"<n>d"``, ``"<n>w"``, ``"<n>y"`` (365
+    days) or ``"never"``. An entry expires at ``valid_until`` when it has one, else at its
+    ``updated`` (or ``created``) time plus this lifetime (:mod:`wiki.lifetimes`)."""
+
+    fact: str = "never"
+    decision: str = "never"
+    procedure: str = "never"
+    note: str = "never"
+    episode: str = "90d"
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Post-fusion re-scoring and graph expansion (:mod:`indexes.rescore`), both off by
+    default (evals/results/ablation-memory.md). The weights add to the min-max normalised
+    fused relevance: ``recency`` (0.5 ** (age / half_life of the entry's type)),
+    ``importance`` and ``confidence`` (the entry's fields, 0-1, 0.5 when absent) and
+    ``graph`` (relations followed from the top ``graph_seeds`` hits, ``graph_decay`` per
+    hop, at most ``graph_depth`` hops, only along ``graph_relations``)."""
+
+    rescore: bool = False
+    recency: float = 0.0
+    importance: float = 0.0
+    confidence: float = 0.0
+    half_life: dict[str, str] = field(default_factory=lambda: {
+        "episode": "30d", "note": "365d", "fact": "365d", "procedure": "365d",
+        "decision": "never"})
+    graph: bool = False
+    graph_weight: float = 0.3
+    graph_decay: float = 0.5
+    graph_depth: int = 2
+    graph_seeds: int = 5
+    graph_relations: tuple[str, ...] = ("depends_on", "refines", "derived_from", "related_to")
+
+
+@dataclass(frozen=True)
 class WikiConfig:
     """All settings read from ``wiki.toml``."""
 
@@ -84,10 +121,12 @@ class WikiConfig:
     sources: SourcesConfig = field(default_factory=SourcesConfig)
     review: ReviewConfig = field(default_factory=ReviewConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
+    lifetimes: LifetimesConfig = field(default_factory=LifetimesConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
 
 
 _SECTIONS = {"ingest": IngestConfig, "sources": SourcesConfig, "review": ReviewConfig,
-             "search": SearchConfig}
+             "search": SearchConfig, "lifetimes": LifetimesConfig, "memory": MemoryConfig}
 
 
 def parse_config(text: str, path: str = CONFIG_PATH) -> WikiConfig:
@@ -133,10 +172,38 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
         problems.append(f"[search] fusion is zscore or rrf, got {config.search.fusion!r}")
     if config.search.rrf_k < 1 or config.search.window < 1:
         problems.append("[search] rrf_k and window must be at least 1")
+    problems += _memory_problems(config)
     if not config.ingest.extensions:
         problems.append("[ingest] extensions must name at least one file ending")
     if problems:
         raise ConfigError(f"{path} {problems[0]}")
+
+
+def _memory_problems(config: WikiConfig) -> list[str]:
+    from wiki.lifetimes import parse_duration
+
+    problems = []
+    durations = [(f"[lifetimes] {k}", v) for k, v in vars(config.lifetimes).items()]
+    durations += [(f"[memory.half_life] {k}", v) for k, v in config.memory.half_life.items()]
+    for where, value in durations:
+        try:
+            parse_duration(value)
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}")
+    types = ("fact", "decision", "procedure", "note", "episode")
+    unknown = [t for t in config.memory.half_life if t not in types]
+    if unknown:
+        problems.append(f"[memory.half_life] types are {', '.join(types)}, got {unknown}")
+    bad = [r for r in config.memory.graph_relations
+           if r not in ("depends_on", "refines", "derived_from", "related_to")]
+    if bad:
+        problems.append(f"[memory] graph_relations may follow depends_on, refines, "
+                        f"derived_from and related_to only (never supersession or "
+                        f"conflicts_with), got {bad}")
+    if not 0 <= config.memory.graph_decay <= 1:
+        problems.append(f"[memory] graph_decay must be from 0 to 1, got "
+                        f"{config.memory.graph_decay!r}")
+    return problems
 
 
 def _table(default: dict, value, where: str) -> dict:
@@ -149,7 +216,8 @@ def _table(default: dict, value, where: str) -> dict:
     if not ok:
         kind = "non-negative numbers" if numeric else "strings"
         raise ConfigError(f"{where} must be a table of {kind}, got {value!r}")
-    return {**default, **{k: float(v) for k, v in value.items()}} if numeric else value
+    return {**default, **{k: float(v) for k, v in value.items()}} if numeric else \
+        {**default, **value}
 
 
 def _section(cls, values: dict, where: str):
@@ -225,4 +293,34 @@ window = 50
 alias = 1.0
 bm25 = 1.0
 vector = 0.75
+
+# How long an entry of each type stays in default answers ("90d", "12w", "1y", "never"),
+# counted from its `updated` (or `created`) time; `valid_until` overrides it.
+[lifetimes]
+fact = "never"
+decision = "never"
+procedure = "never"
+note = "never"
+episode = "90d"
+
+# Post-fusion re-scoring and relation graph expansion: off unless measured to help
+# (evals/results/ablation-memory.md).
+[memory]
+rescore = false
+recency = 0.0
+importance = 0.0
+confidence = 0.0
+graph = false
+graph_weight = 0.3
+graph_decay = 0.5
+graph_depth = 2
+graph_seeds = 5
+graph_relations = ["depends_on", "refines", "derived_from", "related_to"]
+
+[memory.half_life]
+episode = "30d"
+note = "365d"
+fact = "365d"
+procedure = "365d"
+decision = "never"
 """

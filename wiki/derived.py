@@ -21,6 +21,7 @@ from wiki import indextree
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
 from wiki.entry import Entry
 from wiki.errors import EntryError, NotFoundError, WikiError
+from wiki.lifetimes import as_time, dated, iso
 from wiki.markdown_text import plain_text
 from wiki.workspace import Wiki
 
@@ -47,9 +48,22 @@ def to_document(entry: Entry, blob_sha: str) -> Document:
         key=entry.path, doc_id=entry.id, title=entry.title, summary=entry.summary,
         body=plain_text(entry.body), aliases=tuple(entry.aliases), tags=tuple(entry.tags),
         status=entry.status, category=entry.category, doc_type=entry.type,
-        content_hash=blob_sha,
-        extra={"sources": [s.to_dict() for s in entry.sources]},
+        content_hash=blob_sha, extra=_extra(entry), scope=entry.scope,
+        valid_until=iso(as_time(entry.meta.get("valid_until"), end_of_day=True)),
+        dated=iso(dated(entry)),
     )
+
+
+def _extra(entry: Entry) -> dict:
+    """Attributes kept as JSON: sources, and the relations and ranking signals that the
+    graph expansion and the re-scoring read (only when the entry has them)."""
+    extra: dict = {"sources": [s.to_dict() for s in entry.sources]}
+    if entry.relations:
+        extra["relations"] = entry.relations
+    for key in ("importance", "confidence"):
+        if isinstance(entry.meta.get(key), (int, float)):
+            extra[key] = float(entry.meta[key])
+    return extra
 
 
 def open_index(wiki: Wiki) -> SearchIndex:

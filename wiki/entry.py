@@ -21,9 +21,10 @@ RELATION_TYPES = ("depends_on", "refines", "conflicts_with", "related_to", "deri
 FIELD_ORDER = (
     "id", "title", "summary", "type", "status", "tags", "aliases", "sources",
     "supersedes", "superseded_by", "relations", "facts", "confidence",
-    "created", "updated", "valid_until",
+    "created", "updated", "valid_until", "scope", "importance",
 )
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$")
+SCOPE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,21 @@ class Entry:
         return _str_list(self.meta.get("aliases"))
 
     @property
+    def scope(self) -> str:
+        """The ``scope:`` field, else the first segment of the entry's folder (``""`` for
+        an entry at the root)."""
+        explicit = self.meta.get("scope")
+        if explicit:
+            return str(explicit)
+        return self.path.partition("/")[0] if "/" in self.path else ""
+
+    @property
+    def relations(self) -> dict[str, list[str]]:
+        """``relation type -> target entry ids`` (empty types left out)."""
+        return {kind: ids for kind, ids in ((str(k), _str_list(v)) for k, v in
+                                            (self.meta.get("relations") or {}).items()) if ids}
+
+    @property
     def sources(self) -> list[Source]:
         return [Source(str(s["uri"]), str(s.get("fingerprint") or ""),
                        _iso(s.get("checked_at")), str(s.get("locator") or ""))
@@ -173,18 +189,45 @@ def validate(meta: dict, path: str, lines: dict[str, int] | None = None) -> None
     if relations is not None:
         if not isinstance(relations, dict):
             fail("relations", f"must map a relation type to entry ids, got {relations!r}")
-        for kind in relations:
+        for kind, targets in relations.items():
             if kind not in RELATION_TYPES:
                 fail("relations", f"unknown relation {kind!r} (use {', '.join(RELATION_TYPES)})")
-    if "facts" in meta and not isinstance(meta["facts"], dict):
-        fail("facts", f"must be a mapping of key: value claims, got {meta['facts']!r}")
-    confidence = meta.get("confidence")
-    if confidence is not None and (isinstance(confidence, bool) or not isinstance(
-            confidence, (int, float)) or not 0 <= confidence <= 1):
-        fail("confidence", f"must be a number from 0 to 1, got {confidence!r}")
+            if targets is not None and not isinstance(targets, str) and not (
+                    isinstance(targets, list) and all(isinstance(t, str) for t in targets)):
+                fail("relations", f"{kind} must name an entry id or a list of ids, "
+                                  f"got {targets!r}")
+    if "facts" in meta:
+        problem = _facts_problem(meta["facts"])
+        if problem:
+            fail("facts", problem)
+    for key in ("confidence", "importance"):
+        number = meta.get(key)
+        if number is not None and (isinstance(number, bool) or not isinstance(
+                number, (int, float)) or not 0 <= number <= 1):
+            fail(key, f"must be a number from 0 to 1, got {number!r}")
+    scope = meta.get("scope")
+    if scope is not None and (not isinstance(scope, str) or not SCOPE_PATTERN.match(scope)):
+        fail("scope", f"must be 1-64 letters, digits, '.', '_' or '-', got {scope!r}")
     for key in ("created", "updated", "valid_until"):
         if key in meta and not _is_date(meta[key]):
             fail(key, f"must be an ISO 8601 date or time, got {meta[key]!r}")
+
+
+def _facts_problem(facts: Any) -> str | None:
+    """Why ``facts`` is malformed, or ``None``. A fact is ``key: value`` or
+    ``key: {value: ..., unit: ..., as_of: DATE}`` (``value`` required in the long form)."""
+    if not isinstance(facts, dict):
+        return f"must be a mapping of key: value claims, got {facts!r}"
+    for key, value in facts.items():
+        if not isinstance(value, dict):
+            continue
+        unknown = set(value) - {"value", "unit", "as_of"}
+        if "value" not in value or unknown:
+            return (f"fact {key!r} in the long form needs 'value' (and optionally 'unit', "
+                    f"'as_of'), got {value!r}")
+        if "as_of" in value and not _is_date(value["as_of"]):
+            return f"fact {key!r}: as_of must be an ISO 8601 date, got {value['as_of']!r}"
+    return None
 
 
 def _is_date(value: Any) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from indexes.coverage import coverage
@@ -15,6 +15,7 @@ from indexes.marks import marks
 from indexes.query import query_words
 from indexes.store import Filters, SearchIndex
 from indexes.vectors import Progress
+from wiki import rerank
 from wiki.derived import (
     SyncReport,
     commit_as_of,
@@ -24,6 +25,7 @@ from wiki.derived import (
     sync,
 )
 from wiki.embedding import ensure_vectors, get_embedder, model_name
+from wiki.lifetimes import iso, lifetimes
 from wiki.workspace import Wiki
 
 
@@ -70,11 +72,29 @@ def is_gap(has_hits: bool, coverage: float, top_cosine: float | None, threshold:
 
 
 def filters_for(*, include_superseded: bool = False, category: str | None = None,
-                tags: tuple[str, ...] = ()) -> Filters:
+                tags: tuple[str, ...] = (), scope: str | None = None,
+                include_expired: bool = False) -> Filters:
     """Search filters: active entries only unless ``include_superseded`` (then
-    superseded ones too; retracted and draft entries are never answers)."""
+    superseded ones too; retracted and draft entries are never answers); only ``scope``
+    when given; expired entries (:mod:`wiki.lifetimes`) left out unless
+    ``include_expired`` (validity is checked now, or at ``--as-of``)."""
     statuses = ("active", "superseded") if include_superseded else ("active",)
-    return Filters(statuses=statuses, category=category or None, tags=tuple(tags))
+    return Filters(statuses=statuses, category=category or None, tags=tuple(tags),
+                   scope=scope, valid_at=None if include_expired else iso(_now()))
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _with_lifetimes(filters: Filters, index: SearchIndex, as_of: dt.datetime | None
+                    ) -> Filters:
+    """``filters`` with the indexed wiki.toml's lifetimes, validity checked at ``as_of``."""
+    if filters.valid_at is None:
+        return filters
+    days = lifetimes(indexed_config(index))
+    return replace(filters, lifetimes=tuple(sorted(days.items())),
+                   valid_at=iso(as_of) if as_of is not None else filters.valid_at)
 
 
 def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None = None,
@@ -89,7 +109,8 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
         commit = commit_as_of(wiki, as_of)
         with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
                 snapshot_index(wiki, commit, Path(folder) / "index.sqlite") as past:
-            return _search(past, SyncReport(commit), query, limit, filters, legs, progress)
+            return _search(past, SyncReport(commit), query, limit, filters, legs, progress,
+                           as_of)
     own = index is None
     if own:
         index, report = open_synced(wiki)
@@ -104,8 +125,10 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
 
 def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
             filters: Filters | None, legs: tuple[str, ...] | None,
-            progress: Progress | None) -> SearchResult:
+            progress: Progress | None, as_of: dt.datetime | None = None) -> SearchResult:
     config = indexed_config(index).search
+    memory = indexed_config(index).memory
+    filters = _with_lifetimes(filters or filters_for(), index, as_of)
     fusion = FusionConfig(legs=tuple(legs or config.legs), k=config.rrf_k,
                           window=max(config.window, limit), weights=config.leg_weights,
                           method=config.fusion)
@@ -113,9 +136,13 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
     vector, model = None, None
     if "vector" in fusion.legs:  # encoded on a worker thread while the lexical legs run
         vector, model = _query_vector(index, query, skipped, progress)
-    found = run_legs(index, query, fusion, filters=filters or filters_for(),
+    found = run_legs(index, query, fusion, filters=filters,
                      query_vector=vector, model=model, skipped=skipped)
-    hits = fuse(found, fusion, limit=limit)
+    if rerank.enabled(memory):
+        hits = rerank.after_fusion(index, fuse(found, fusion, limit=fusion.window), memory,
+                                   filters, now=as_of)[:limit]
+    else:
+        hits = fuse(found, fusion, limit=limit)
     lexical = found.get("bm25") or hits
     confidence = coverage(index, query, lexical[0].key) if lexical else 0.0
     cosine = found["vector"][0].score if found.get("vector") else None

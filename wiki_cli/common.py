@@ -51,6 +51,11 @@ RedactOption = Annotated[bool, typer.Option(
 AsOfOption = Annotated[str | None, typer.Option(
     "--as-of", help="Answer from the wiki as it was then (YYYY-MM-DD or ISO time, UTC).")]
 
+ScopeOption = Annotated[str | None, typer.Option(
+    "--scope", help="Only entries of this scope (a `scope:` field, else the top folder).")]
+ExpiredOption = Annotated[bool, typer.Option(
+    "--include-expired", help="Also entries past valid_until or their type's lifetime.")]
+
 
 def parse_as_of(value: str | None) -> dt.datetime | None:
     """``--as-of`` as an aware UTC time; a bare date means the end of that day."""

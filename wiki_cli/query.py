@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated
 
 import typer
 
 from wiki_cli.common import (
     AsOfOption,
+    ExpiredOption,
     JsonOption,
     LegsOption,
+    ScopeOption,
     app,
     embedding_progress,
     open_wiki,
@@ -34,6 +37,8 @@ def search(
     include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
     legs: LegsOption = None,
     as_of: AsOfOption = None,
+    scope: ScopeOption = None,
+    include_expired: ExpiredOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """Rank entries for QUERY: alias/title, BM25 and vector legs fused by weighted RRF."""
@@ -45,7 +50,8 @@ def search(
         result = run(open_wiki(), query, limit=limit, legs=parse_legs(legs), progress=progress,
                      as_of=parse_as_of(as_of),
                      filters=filters_for(include_superseded=include_superseded,
-                                         category=category, tags=tuple(tag or ())))
+                                         category=category, tags=tuple(tag or ()),
+                                         scope=scope, include_expired=include_expired))
     for leg, reason in result.skipped.items():
         report(f"note: {leg} leg skipped: {reason}")
     if json_output:
@@ -78,6 +84,10 @@ def ask(
     include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
     legs: LegsOption = None,
     as_of: AsOfOption = None,
+    scope: ScopeOption = None,
+    include_expired: ExpiredOption = False,
+    budget: Annotated[int | None, typer.Option(
+        "--budget", min=1, help="Return the best cited evidence that fits N tokens.")] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap."""
@@ -86,8 +96,8 @@ def ask(
     require_text(question, "question")
     with embedding_progress(json_output) as progress:
         answer = run(open_wiki(), question, category=category, legs=parse_legs(legs),
-                     as_of=parse_as_of(as_of),
-                     include_superseded=include_superseded, progress=progress)
+                     as_of=parse_as_of(as_of), scope=scope, include_expired=include_expired,
+                     budget=budget, include_superseded=include_superseded, progress=progress)
     if json_output:
         print_json(answer_payload(answer))
     elif answer.gap:
@@ -105,6 +115,10 @@ def ask(
             for uri in citation.changed_sources:
                 out.print(plain(f"    warning: {uri} changed since this entry was written; "
                                 "it may be stale (see `wiki lint --select W010`)"))
+        if answer.tokens:
+            t = answer.tokens
+            report(f"{t['used']} of {t['budget']} tokens used; the whole entries would take "
+                   f"{t['whole']} ({t['counter']})")
     if answer.gap:
         raise typer.Exit(GAP)
 
@@ -114,18 +128,39 @@ def show(
     target: Annotated[str, typer.Argument(help="Entry id or path on the wiki branch.")],
     json_output: JsonOption = False,
 ) -> None:
-    """Print one entry or file of the wiki as stored (--json: parsed fields)."""
+    """Print one entry or file of the wiki as stored (--json: parsed fields), and its
+    relations both ways (outgoing and incoming; on stderr unless --json)."""
+    from wiki.errors import WikiError
     from wiki.lookup import find_entry, raw_file
 
     wiki = open_wiki()
     raw = None if json_output else raw_file(wiki, target)
     if raw is not None:  # any file on the branch, valid entry or not, shown as stored
         out.file.write(raw.decode("utf-8", "replace"))
+        with contextlib.suppress(WikiError):  # not an entry (index.md, wiki.toml) or bad
+            _report_links(wiki, find_entry(wiki, target))
         return
     entry = find_entry(wiki, target)
     if json_output:
-        print_json(entry_payload(entry))
+        outgoing, incoming = _links(wiki, entry)
+        print_json({**entry_payload(entry),
+                    "relations": {"outgoing": outgoing, "incoming": incoming}})
         return
     out.file.write(entry.to_bytes().decode("utf-8"))
+    _report_links(wiki, entry)
+
+
+def _links(wiki, entry):
+    from wiki.relations import links
+
+    return links(wiki.snapshot().entries()[0], entry)
+
+
+def _report_links(wiki, entry) -> None:
+    outgoing, incoming = _links(wiki, entry)
+    for arrow, found in (("->", outgoing), ("<-", incoming)):
+        for link in found:
+            where = f"{link.title} — {link.path}" if link.path else "no such entry"
+            report(f"{arrow} {link.kind} {link.entry_id} ({where})")
 
 

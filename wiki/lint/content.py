@@ -99,32 +99,20 @@ def broken_link(ctx: LintContext):
                               "which no entry has", entry.id)
 
 
-def _as_time(value) -> dt.datetime | None:
-    if isinstance(value, dt.datetime):
-        when = value
-    elif isinstance(value, dt.date):
-        when = dt.datetime.combine(value, dt.time(23, 59, 59))
-    else:
-        try:
-            text = str(value).strip()
-            if len(text) == 10:
-                return _as_time(dt.date.fromisoformat(text))
-            when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
-
-
 @rule("W008", "expired", WARNING)
 def expired(ctx: LintContext):
-    """An active entry whose ``valid_until`` has passed (a date lasts to its end, UTC)."""
+    """An active entry past its expiry: ``valid_until`` (a date lasts to its end, UTC), or
+    without one its ``updated``/``created`` time plus its type's ``[lifetimes]`` entry in
+    wiki.toml (:mod:`wiki.lifetimes`). Expired entries are left out of default answers."""
+    from wiki.lifetimes import expiry, lifetimes
+
     now = ctx.cache.setdefault("now", dt.datetime.now(dt.UTC))
+    days = lifetimes(ctx.config)
     for entry in ctx.active:
-        until = entry.meta.get("valid_until")
-        when = _as_time(until) if until is not None else None
-        if when is not None and when < now:
-            yield Finding("W008", WARNING, entry.path, f"valid_until {until} has passed: "
-                          "review, extend or supersede it", entry.id)
+        when, why = expiry(entry, days)
+        if when is not None and when <= now:
+            yield Finding("W008", WARNING, entry.path, f"expired: {why} has passed "
+                          "(left out of answers): review, extend or supersede it", entry.id)
 
 
 @rule("W009", "broken-supersession", ERROR)

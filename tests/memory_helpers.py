@@ -1,0 +1,22 @@
+"""Shared helpers of the memory tests: land entries on a real wiki branch through review."""
+
+from __future__ import annotations
+
+from tests.conftest import ALICE, BOB
+from wiki.proposals import approve, propose
+from wiki.workspace import Wiki
+
+
+def land(w: Wiki, files: dict[str, str], subject: str = "test entries") -> None:
+    """Propose ``files`` (path -> text) as Alice and approve them as Bob."""
+    proposal, _ = propose(w, {p: t.encode() for p, t in files.items()}, kind="new",
+                          subject=subject, author=ALICE)
+    approve(w, proposal.name, approver=BOB)
+
+
+def entry(entry_id: str, title: str, body: str, **fields) -> str:
+    """Entry text; list and mapping values are written as YAML flow style."""
+    lines = [f"id: {entry_id}", f"title: {title}"]
+    for key, value in fields.items():
+        lines.append(f"{key}: {value}")
+    return "---\n" + "\n".join(lines) + f"\n---\n{body}\n"

@@ -1,0 +1,89 @@
+"""Memory commands: keyed facts (`wiki facts`) and procedure outcomes (`wiki feedback`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from wiki_cli.common import JsonOption, app, open_wiki
+from wiki_cli.errors import USAGE, report
+from wiki_cli.render import out, plain, print_json
+
+
+@app.command()
+def facts(
+    words: Annotated[list[str], typer.Argument(
+        help="KEY to show, or: set KEY VALUE to propose a new value.")],
+    unit: Annotated[str, typer.Option("--unit", help="Unit of the value (set).")] = "",
+    as_of: Annotated[str, typer.Option("--as-of", help="Date the value holds from (set).")] = "",
+    category: Annotated[str, typer.Option(
+        "--category", help="Folder of a new fact entry (set).")] = "facts",
+    json_output: JsonOption = False,
+) -> None:
+    """Show a keyed fact (current value, entry, sources, history) or propose a new value."""
+    from wiki import facts as memory
+
+    wiki = open_wiki()
+    if words[0] == "set" and len(words) == 3:
+        result = memory.set_fact(wiki, words[1], words[2], unit=unit, as_of=as_of,
+                                 category=category)
+        if json_output:
+            print_json(result)
+        elif result.proposal is None:
+            report(f"nothing to propose: {result.existing} already says this")
+        else:
+            report(f"proposed {result.proposal.name}: land with `wiki approve "
+                   f"{result.proposal.name}` (by someone else)")
+            out.print(result.proposal.name)
+        return
+    if len(words) != 1:
+        report("error: give KEY, or: set KEY VALUE")
+        raise typer.Exit(USAGE)
+    key = words[0]
+    now = memory.current(wiki, key)
+    changes = memory.history(wiki, key)
+    if json_output:
+        print_json({"key": key, "current": now,
+                    "history": [{"commit": c.commit, "date": c.date.isoformat(),
+                                 "change": c.change, "fact": c.fact} for c in changes]})
+        return
+    if not now:
+        report(f"{key}: no active entry holds it now (history below)")
+    for fact in now:
+        out.print(plain(f"{key} = {fact.text}"))
+        out.print(plain(f"  from {fact.title} — {fact.path} (id {fact.entry_id}); sources: "
+                        f"{', '.join(fact.sources) or 'none'}"))
+    if len(now) > 1:
+        report(f"warning: {len(now)} entries disagree about {key} (wiki lint --select W003)")
+    out.print("history:")
+    for change in changes:
+        out.print(plain(f"  {change.date:%Y-%m-%d} {change.commit[:10]} {change.change:<10} "
+                        f"{change.fact.text}  ({change.fact.entry_id})"))
+
+
+@app.command()
+def feedback(
+    target: Annotated[str, typer.Argument(help="Procedure entry id or path.")],
+    outcome: Annotated[str | None, typer.Argument(
+        help="worked or failed (omit to show the counts).")] = None,
+    propose: Annotated[bool, typer.Option(
+        "--propose", help="Propose writing the counts into the entry's `outcomes`.")] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Record whether a procedure worked (kept locally; --propose shares the counts)."""
+    from wiki import feedback as outcomes
+
+    wiki = open_wiki()
+    counts = outcomes.record(wiki, target, outcome) if outcome else \
+        outcomes.counts(wiki, target)
+    proposal = None
+    if propose:
+        proposal, _ = outcomes.propose_counts(wiki, target)
+    if json_output:
+        print_json({**vars(counts), "proposal": proposal.name if proposal else None})
+        return
+    out.print(plain(f"{counts.path}: worked {counts.worked}, failed {counts.failed}"
+                    + (f" (last {counts.last})" if counts.last else "")))
+    if proposal is not None:
+        report(f"proposed {proposal.name}: land with `wiki approve {proposal.name}`")
