@@ -195,6 +195,10 @@ def test_mcp_tools_in_process(small_wiki: Wiki, repo: Path) -> None:
     retracted = tools.propose("retract", target="docs/tock.md", reason="gone")
     assert retracted["proposal"].startswith("retract-")
     json.dumps(tools.search("tock", explain=False))  # plain JSON values
+    budgeted = tools.ask("where is annual leave requested?", budget=40)
+    assert budgeted["tokens"]["used"] <= 40 and budgeted["citations"]
+    assert tools.search("tock", scope="docs")["hits"]
+    assert tools.search("tock", scope="elsewhere")["hits"] == []
 
 
 def test_mcp_command_needs_a_wiki(cli, repo: Path) -> None:

@@ -64,6 +64,9 @@ IncludeSuperseded = Annotated[bool, Field(
                 "entries are never returned).")]
 AsOf = Annotated[str | None, Field(
     description="Answer from the wiki as it was then: YYYY-MM-DD or an ISO 8601 time (UTC).")]
+Scope = Annotated[str | None, Field(
+    description="Only entries of this scope (a project or team: an entry's 'scope' field, "
+                "else its top folder).")]
 LegsField = Annotated[Legs, Field(
     description="Retrieval legs to run (default: the wiki's configuration): 'alias' "
                 "(exact title/alias), 'bm25' (full text), 'vector' (embeddings).")]
@@ -139,6 +142,7 @@ class WikiTools:
             description="Only entries carrying every one of these tags.")] = None,
         include_superseded: IncludeSuperseded = False,
         as_of: AsOf = None,
+        scope: Scope = None,
         explain: Annotated[bool, Field(
             description="Add each leg's rank, raw score and contribution to every hit.")]
         = False,
@@ -153,7 +157,8 @@ class WikiTools:
         result = run(self.wiki(), query, limit=limit, legs=tuple(legs) if legs else None,
                      as_of=as_of_time(as_of, "as_of"),
                      filters=filters_for(include_superseded=include_superseded,
-                                         category=category, tags=tuple(tags or ())))
+                                         category=category, tags=tuple(tags or ()),
+                                         scope=scope))
         return search_payload(result, explain=explain)
 
     def ask(
@@ -163,6 +168,11 @@ class WikiTools:
         include_superseded: IncludeSuperseded = False,
         legs: LegsField = None,
         as_of: AsOf = None,
+        scope: Scope = None,
+        budget: Annotated[int | None, Field(
+            ge=1, description="At most this many tokens of evidence: the best cited "
+                              "sentences that fit, never cut mid-citation; 'tokens' reports "
+                              "what was used against the whole entries.")] = None,
     ) -> dict[str, Any]:
         """Answer a question from the wiki with sentences quoted from its entries, each
         cited ([n] -> 'citations': entry id, path, title, source uris). When the wiki does
@@ -173,7 +183,7 @@ class WikiTools:
         require_text(question, "question")
         answer = run(self.wiki(), question, category=category,
                      legs=tuple(legs) if legs else None, as_of=as_of_time(as_of, "as_of"),
-                     include_superseded=include_superseded)
+                     include_superseded=include_superseded, scope=scope, budget=budget)
         data = answer_payload(answer)
         data["answer"] = ("The wiki does not say." if answer.gap else
                           " ".join(f"{text} [{number}]" for text, number in answer.sentences))
