@@ -5,7 +5,13 @@ Importing this package registers the built-in rules in :data:`RULES`.
 
 from __future__ import annotations
 
-from wiki.lint import content, marks, sources, structure  # noqa: F401  (registers rules)
+from wiki.lint import (  # noqa: F401  (registers rules)
+    content,
+    marks,
+    sources,
+    structure,
+    subjects,
+)
 from wiki.lint.model import ERROR, RULES, WARNING, Finding, LintContext, LintReport, Rule, rule
 from wiki.lint.runner import FIX_KIND, report_dict, run_lint, save_report, select_rules
 
