@@ -13,7 +13,7 @@ from wiki.adapters import VALIDATORS, Check, Recorded, Sources, sources_for
 from wiki.entry import Entry, now_iso
 from wiki.lint.model import ERROR, WARNING, Finding, LintContext, rule
 
-_REFERENCE = r"^(?P<lead> {0,3}\[[^\]\n]+\]:[ \t]*<?){uri}(?P<tail>>?[ \t]*)$"
+_LEAD, _TAIL = r"^(?P<lead> {0,3}\[[^\]\n]+\]:[ \t]*<?)", r"(?P<tail>>?[ \t]*)$"
 
 
 def _sources(ctx: LintContext) -> Sources:
@@ -73,7 +73,7 @@ def stage_source_fix(ctx: LintContext, entry: Entry, number: int, changes: dict[
         sources.append({k: v for k, v in item.items() if v not in ("", None)})
     body = full.body
     for old, new in staged[1]:
-        pattern = re.compile(_REFERENCE.format(uri=re.escape(old)), re.MULTILINE)
+        pattern = re.compile(_LEAD + re.escape(old) + _TAIL, re.MULTILINE)
         body = pattern.sub(lambda m, new=new: m["lead"] + new + m["tail"], body)
     fields = {"sources": sources}
     ctx.fixes[entry.path] = full.updated_with(body=body if body != full.body else None,

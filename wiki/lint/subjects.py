@@ -10,8 +10,9 @@ half, over ``facts:`` keys).
   ``SF-1012``) stay in the subject, since there they name things (``Section 508``,
   ``Sprint 12``), and two entries must agree on them.
 * Two entries conflict when their subjects are near-identical (Jaccard similarity
-  >= :data:`SIMILARITY`) and each states a value the other does not (neither set of values
-  contains the other: saying less is not a contradiction).
+  >= :data:`SIMILARITY` for the title words alone and for the whole subject) and each
+  states a value the other does not (neither set of values contains the other: saying
+  less is not a contradiction).
 
 Candidate pairs come from prefix filtering (rarest words first), so the rule stays far
 from quadratic on a large wiki.
@@ -79,19 +80,25 @@ def _words(text: str) -> set[str]:
     return {w for w in fold_name(text).split() if w not in STOPWORDS}
 
 
-def subject_and_values(entry: Entry) -> tuple[frozenset[str], set[str]]:
-    """The subject words and stated values of ``entry`` (see the module docstring)."""
+def subject_and_values(entry: Entry) -> tuple[frozenset[str], frozenset[str], set[str]]:
+    """The title words, the subject words and the stated values of ``entry`` (see the
+    module docstring)."""
     values, rest = values_of(entry.summary)
-    return frozenset(_words(entry.title) | _words(rest)), values
+    title = frozenset(_words(entry.title))
+    return title, title | _words(rest), values
 
 
-def _candidates(items: list[tuple[Entry, frozenset[str], set[str]]]):
+def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
+    return bool(a | b) and len(a & b) / len(a | b) >= SIMILARITY
+
+
+def _candidates(items: list[tuple[Entry, frozenset[str], frozenset[str], set[str]]]):
     """Index pairs whose subjects may reach :data:`SIMILARITY` (prefix filtering: two sets
     that similar share a word among the first ``|s| - ceil(t*|s|) + 1`` rarest of each)."""
-    frequency = Counter(w for _, subject, _ in items for w in subject)
+    frequency = Counter(w for _, _, subject, _ in items for w in subject)
     postings: dict[str, list[int]] = {}
     pairs: set[tuple[int, int]] = set()
-    for i, (_, subject, _) in enumerate(items):
+    for i, (_, _, subject, _) in enumerate(items):
         ordered = sorted(subject, key=lambda w: (frequency[w], w))
         prefix = ordered[:len(ordered) - math.ceil(SIMILARITY * len(ordered)) + 1]
         for word in prefix:
@@ -108,12 +115,12 @@ def conflicting_subject(ctx: LintContext):
     other; decide which is right, then edit or supersede the other."""
     items = []
     for entry in ctx.active:
-        subject, values = subject_and_values(entry)
+        title, subject, values = subject_and_values(entry)
         if values and len(subject) >= 2:
-            items.append((entry, subject, values))
+            items.append((entry, title, subject, values))
     for i, j in _candidates(items):
-        (a, sa, va), (b, sb, vb) = items[i], items[j]
-        if len(sa & sb) / len(sa | sb) < SIMILARITY or va <= vb or vb <= va or \
+        (a, ta, sa, va), (b, tb, sb, vb) = items[i], items[j]
+        if not (_similar(ta, tb) and _similar(sa, sb)) or va <= vb or vb <= va or \
                 {w for w in sa if w.isdigit()} != {w for w in sb if w.isdigit()}:
             continue  # not the same subject, or one only says less
         for one, other, mine, theirs in ((a, b, va, vb), (b, a, vb, va)):
