@@ -58,6 +58,7 @@ class GitSource:
         self.ref = env.config.sources.git_ref or (None if env.root is not None else "HEAD")
         self._blobs: dict[str, str] | None = None  # path -> blob id (clean files only)
         self._modes: dict[str, str] = {}
+        self._root = env.root.resolve() if env.root is not None else None
 
     # -- paths and the one listing ------------------------------------------------------
     @staticmethod
@@ -106,9 +107,11 @@ class GitSource:
         if sha and recorded.blob == sha and recorded.fingerprint:
             return Check(uri, recorded.fingerprint, validators={"blob": sha}, unchanged=True)
         if self.ref is None:
-            local = (self.env.root / path).resolve()
-            if not local.is_relative_to(self.env.root.resolve()):
-                return Check(uri, error="the path leaves the repository")
+            local = self._root / path
+            if self._modes.get(path, "120000") == "120000":  # untracked, or a link: resolve
+                local = local.resolve()
+                if not local.is_relative_to(self._root):
+                    return Check(uri, error="the path leaves the repository")
             return file_check(self.env, uri, local, {"blob": sha} if sha else None)
         if sha is None:
             return Check(uri, error=f"no longer exists at {self.ref}")
