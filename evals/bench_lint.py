@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import tempfile
 import time
@@ -94,7 +95,9 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench-lint.json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = ["# wiki lint on a synthetic wiki", "", f"- **project commit**: {git_head()}", "",
+    lines = ["# wiki lint on a synthetic wiki", "", f"- **project commit**: {git_head()}",
+             f"- **load average (1 min) when done**: {os.getloadavg()[0]:.1f} on "
+             f"{os.cpu_count()} CPUs", "",
              "| sources / entries | entries' sources | lint s (in process) | findings | "
              "target |", "|---|---|---|---|---|"]
     for label, run in runs.items():
