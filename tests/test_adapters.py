@@ -179,3 +179,14 @@ def test_http_timeout_and_refused_connection(site: Site) -> None:
         site.release.set()
         refused = sources.check("http://127.0.0.1:9/none")
     assert refused.fingerprint is None and refused.error.startswith("unreachable")
+
+
+def test_sources_settings_are_checked() -> None:
+    from wiki.config import TEMPLATE, parse_config
+    from wiki.errors import ConfigError
+    assert parse_config(TEMPLATE).sources == SourcesConfig()
+    for bad, message in (("timeout = 0", "timeout must be more than 0"),
+                         ("timeout = 'x'", "must be a non-negative number"),
+                         ("git_ref = '--all'", "git_ref must be a ref name")):
+        with pytest.raises(ConfigError, match=message):
+            parse_config(f"[sources]\n{bad}\n")

@@ -208,3 +208,19 @@ def test_w013_no_conflict_without_a_contradiction(wiki: Wiki) -> None:
                                        summary="'The Denver per diem is $51 per day.'",
                                        status="retracted").encode()})
     assert codes(wiki, "W013") == []
+
+
+def test_fixes_of_two_rules_to_one_entry_add_up(wiki: Wiki, repo: Path) -> None:
+    _ingest_committed(wiki, repo)
+    write(repo / "docs" / "new.md", "New page.\n")
+    entry = wiki.snapshot().entry("docs/travel.md")
+    sources = [*entry.meta["sources"], {"uri": "git:docs/new.md"}]
+    commit(wiki, {"docs/travel.md": entry.updated_with(sources=sources).to_bytes()})
+    git(repo, "mv", "docs/travel.md", "docs/trips.md")
+    git(repo, "commit", "-qm", "move")
+    report = run_lint(wiki, fix=True)
+    assert sorted(f.code for f in report.fixed) == ["W001", "W011"]
+    approve(wiki, report.proposal.name, approver=BOB)
+    first, second = wiki.snapshot().entry("docs/travel.md").meta["sources"]
+    assert first["uri"] == "git:docs/trips.md" and second["fingerprint"] == fp("New page.")
+    assert run_lint(wiki).findings == []
