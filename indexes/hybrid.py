@@ -9,10 +9,12 @@ filters before ranking; each contributes its top ``window`` hits to
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from indexes.documents import Hit
+from indexes.errors import IndexesError
 from indexes.fusion import DEFAULT_K, rrf, zscore
 from indexes.store import Filters, SearchIndex
 
@@ -32,22 +34,48 @@ class FusionConfig:
     """``zscore`` (weighted CombSUM of z-scores, the default) or ``rrf``."""
 
 
+_ENCODER: ThreadPoolExecutor | None = None
+
+
+def encode_in_background(encode: Callable[[str], object], query: str) -> Future:
+    """Start ``encode(query)`` on a worker thread (one per process, reused) and return its
+    future, so the query is encoded while the lexical legs run: ONNX Runtime, PyTorch and
+    the embedding server's socket all release the GIL while they work."""
+    global _ENCODER
+    if _ENCODER is None:
+        _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wiki-encode")
+    return _ENCODER.submit(encode, query)
+
+
 def run_legs(index: SearchIndex, query: str, config: FusionConfig, *,
              filters: Filters | None = None, query_vector=None,
-             model: str | None = None) -> dict[str, list[Hit]]:
-    """``leg -> ranked hits`` for every configured leg that can run (the vector leg
-    needs ``query_vector`` and ``model``). Raises ``EmptyQueryError`` for an empty query
-    when a lexical leg runs."""
+             model: str | None = None, skipped: dict[str, str] | None = None
+             ) -> dict[str, list[Hit]]:
+    """``leg -> ranked hits`` for every configured leg that can run, in ``config.legs``
+    order. The vector leg needs ``model`` and ``query_vector``: a unit vector, or a
+    :class:`~concurrent.futures.Future` of one (:func:`encode_in_background`), awaited only
+    after the lexical legs have run. With ``skipped`` given, a vector that fails with an
+    ``IndexesError`` (no model) is recorded there as ``{"vector": reason}`` and the other
+    legs are still returned; without it the error is raised. Raises ``EmptyQueryError`` for
+    an empty query when a lexical leg runs."""
     out: dict[str, list[Hit]] = {}
     for leg in config.legs:
         if leg == "alias":
             out[leg] = index.search_names(query, limit=config.window, filters=filters)
         elif leg == "bm25":
             out[leg] = index.search(query, limit=config.window, filters=filters)
-        elif leg == "vector" and query_vector is not None and model:
-            out[leg] = index.search_vector(query_vector, model, limit=config.window,
-                                           filters=filters)
-    return out
+    if "vector" in config.legs and query_vector is not None and model:
+        try:
+            vector = query_vector.result() if isinstance(query_vector, Future) \
+                else query_vector
+        except IndexesError as exc:
+            if skipped is None:
+                raise
+            skipped["vector"] = str(exc)
+        else:
+            out["vector"] = index.search_vector(vector, model, limit=config.window,
+                                                filters=filters)
+    return {leg: out[leg] for leg in config.legs if leg in out}
 
 
 def fuse(legs: Mapping[str, list[Hit]], config: FusionConfig, *, limit: int) -> list[Hit]:

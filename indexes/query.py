@@ -59,8 +59,9 @@ _EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}<>"
 
 
 def quote(text: str) -> str:
-    """Quote ``text`` as one FTS5 string (a phrase of its tokens)."""
-    return '"' + text.replace('"', '""') + '"'
+    """Quote ``text`` as one FTS5 string (a phrase of its tokens). NUL characters are
+    dropped: FTS5 ends a string at one ("unterminated string"); they are never tokens."""
+    return '"' + text.replace("\x00", "").replace('"', '""') + '"'
 
 
 def match_expression(query: str) -> str:

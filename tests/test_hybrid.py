@@ -15,7 +15,7 @@ from indexes import embedders
 from indexes.documents import Document, Hit
 from indexes.fusion import rrf
 from indexes.names import fold_name, spans
-from indexes.store import SearchIndex
+from indexes.store import Filters, SearchIndex
 from indexes.vectors import chunk_texts, embed_pending
 from wiki.proposals import approve, propose
 from wiki.search import search
@@ -221,3 +221,19 @@ def test_real_model_finds_a_paraphrase(wiki: Wiki, monkeypatch, question: str) -
     result = search(wiki, question, legs=("vector",))
     assert result.hits[0].key in {"hr/pto.md", "hr/leave.md"}
 
+
+
+def test_bm25_prefetch_falls_back_when_filters_drop_the_best_matches(tmp_path) -> None:
+    """The 300 best 'falcon' matches are in category a; a category-b search must still
+    find b's (weaker) matches, in BM25 order, whatever the prefetch size."""
+    strong = [Document(f"a/{i}.md", f"a{i}", f"Falcon falcon {i}", body="falcon " * 5,
+                       category="a") for i in range(300)]
+    weak = [Document(f"b/{i}.md", f"b{i}", f"Bird {i}", body="falcon" + " filler" * (20 + i),
+                     category="b") for i in range(5)]
+    with SearchIndex(tmp_path / "x.sqlite") as index, index.transaction():
+        index.upsert(strong + weak)
+    with SearchIndex(tmp_path / "x.sqlite") as index:
+        found = index.search_bm25("falcon", limit=10, filters=Filters(category="b"))
+        assert [h.key for h in found] == [f"b/{i}.md" for i in range(5)]
+        everything = index.search_bm25("falcon", limit=10, filters=Filters())
+        assert all(h.key.startswith("a/") for h in everything) and len(everything) == 10

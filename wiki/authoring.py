@@ -22,6 +22,7 @@ from wiki.errors import ConfigError, DuplicateIdError
 from wiki.gitrepo import Identity
 from wiki.lookup import find_entry
 from wiki.proposals import Proposal, propose
+from wiki.safety import screen_bytes
 from wiki.slug import slug_path, slugify, unique_path
 from wiki.snapshot import Snapshot
 from wiki.workspace import Wiki
@@ -42,11 +43,13 @@ class Authored:
 
 
 def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str = "entry.md",
-              author: Identity | None = None) -> Authored:
+              author: Identity | None = None, redact: bool = False) -> Authored:
     """Propose a new entry from markdown ``text`` (frontmatter needs ``title``; ``id`` is
-    generated when absent). Raises ``EntryError`` for a malformed file and
-    ``DuplicateIdError`` when the id is taken (use :func:`edit_entry`)."""
+    generated when absent). Raises ``EntryError`` for a malformed file,
+    ``DuplicateIdError`` when the id is taken (use :func:`edit_entry`) and ``SecretError``
+    for a secret in ``text`` (with ``redact``, it is replaced by ``[REDACTED:<kind>]``)."""
     snapshot = wiki.snapshot()
+    text = _screened(text, source_name, redact)
     draft = Entry.parse(source_name, _with_id(text))
     for current in snapshot.entries()[0]:
         if current.id == draft.id:
@@ -63,26 +66,29 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
     duplicates = near_duplicates(snapshot, entry)
     proposal, created = propose(wiki, {path: entry.to_bytes()}, kind="new",
                                 subject=f"new entry: {entry.title}",
-                                body=_duplicate_note(duplicates), author=author)
+                                body=_duplicate_note(duplicates), author=author, redact=redact)
     return Authored(proposal, created, near_duplicates=duplicates)
 
 
 def edit_entry(wiki: Wiki, target: str, text: bytes, *,
-               author: Identity | None = None) -> Authored:
+               author: Identity | None = None, redact: bool = False) -> Authored:
     """Propose ``text`` as the new content of entry ``target`` (id or path); its id must
-    stay the same. Raises ``NotFoundError`` and ``EntryError``."""
+    stay the same. Raises ``NotFoundError``, ``EntryError`` and ``SecretError`` (a secret
+    not already in the entry; ``redact`` replaces secrets instead)."""
     snapshot = wiki.snapshot()
     current = find_entry(wiki, target)
+    text = _screened(text, current.path, redact, before=current.to_bytes())
     draft = Entry.parse(current.path, text)
     if draft.id != current.id:
         raise ConfigError(f"{current.path}: an edit cannot change the id ({current.id} -> "
                           f"{draft.id}); propose a new entry that supersedes it instead")
-    return _propose_edit(wiki, snapshot, current, draft, author, verb="edit")
+    return _propose_edit(wiki, snapshot, current, draft, author, verb="edit", redact=redact)
 
 
 def retract_entry(wiki: Wiki, target: str, reason: str, *,
-                  author: Identity | None = None) -> Authored:
-    """Propose marking entry ``target`` retracted (kept in history, hidden from answers)."""
+                  author: Identity | None = None, redact: bool = False) -> Authored:
+    """Propose marking entry ``target`` retracted (kept in history, hidden from answers).
+    A secret in ``reason`` raises ``SecretError`` unless ``redact``."""
     if not reason.strip():
         raise ConfigError("a retraction needs a reason (--reason TEXT)")
     current = find_entry(wiki, target)
@@ -91,17 +97,19 @@ def retract_entry(wiki: Wiki, target: str, reason: str, *,
     changed = current.updated_with(status="retracted", updated=now_iso())
     proposal, created = propose(wiki, {current.path: changed.to_bytes()}, kind="retract",
                                 subject=f"retract: {current.title}", body=reason,
-                                author=author)
+                                author=author, redact=redact)
     return Authored(proposal, created)
 
 
 def supersede_entry(wiki: Wiki, target: str, text: bytes, *,
-                    author: Identity | None = None) -> Authored:
+                    author: Identity | None = None, redact: bool = False) -> Authored:
     """Propose a new entry that replaces ``target``: the new one records ``supersedes``,
     the old one becomes ``superseded`` with ``superseded_by`` (kept, hidden by default,
-    found with ``--include-superseded`` or ``--as-of``)."""
+    found with ``--include-superseded`` or ``--as-of``). ``SecretError`` as for
+    :func:`new_entry`."""
     snapshot = wiki.snapshot()
     old = find_entry(wiki, target)
+    text = _screened(text, "new.md", redact)
     draft = Entry.parse("new.md", _with_id(text))
     if draft.id == old.id:
         raise ConfigError(f"the replacement needs its own id, not {old.id}")
@@ -112,19 +120,20 @@ def supersede_entry(wiki: Wiki, target: str, text: bytes, *,
     retired = old.updated_with(status="superseded", superseded_by=[draft.id], updated=stamp)
     proposal, created = propose(wiki, {path: new.to_bytes(), old.path: retired.to_bytes()},
                                 kind="supersede", subject=f"supersede {old.title}",
-                                author=author)
+                                author=author, redact=redact)
     return Authored(proposal, created)
 
 
 def _propose_edit(wiki: Wiki, snapshot: Snapshot, current: Entry, draft: Entry,
-                  author: Identity | None, *, verb: str) -> Authored:
+                  author: Identity | None, *, verb: str, redact: bool = False) -> Authored:
     if draft.meta == current.meta and draft.body == current.body:
         return Authored(None, existing=current.path)
     changed = current.updated_with(body=draft.body, **{
         **{k: None for k in current.meta if k not in draft.meta},
         **draft.meta, "updated": now_iso()})
     proposal, created = propose(wiki, {current.path: changed.to_bytes()}, kind=verb,
-                                subject=f"{verb}: {current.title}", author=author)
+                                subject=f"{verb}: {current.title}", author=author,
+                                redact=redact)
     return Authored(proposal, created)
 
 
@@ -155,6 +164,12 @@ def _duplicate_note(paths: list[str]) -> str:
     if not paths:
         return ""
     return "Near-duplicate of: " + ", ".join(paths) + " (consider editing that entry instead)"
+
+
+def _screened(text: bytes, name: str, redact: bool, before: bytes | None = None) -> bytes:
+    """``text`` after the write-time secret check, so that a refusal names the caller's
+    own file and line (the proposal checks again, and flags instruction-like content)."""
+    return screen_bytes(text, name, redact_secrets=redact, before=before)[0]
 
 
 def _with_id(text: bytes) -> bytes:

@@ -82,3 +82,20 @@ class ReviewChangedError(WikiError):
 
 class SelfApprovalError(WikiError):
     """The approver is one of the proposal's authors or committers."""
+
+
+class SecretError(WikiError):
+    """Text going into the wiki contains a secret (a token, a key, a password): refused.
+    Carries ``path`` and the secret ``findings`` (:class:`wiki.safety.Finding`, masked);
+    ``reason`` is the message without the path."""
+
+    def __init__(self, path: str, findings: list):
+        self.path, self.findings = path, findings
+        first = findings[0]
+        more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+        self.reason = (f"secret ({first.kind}) {first.excerpt} at line {first.line}, column "
+                       f"{first.column}{more}: remove it, or pass --redact to replace it with "
+                       f"[REDACTED:{first.kind}]")
+        super().__init__(f"{path}:{first.line}:{first.column}: secret ({first.kind}) "
+                         f"{first.excerpt}{more}: not written; remove it, or pass --redact "
+                         f"to replace it with [REDACTED:{first.kind}]")

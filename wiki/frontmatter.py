@@ -168,10 +168,25 @@ def _verify(chunks: dict[str, str], data: dict) -> bool:
         return False
 
 
+class _Dumper(yaml.SafeDumper):
+    """``safe_dump``, except that a string holding a character YAML reads as a line break
+    (NEL, LINE/PARAGRAPH SEPARATOR) is double-quoted (escaped as ``\\N``, ``\\L``,
+    ``\\P``): written plain, it would load back with a space in its place."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str):
+    if any(c in value for c in "\x85\u2028\u2029"):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    return dumper.represent_str(value)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
 def dump_field(key: str, value) -> str:
     """One top-level ``key: value`` as block YAML (Unicode kept, no line wrapping)."""
-    return yaml.safe_dump({key: value}, sort_keys=False, allow_unicode=True,
-                          default_flow_style=False, width=1_000_000)
+    return yaml.dump({key: value}, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False, width=1_000_000)
 
 
 def render(data: dict, body: str, *, original: Frontmatter | None = None,

@@ -17,10 +17,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import git
+
 from indexes.marks import mark_sources
 from wiki.derived import open_synced
 from wiki.entry import now_iso
-from wiki.errors import ConfigError
+from wiki.errors import ConfigError, NotFoundError
 from wiki.gitrepo import common_dir
 from wiki.workspace import Wiki
 
@@ -107,12 +109,17 @@ def mark_commit(wiki: Wiki, commit: str = "HEAD") -> list[str]:
     returns the marked entry paths (empty during a rebase/merge or without a wiki)."""
     if in_progress(wiki) or wiki.head() is None:
         return []
+    try:  # resolved first, so a bad name is one clear error, never an option to git
+        if commit.startswith("-"):
+            raise git.GitCommandError("rev-parse", 1)
+        sha = wiki.repo.git.rev_parse("--verify", "--quiet", f"{commit}^{{commit}}")
+    except git.GitCommandError:
+        raise NotFoundError(f"no commit {commit!r} in this repository") from None
     changed = wiki.repo.git.diff_tree("--no-commit-id", "-r", "--name-only", "-z",
-                                      "--root", commit).split("\0")
+                                      "--root", sha).split("\0")
     uris = {f"git:{path}" for path in changed if path}
     if not uris:
         return []
-    sha = wiki.repo.rev_parse(commit).hexsha
     index, _ = open_synced(wiki)
     try:
         with index.transaction():

@@ -7,7 +7,8 @@ sentences), tags and aliases from the source's own frontmatter, a folder from th
 source's folder, and ``sources:`` with the uri, fingerprint and time. A source whose
 fingerprint is unchanged is skipped; a changed one updates its entries in place (same id
 and path); sections that disappeared are marked ``retracted``, never deleted. The result
-is one proposal. A bad file is reported and skipped; it never stops the run.
+is one proposal. A bad file is reported and skipped; it never stops the run. So is a file
+holding a secret (:mod:`wiki.safety`), unless ``redact`` replaces its secrets.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from wiki import markdown_text as md
 from wiki.adapters.git_source import work_tree_blobs
 from wiki.config import IngestConfig, WikiConfig
 from wiki.entry import Entry, Source, now_iso
-from wiki.errors import EntryError, SourceError
+from wiki.errors import EntryError, SecretError, SourceError
 from wiki.frontmatter import parse as parse_frontmatter
 from wiki.gitrepo import Identity
 from wiki.proposals import Proposal, get_proposal, list_proposals, propose
+from wiki.safety import screen
 from wiki.slug import slug_path, slugify, unique_path
 from wiki.sources import fingerprint, read_text, source_uri
 from wiki.workspace import Wiki
@@ -77,11 +79,14 @@ class _Candidate:
 
 
 def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None = None,
-           author: Identity | None = None, dry_run: bool = False) -> IngestReport:
+           author: Identity | None = None, dry_run: bool = False,
+           redact: bool = False) -> IngestReport:
     """Compile the sources under ``paths`` and propose the resulting entry changes.
 
     Returns an :class:`IngestReport`; ``report.proposal`` is ``None`` when nothing changed
-    (or with ``dry_run``). Raises ``NotInitializedError`` without a wiki branch.
+    (or with ``dry_run``). A source holding a secret is skipped with the kind and place in
+    ``report.skipped``; with ``redact`` it is ingested with ``[REDACTED:<kind>]`` instead.
+    Raises ``NotInitializedError`` without a wiki branch.
     """
     snapshot = wiki.snapshot()
     config = snapshot.config()
@@ -102,10 +107,11 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
     for done, candidate in enumerate(candidates, start=1):
         shown = _display(candidate.path)
         try:
-            result = _compile(wiki, config, candidate, by_uri, taken, ids, pending, blobs)
-        except (SourceError, EntryError) as exc:
+            result = _compile(wiki, config, candidate, by_uri, taken, ids, pending, blobs,
+                              redact)
+        except (SourceError, EntryError, SecretError) as exc:
             report.skipped.append(Skipped(shown, getattr(exc, "reason", str(exc))
-                                          if isinstance(exc, SourceError) else str(exc)))
+                                          if not isinstance(exc, EntryError) else str(exc)))
         else:
             report.sources += 1
             if isinstance(result, str):  # already in an open proposal on this head
@@ -136,7 +142,8 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
         if len(touched) > 200:
             body += f"\n- ... and {len(touched) - 200} more"
         report.proposal, report.proposal_created = propose(
-            wiki, changes, kind="ingest", subject=subject, body=body, author=author)
+            wiki, changes, kind="ingest", subject=subject, body=body, author=author,
+            redact=redact)
     elif waiting and not changes:
         report.proposal, report.proposal_created = get_proposal(wiki, waiting[0]), False
     return report
@@ -248,14 +255,16 @@ def _category(wiki: Wiki, candidate: _Candidate, config: IngestConfig) -> str:
 
 def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
              by_uri: dict[str, list[Entry]], taken: set[str], ids: set[str],
-             pending: dict[str, tuple[str, str]], blobs: dict[str, tuple[str, str]]):
+             pending: dict[str, tuple[str, str]], blobs: dict[str, tuple[str, str]],
+             redact: bool = False):
     path = candidate.path
     text = read_text(path, max_bytes=config.ingest.max_bytes, max_lines=config.ingest.max_lines)
     shown = _display(path)
-    front = parse_frontmatter(text, shown)
-    uri = source_uri(path, wiki.root)
     fp = fingerprint(text, ignore_frontmatter=config.sources.ignore_frontmatter,
                      ignore_whitespace=config.sources.ignore_whitespace)
+    text, _ = screen(text, shown, redact_secrets=redact)  # the fingerprint is the source's
+    front = parse_frontmatter(text, shown)
+    uri = source_uri(path, wiki.root)
     if uri in pending and pending[uri][0] == fp:
         return pending[uri][1]
     existing = by_uri.get(uri, [])

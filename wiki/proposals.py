@@ -32,6 +32,7 @@ from wiki.errors import (
     StaleProposalError,
 )
 from wiki.gitrepo import Identity, current_identity
+from wiki.safety import Flag, screen, screen_changes
 from wiki.snapshot import Snapshot, with_indexes
 from wiki.workspace import Wiki
 
@@ -39,6 +40,8 @@ BASE_TRAILER = "Wiki-Base"
 APPROVAL_TRAILER = "Wiki-Approval"
 REVIEWED_TRAILER = "Wiki-Reviewed-Diff"
 PROPOSAL_TRAILER = "Wiki-Proposal"
+FLAG_TRAILER = "Wiki-Flag"
+MAX_FLAGS = 100
 LAND_ATTEMPTS = 5
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
 
@@ -62,6 +65,9 @@ class Proposal:
     approvals: list[tuple[Identity, str]] = field(default_factory=list)
     """``(approver, review hash they approved)`` recorded so far (``approvals_required``
     above 1); an approval of an older state of the proposal no longer counts."""
+    flags: list[Flag] = field(default_factory=list)
+    """Instruction-like content found when it was proposed (``Wiki-Flag:`` trailers), for
+    the reviewer: see wiki.safety."""
 
 
 @dataclass
@@ -98,16 +104,30 @@ def review_hash(wiki: Wiki, proposal: Proposal) -> str:
 
 
 def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subject: str,
-            body: str = "", author: Identity | None = None) -> tuple[Proposal, bool]:
+            body: str = "", author: Identity | None = None,
+            redact: bool = False) -> tuple[Proposal, bool]:
     """Record ``changes`` (path -> new bytes, ``None`` deletes) as a proposal on the wiki
     head. Returns ``(proposal, created)``; ``created`` is false when an open proposal with
     exactly this result already exists (it is returned instead). Changes that leave a path
-    as it is are dropped; raises ``ValueError`` if nothing is left (callers check first)."""
+    as it is are dropped; raises ``ValueError`` if nothing is left (callers check first).
+
+    Every proposal passes the write-time scan (:mod:`wiki.safety`): a secret new in a file,
+    a path or the message raises ``SecretError`` before anything is written (with
+    ``redact``, secrets are replaced by ``[REDACTED:<kind>]`` instead); instruction-like
+    content is recorded as ``Wiki-Flag:`` trailers, listed in ``proposal.flags``."""
     head = wiki.require_head()
     snapshot = wiki.snapshot(head)
     effective = {p: d for p, d in changes.items() if snapshot.read(p) != d}
     if not effective:
         raise ValueError("no changes to propose")
+    # generated index.md files only repeat entries' titles and summaries, screened as entries
+    screened, flags = screen_changes({p: d for p, d in effective.items()
+                                      if p.rpartition("/")[2] != indextree.INDEX_NAME},
+                                     snapshot.read, redact_secrets=redact)
+    effective.update(screened)
+    subject, found = screen(subject, "the proposal's subject", redact_secrets=redact)
+    body, more = screen(body, "the proposal's message", redact_secrets=redact)
+    flags += [Flag(f.rule, f.kind, "commit-message", f.line, f.column) for f in found + more]
     author = author or current_identity(wiki.repo)
     tree = wiki.store.write_tree(snapshot.files, with_indexes(snapshot, effective))
     for existing in list_proposals(wiki):
@@ -116,6 +136,7 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subje
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     name = f"{kind}-{stamp}-{tree[:7]}"
     message = (f"{subject}\n\n{body.strip()}\n\n" if body.strip() else f"{subject}\n\n")
+    message += "".join(f"{FLAG_TRAILER}: {flag}\n" for flag in flags[:MAX_FLAGS])
     message += f"{PROPOSAL_TRAILER}: {name}\n{BASE_TRAILER}: {head}\n"
     commit = wiki.store.commit(tree, [head], message, author=author)
     wiki.store.update_ref(wiki.proposal_prefix + name, commit, None, f"wiki propose {name}")
@@ -157,7 +178,10 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
         base = merge_base[0].hexsha if merge_base else tip
     authors: list[Identity] = []
     approvals: list[tuple[Identity, str]] = []
+    flags: list[Flag] = []
     for item in wiki.repo.iter_commits(f"{base}..{tip}"):
+        flags += [f for f in map(Flag.parse, _trailers(item.message, FLAG_TRAILER))
+                  if f is not None and f not in flags]
         if _trailer(item.message, APPROVAL_TRAILER):
             approvals.append((Identity(item.author.name or "", item.author.email or ""),
                               _trailer(item.message, REVIEWED_TRAILER) or ""))
@@ -173,14 +197,18 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
                 default=commit.authored_datetime)
     paths = sorted(changed_paths(wiki.store.files(base), wiki.store.files(tip)))
     return Proposal(name, ref, tip, base, commit.summary, authors,
-                    first.astimezone(dt.UTC), paths, stale=head != base, approvals=approvals)
+                    first.astimezone(dt.UTC), paths, stale=head != base, approvals=approvals,
+                    flags=flags)
 
 
 def _trailer(message: str, key: str) -> str | None:
-    for line in message.splitlines():
-        if line.startswith(key + ":"):
-            return line.split(":", 1)[1].strip()
-    return None
+    found = _trailers(message, key)
+    return found[0] if found else None
+
+
+def _trailers(message: str, key: str) -> list[str]:
+    return [line.split(":", 1)[1].strip() for line in message.splitlines()
+            if line.startswith(key + ":")]
 
 
 def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
@@ -314,10 +342,11 @@ def _record_approval(wiki: Wiki, proposal: Proposal, approver: Identity, reviewe
 def reject(wiki: Wiki, name: str, reason: str, rejecter: Identity | None = None) -> str:
     """Close proposal ``name`` without landing it. Nothing is deleted: a commit recording
     who rejected it and why is added on top, and the branch moves to
-    ``refs/heads/<wiki>-rejected/<name>``. Returns that ref. Raises ``NotFoundError`` and,
-    for an empty reason, ``ConfigError``."""
+    ``refs/heads/<wiki>-rejected/<name>``. Returns that ref. Raises ``NotFoundError``,
+    ``ConfigError`` for an empty reason and ``SecretError`` for a secret in it."""
     if not reason.strip():
         raise ConfigError("a rejection needs a reason (--reason TEXT)")
+    reason, _ = screen(reason, "the rejection reason")
     proposal = get_proposal(wiki, name)
     where = wiki.checked_out_in(proposal.ref)
     if where is not None:

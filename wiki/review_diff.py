@@ -56,6 +56,8 @@ class ProposalDiff:
     subject: str
     review_hash: str
     changes: list[FileChange]
+    flags: list = field(default_factory=list)
+    """Instruction-like content flagged when it was proposed (``wiki.safety.Flag``)."""
 
 
 def proposal_diff(wiki: Wiki, name: str) -> ProposalDiff:
@@ -66,7 +68,7 @@ def proposal_diff(wiki: Wiki, name: str) -> ProposalDiff:
     changes = [_file_change(path, base.read(path), tip.read(path))
                for path in sorted(changed_paths(base.files, tip.files))]
     return ProposalDiff(proposal.name, proposal.base, proposal.tip, proposal.subject,
-                        review_hash(wiki, proposal), changes)
+                        review_hash(wiki, proposal), changes, proposal.flags)
 
 
 def _file_change(path: str, old: bytes | None, new: bytes | None) -> FileChange:

@@ -10,7 +10,7 @@ from pathlib import Path
 from indexes.coverage import coverage
 from indexes.documents import Hit
 from indexes.embedders import EmbedderUnavailableError
-from indexes.hybrid import FusionConfig, fuse, run_legs
+from indexes.hybrid import FusionConfig, encode_in_background, fuse, run_legs
 from indexes.marks import marks
 from indexes.query import query_words
 from indexes.store import Filters, SearchIndex
@@ -111,10 +111,10 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
                           method=config.fusion)
     skipped: dict[str, str] = {}
     vector, model = None, None
-    if "vector" in fusion.legs:
+    if "vector" in fusion.legs:  # encoded on a worker thread while the lexical legs run
         vector, model = _query_vector(index, query, skipped, progress)
     found = run_legs(index, query, fusion, filters=filters or filters_for(),
-                     query_vector=vector, model=model)
+                     query_vector=vector, model=model, skipped=skipped)
     hits = fuse(found, fusion, limit=limit)
     lexical = found.get("bm25") or hits
     confidence = coverage(index, query, lexical[0].key) if lexical else 0.0
@@ -135,7 +135,7 @@ def _query_vector(index: SearchIndex, query: str, skipped: dict[str, str],
     try:
         embedder = get_embedder(name)
         ensure_vectors(index, embedder, progress=progress)
-        return embedder.encode([query])[0], embedder.name
+        return encode_in_background(lambda q: embedder.encode([q])[0], query), embedder.name
     except EmbedderUnavailableError as exc:
         skipped["vector"] = str(exc)
         return None, None

@@ -3,9 +3,10 @@
 Rule: NFC, case folded (so a checkout on a case-insensitive file system cannot clash),
 whitespace and characters that break paths, shells, URLs or markdown links become ``-``,
 runs of ``-`` collapse, ends are trimmed, at most 80 characters. Letters and digits of
-every script, ``_``, ``.``, emoji and other symbols are kept, so ``my_file`` and
-``my-file`` stay distinct; names that still collide (``my file`` -> ``my-file``) get a
-numeric suffix from :func:`unique_path` (ROBUSTNESS F1-F2).
+every script, ``_``, ``.``, emoji and other symbols are kept (control and bidi characters
+are not), so ``my_file`` and ``my-file`` stay distinct; names that still collide
+(``my file`` -> ``my-file``) get a numeric suffix from :func:`unique_path`
+(ROBUSTNESS F1-F2).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import re
 import unicodedata
 
 MAX_SLUG_CHARS = 80
-_UNSAFE = re.compile(r"""[\s/\\:*?"'<>|#%&$`;!=+,\[\](){}^~\x00-\x1f\x7f]+""")
+_UNSAFE = re.compile(r"""[\s/\\:*?"'<>|#%&$`;!=+,\[\](){}^~\x00-\x1f\x7f-\x9f"""
+                     "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]+")
+"""Whitespace, path/shell/URL/markdown syntax, C0 and C1 controls (``\\x9b`` is a terminal
+escape) and bidirectional controls (they make a name read differently than it sorts)."""
 _DASHES = re.compile(r"-{2,}")
 _RESERVED = {"con", "prn", "aux", "nul", "index", "wiki",
              *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}

@@ -10,9 +10,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from wiki_cli.common import (
     JsonOption,
+    RedactOption,
     app,
     embedding_progress,
     open_wiki,
+    report_flags,
     require_text,
 )
 from wiki_cli.errors import FINDINGS, report
@@ -32,6 +34,7 @@ def init() -> None:
 def ingest(
     paths: Annotated[list[str], typer.Argument(help="Files or folders of markdown/text.")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report without proposing.")] = False,
+    redact: RedactOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """Compile sources into entries and propose them (approve with `wiki approve`)."""
@@ -49,7 +52,8 @@ def ingest(
         def progress(done: int, total: int, path: str) -> None:
             bar.update(task, completed=done, total=total, description=path[-50:])
 
-        result = run_ingest(wiki, [Path(p) for p in paths], progress=progress, dry_run=dry_run)
+        result = run_ingest(wiki, [Path(p) for p in paths], progress=progress, dry_run=dry_run,
+                            redact=redact)
     if json_output:
         print_json(result)
     for skipped in result.skipped:
@@ -58,6 +62,7 @@ def ingest(
            f"{len(result.skipped)} skipped; entries: {result.added} new, "
            f"{result.updated} updated, {result.retracted} retracted")
     if result.proposal is not None and not json_output:
+        report_flags(result.proposal)
         verb = "proposed" if result.proposal_created else "already proposed as"
         report(f"{verb} {result.proposal.name}: review with `git log -p "
                f"{result.proposal.ref}`, land with `wiki approve {result.proposal.name}` "

@@ -6,7 +6,7 @@ them on the shared typer app.
 
 from __future__ import annotations
 
-from wiki_cli import admin, authoring, cron, hooks, lint, query, review  # noqa: F401
+from wiki_cli import admin, authoring, cron, doctor, hooks, lint, query, review, serve  # noqa: F401
 from wiki_cli.common import app
 
 __all__ = ["app", "main"]

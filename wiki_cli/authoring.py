@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from wiki_cli.common import JsonOption, app, open_wiki
+from wiki_cli.common import JsonOption, RedactOption, app, open_wiki, report_flags
 from wiki_cli.errors import USAGE, report
 from wiki_cli.render import out, print_json
 
@@ -28,6 +28,7 @@ def propose(
         "--supersede", help="Entry id or path that FILE replaces.")] = None,
     reason: Annotated[str, typer.Option("--reason", help="Why (for --retract).")] = "",
     category: Annotated[str, typer.Option("--category", help="Folder of a new entry.")] = "",
+    redact: RedactOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """Propose a change to the wiki; someone else lands it with `wiki approve`."""
@@ -39,21 +40,22 @@ def propose(
         report("error: use one of --edit, --retract, --supersede")
         raise typer.Exit(USAGE)
     if retract:
-        result = authoring.retract_entry(wiki, retract, reason)
+        result = authoring.retract_entry(wiki, retract, reason, redact=redact)
     elif edit and file is None:
         from wiki.lookup import find_entry
-        result = authoring.edit_entry(wiki, edit, _edit_in_editor(find_entry(wiki, edit)))
+        result = authoring.edit_entry(wiki, edit, _edit_in_editor(find_entry(wiki, edit)),
+                                      redact=redact)
     elif file is None:
         report("error: give a FILE (or --edit ID to use $EDITOR, or --retract ID)")
         raise typer.Exit(USAGE)
     else:
         text = _read(file)
         if edit:
-            result = authoring.edit_entry(wiki, edit, text)
+            result = authoring.edit_entry(wiki, edit, text, redact=redact)
         elif supersede:
-            result = authoring.supersede_entry(wiki, supersede, text)
+            result = authoring.supersede_entry(wiki, supersede, text, redact=redact)
         else:
-            result = authoring.new_entry(wiki, text, category=category,
+            result = authoring.new_entry(wiki, text, category=category, redact=redact,
                                          source_name=Path(file).name if file != "-" else "-")
     if json_output:
         print_json(result)
@@ -63,6 +65,7 @@ def propose(
     if result.proposal is None:
         report(f"nothing to propose: {result.existing} already says this")
         return
+    report_flags(result.proposal)
     verb = "proposed" if result.created else "already proposed as"
     report(f"{verb} {result.proposal.name}: land with `wiki approve {result.proposal.name}` "
            "(by someone else)")

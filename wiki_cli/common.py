@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
+import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -12,15 +15,16 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from wiki_cli import __version__
-from wiki_cli.errors import USAGE, WikiGroup, report
+from wiki_cli.errors import EXIT_CODE_MEANINGS, USAGE, WikiGroup, report, talk
+from wiki_cli.payloads import as_of_time
+from wiki_cli.payloads import require_text as check_text
 from wiki_cli.render import err
 
 app = typer.Typer(
     cls=WikiGroup,
-    help="A git-native markdown knowledge base: ingest, review, search and ask.\n\n"
-         "Exit codes: 0 ok, 1 findings/not found, 2 usage or config error, 3 evidence gap, "
-         "4 conflict (wiki moved, stale proposal), 5 refused by review policy, "
-         "70 internal error, 130 interrupted.",
+    help="A git-native markdown knowledge base: ingest, review, search and ask.",
+    epilog="\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {meaning}"
+                                          for code, meaning in EXIT_CODE_MEANINGS),
     no_args_is_help=True,
     add_completion=True,
     rich_markup_mode=None,
@@ -41,23 +45,16 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Write JSON to stdout."
 LegsOption = Annotated[str | None, typer.Option(
     "--legs", help="Comma-separated legs to run: alias,bm25,vector (default: wiki.toml).")]
 LEG_NAMES = ("alias", "bm25", "vector")
+RedactOption = Annotated[bool, typer.Option(
+    "--redact", help="Replace secrets (tokens, keys, passwords) with [REDACTED:<kind>] "
+                     "instead of refusing the text.")]
 AsOfOption = Annotated[str | None, typer.Option(
     "--as-of", help="Answer from the wiki as it was then (YYYY-MM-DD or ISO time, UTC).")]
 
 
 def parse_as_of(value: str | None) -> dt.datetime | None:
     """``--as-of`` as an aware UTC time; a bare date means the end of that day."""
-    if value is None:
-        return None
-    try:
-        if len(value.strip()) == 10:
-            day = dt.date.fromisoformat(value.strip())
-            return dt.datetime.combine(day, dt.time(23, 59, 59), dt.UTC)
-        when = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        report(f"error: --as-of {value!r} is not a date (YYYY-MM-DD) or ISO 8601 time")
-        raise typer.Exit(USAGE) from None
-    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+    return as_of_time(value)
 
 
 def parse_legs(value: str | None) -> tuple[str, ...] | None:
@@ -97,14 +94,25 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main_options(
+    ctx: typer.Context,
     repo: RepoOption = Path("."),
     branch: Annotated[str | None, typer.Option(
         "--branch", envvar="WIKI_BRANCH",
         help="Wiki branch (default: git config wiki.branch, else 'wiki').")] = None,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Show the version and exit.")] = False,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="Only errors and warnings on stderr: no notes, no progress.")]
+    = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="More on stderr: which wiki and database, library logs, "
+                                "timing, the traceback of an internal error.")] = False,
 ) -> None:
     """Options shared by every command."""
+    if quiet and verbose:
+        report("error: --quiet and --verbose cannot be used together")
+        raise typer.Exit(USAGE)
+    set_talk(-1 if quiet else 1 if verbose else 0, ctx)
     if repo != Path("."):
         try:  # like `git -C`: relative paths given to commands are read from there
             os.chdir(repo)
@@ -115,14 +123,47 @@ def main_options(
     state.branch = branch
 
 
+def set_talk(level: int, ctx: typer.Context | None = None) -> None:
+    """Apply ``--quiet`` (-1) / ``--verbose`` (1): stderr talk, progress bars, library logs
+    and the command's timing. Set on every invocation (tests run many in one process)."""
+    talk.level = level
+    err.quiet = level < 0  # progress bars
+    handler = next((h for h in logging.getLogger("wiki").handlers
+                    if getattr(h, "wiki_cli", False)), None)
+    if level > 0 and handler is None:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.wiki_cli = True  # type: ignore[attr-defined]
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        for name in ("wiki", "indexes"):
+            logging.getLogger(name).addHandler(handler)
+            logging.getLogger(name).setLevel(logging.INFO)
+    elif level <= 0 and handler is not None:
+        for name in ("wiki", "indexes"):
+            logging.getLogger(name).removeHandler(handler)
+            logging.getLogger(name).setLevel(logging.NOTSET)
+    if level > 0 and ctx is not None:
+        started = time.monotonic()
+        ctx.call_on_close(
+            lambda: report(f"took {time.monotonic() - started:.2f}s"))
+
+
 def open_wiki():
     """The wiki of the current directory (``-C`` already applied) and ``--branch``."""
     from wiki.workspace import Wiki
-    return Wiki(state.repo, state.branch)
+    wiki = Wiki(state.repo, state.branch)
+    if talk.level > 0:
+        report(f"wiki: branch '{wiki.branch}' of {wiki.repo.common_dir}, "
+               f"index {wiki.database_path()}")
+    return wiki
+
+
+def report_flags(proposal) -> None:
+    """Warn on stderr about each instruction-like finding flagged on ``proposal``."""
+    for flag in proposal.flags:
+        report(f"warning: {flag.path}:{flag.line}:{flag.column}: {flag.kind} ({flag.rule}) "
+               "flagged for the reviewer")
 
 
 def require_text(value: str, name: str) -> None:
     """Exit 2 with a one-line error when ``value`` is empty or blank."""
-    if not value.strip():
-        report(f"error: the {name} is empty")
-        raise typer.Exit(USAGE)
+    check_text(value, name)

@@ -7,7 +7,7 @@
 | 2    | usage or configuration error (bad option, empty query, no repo, no wiki branch) |
 | 3    | evidence gap: ``wiki ask`` found nothing confident enough to answer |
 | 4    | conflict: the wiki moved (lost compare-and-swap) or a proposal is stale |
-| 5    | refused by review policy (e.g. approving your own proposal) |
+| 5    | refused by review policy (e.g. approving your own proposal, a secret in a proposal) |
 | 70   | internal error (a bug): the traceback is written to a log file |
 | 130  | interrupted (Ctrl-C) |
 """
@@ -39,6 +39,7 @@ from wiki.errors import (
     RefMovedError,
     RemoteError,
     ReviewChangedError,
+    SecretError,
     SelfApprovalError,
     StaleProposalError,
     WikiError,
@@ -63,9 +64,34 @@ EXIT_CODES: list[tuple[type[Exception], int]] = [
     (ProposalClosedError, FINDINGS),
     (RemoteError, USAGE),
     (SelfApprovalError, REFUSED),
+    (SecretError, REFUSED),
     (WikiError, FINDINGS),
     (IndexesError, USAGE),
 ]
+
+
+EXIT_CODE_MEANINGS: list[tuple[int, str]] = [
+    (OK, "ok"), (FINDINGS, "findings, or not found / already exists"),
+    (USAGE, "usage or configuration error"), (GAP, "evidence gap (wiki ask)"),
+    (CONFLICT, "conflict: the wiki moved, or a stale proposal"),
+    (REFUSED, "refused by review policy"), (INTERNAL, "internal error (details in a log file)"),
+    (INTERRUPTED, "interrupted"),
+]
+"""Every exit code and its meaning, for ``wiki --help`` (docs/cli.md has the same table)."""
+
+LOUD = ("error", "internal error", "warning", "interrupted")
+"""Talk that ``--quiet`` still lets through."""
+
+
+class Talk:
+    """How much goes to stderr: ``level`` -1 with ``--quiet`` (errors and warnings only),
+    0 by default, 1 with ``--verbose`` (also which wiki, library logs, timing and the
+    traceback of an internal error)."""
+
+    level = 0
+
+
+talk = Talk()
 
 
 def exit_code_for(error: Exception) -> int:
@@ -77,7 +103,9 @@ def exit_code_for(error: Exception) -> int:
 
 
 def report(message: str) -> None:
-    """Write one line of talk to stderr."""
+    """Write one line of talk to stderr (with ``--quiet``, only errors and warnings)."""
+    if talk.level < 0 and not message.startswith(LOUD):
+        return
     typer.echo(message, err=True)
 
 
@@ -99,6 +127,8 @@ class WikiGroup(TyperGroup):
                 raise  # usage errors and exits: the CLI framework reports them (exit 2)
             # a bug: keep the details, show one line
             log = _write_crash_log()
+            if talk.level > 0:
+                typer.echo(traceback.format_exc().rstrip(), err=True)
             report(f"internal error: {type(error).__name__}: {error} (details in {log}; "
                    "please report it)")
             raise typer.Exit(INTERNAL) from None

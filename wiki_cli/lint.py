@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from wiki_cli.common import app, open_wiki
+from wiki_cli.common import JsonOption, app, open_wiki
 from wiki_cli.errors import FINDINGS, USAGE, report
 from wiki_cli.render import out, plain, print_json, table
 
@@ -26,15 +26,21 @@ def lint(
     ignore: Annotated[str | None, typer.Option(
         "--ignore", help="Rules to skip (same forms as --select).")] = None,
     output_format: Annotated[str, typer.Option(
-        "--format", help="text (a table), json, or markdown (a report to post).")] = "text",
+        "--format", help="text (a table), json (same as --json), or markdown (a report to "
+                     "post).")] = "text",
     fix: Annotated[bool, typer.Option(
         "--fix", help="Turn the safe fixes into one proposal (needs approval).")] = False,
+    json_output: JsonOption = False,
 ) -> None:
     """Check the wiki: stale or missing sources, contradictions, duplicates, index drift,
     broken links, schema errors, expired entries (docs/lint.md). Exit 0 when no
     error-severity finding is left, 1 when one is, 2 on a usage or config error."""
     from wiki.lint import report_dict, run_lint, save_report
 
+    if json_output and output_format not in ("text", "json"):
+        report(f"error: --json and --format {output_format} disagree; give one of them")
+        raise typer.Exit(USAGE)
+    output_format = "json" if json_output else output_format
     if output_format not in FORMATS:
         report(f"error: --format takes {', '.join(FORMATS)}; got {output_format!r}")
         raise typer.Exit(USAGE)

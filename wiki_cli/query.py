@@ -18,6 +18,7 @@ from wiki_cli.common import (
     require_text,
 )
 from wiki_cli.errors import FINDINGS, GAP, report
+from wiki_cli.payloads import answer_payload, entry_payload, search_payload
 from wiki_cli.render import out, plain, print_json, table
 
 
@@ -48,11 +49,7 @@ def search(
     for leg, reason in result.skipped.items():
         report(f"note: {leg} leg skipped: {reason}")
     if json_output:
-        print_json({"query": query, "commit": result.commit,
-                    "confidence": round(result.confidence, 4), "gap": result.gap,
-                    "top_cosine": None if result.top_cosine is None
-                    else round(result.top_cosine, 4),
-                    "hits": [_hit_json(h, result.sources.get(h.key, [])) for h in result.hits]})
+        print_json(search_payload(result))
         if not result.hits:
             raise typer.Exit(FINDINGS)
         return
@@ -74,16 +71,6 @@ def search(
                f"{'yes' if result.gap else 'no'}; commit {result.commit[:12]}")
 
 
-def _hit_json(hit, sources) -> dict:
-    return {"rank": hit.rank, "score": round(hit.score, 6), "id": hit.doc_id, "path": hit.key,
-            "title": hit.title, "summary": hit.summary, "category": hit.category,
-            "status": hit.status, "sources": sources,
-            "legs": {leg: {"rank": hit.legs[leg][0] if leg in hit.legs else None,
-                           "score": round(hit.legs[leg][1], 6) if leg in hit.legs else None,
-                           "contribution": round(hit.contributions.get(leg, 0.0), 6)}
-                     for leg in dict.fromkeys([*hit.legs, *hit.contributions])}}
-
-
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="A question in plain words.")],
@@ -102,9 +89,7 @@ def ask(
                      as_of=parse_as_of(as_of),
                      include_superseded=include_superseded, progress=progress)
     if json_output:
-        print_json({**{k: v for k, v in vars(answer).items() if k != "sentences"},
-                    "gap": answer.gap,
-                    "sentences": [{"text": t, "citation": n} for t, n in answer.sentences]})
+        print_json(answer_payload(answer))
     elif answer.gap:
         cosine = "" if answer.top_cosine is None else f", best cosine {answer.top_cosine:.2f}"
         out.print(plain(f"The wiki does not say (word coverage {answer.confidence:.2f}{cosine})."
@@ -139,7 +124,7 @@ def show(
         return
     entry = find_entry(wiki, target)
     if json_output:
-        print_json({"path": entry.path, "id": entry.id, "meta": entry.meta, "body": entry.body})
+        print_json(entry_payload(entry))
         return
     out.file.write(entry.to_bytes().decode("utf-8"))
 

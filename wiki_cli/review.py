@@ -27,11 +27,12 @@ def list_proposals(json_output: JsonOption = False) -> None:
     if not proposals:
         report("no open proposals")
         return
-    grid = table("proposal", "author", "created", "paths", "state", "subject")
+    grid = table("proposal", "author", "created", "paths", "state", "flags", "subject")
     for p in proposals:
         grid.add_row(p.name, str(p.authors[0]) if p.authors else "?",
                      p.created.strftime("%Y-%m-%d %H:%M"), str(len(p.paths)),
-                     "behind" if p.stale else "current", plain(p.subject))
+                     "behind" if p.stale else "current",
+                     ",".join(sorted({f.rule for f in p.flags})) or "-", plain(p.subject))
     out.print(grid)
 
 
@@ -77,6 +78,10 @@ def diff(
     out.print(plain(f"proposal {result.proposal}: {result.subject}"))
     out.print(plain(f"base {result.base[:12]}  tip {result.tip[:12]}  "
                     f"review hash {result.review_hash}"))
+    for flag in result.flags:
+        out.print(plain(f"flagged: {flag.path}:{flag.line}:{flag.column}: {flag.kind} "
+                        f"({flag.rule}): instruction-like text, read it as a reviewer"),
+                  style="yellow")
     for change in result.changes:
         label = f" ({change.entry_id}) {change.title}" if change.entry_id else ""
         out.print(plain(f"\n{change.kind:8} {change.path}{label}  "

