@@ -1,7 +1,8 @@
 """Staleness benchmark: does ``wiki lint`` flag exactly the entries whose sources changed?
 
 Build the wiki from the handbook's ``pages/`` at a start commit, move the source work tree
-to an end commit (the wiki branch stays), run the stale/missing rules (W001, W002) and
+to an end commit (the wiki branch stays), run the stale/missing/renamed rules (W001, W002,
+W011: a renamed page is a deleted one from the entry's point of view) and
 score their flags per entry against the truth computed from git: an entry is positive when
 its source page was deleted or its *body* text changed (frontmatter and whitespace
 ignored; computed here from the raw blobs, independently of ``wiki.sources``).
@@ -55,7 +56,7 @@ def run_window(data: Path, start: str, end: str) -> dict:
                         "checkout", "-q", end_sha], check=True)
         wiki = Wiki(repo)
         started = time.perf_counter()
-        report = run_lint(wiki, select={"W001", "W002"})
+        report = run_lint(wiki, select={"W001", "W002", "W011"})
         seconds = time.perf_counter() - started
         flagged = {f.path for f in report.findings}
         entries, _ = wiki.snapshot().entries()
@@ -80,7 +81,8 @@ def run_window(data: Path, start: str, end: str) -> dict:
         frontmatter_flags = sum(1 for p in flagged if p in truth
                                 and pages.get(_page(entries, p)) == "frontmatter-only")
         return {"start": start, "end": end, "entries": len(truth), "pages": kinds,
-                "flagged": len(flagged), "true_positive": tp, "false_positive": fp,
+                "flagged": len(flagged), "by_rule": dict(sorted(report.counts.items())),
+                "true_positive": tp, "false_positive": fp,
                 "false_negative": fn,
                 "precision": round(tp / (tp + fp), 4) if tp + fp else 1.0,
                 "recall": round(tp / (tp + fn), 4) if tp + fn else 1.0,
@@ -107,16 +109,17 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "staleness.json").write_text(json.dumps(results, indent=2) + "\n")
-    lines = ["# Staleness benchmark (wiki lint W001/W002 vs git truth)", "",
+    lines = ["# Staleness benchmark (wiki lint W001/W002/W011 vs git truth)", "",
              f"- **project commit**: {git_head()}", "",
              "| window | entries | pages deleted / body changed / frontmatter-only / "
-             "unchanged | flagged | precision | recall | frontmatter-only flagged | lint s |",
-             "|---|---|---|---|---|---|---|---|"]
+             "unchanged | flagged | findings | precision | recall | frontmatter-only flagged | "
+             "lint s |", "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         k = r["pages"]
         lines.append(f"| {r['start'][:12]} -> {r['end'][:12]} | {r['entries']} | "
                      f"{k['deleted']} / {k['body']} / {k['frontmatter-only']} / "
-                     f"{k['unchanged']} | {r['flagged']} | {r['precision']} | {r['recall']} | "
+                     f"{k['unchanged']} | {r['flagged']} | {r['by_rule']} | {r['precision']} | "
+                     f"{r['recall']} | "
                      f"{r['frontmatter_only_flagged']} | {r['lint_seconds']} |")
     (out / "staleness.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))  # noqa: T201 - a script's report

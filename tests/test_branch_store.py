@@ -130,3 +130,13 @@ def test_inherited_git_dir_is_ignored(repo: Path, tmp_path: Path, monkeypatch) -
     assert git(repo, "rev-parse", "--verify", "-q", "wiki")
     assert subprocess.run(["git", "-C", str(other), "rev-parse", "--verify", "-q", "wiki"],
                           capture_output=True).returncode != 0
+
+
+def test_read_many_reads_blobs_in_one_batch(wiki: Wiki) -> None:
+    store = wiki.store
+    blobs = [b"plain\n", b"two\nlines\r\n\n", b"\x00binary\xff", b""]
+    shas = [store.store_blob(data) for data in blobs]
+    missing = "1" * 40
+    found = store.read_many([*shas, missing])
+    assert [found[sha] for sha in shas] == blobs and missing not in found
+    assert store.read_many([]) == {}

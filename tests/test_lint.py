@@ -37,7 +37,8 @@ def codes(w: Wiki, code: str) -> list:
 
 
 def test_clean_wiki_has_no_findings(wiki: Wiki) -> None:
-    entries(wiki, a=entry_text("e-a", "Alpha", "Body."))
+    entries(wiki, a=entry_text("e-a", "Alpha", "See [beta](b.md)."),
+            b=entry_text("e-b", "Beta", "Body.", relations="{related_to: e-a}"))
     report = run_lint(wiki)
     assert report.findings == [] and report.errors == 0
     assert report.rules == sorted(RULES)

@@ -9,6 +9,7 @@ race gets :class:`RefMovedError` and nothing is overwritten.
 from __future__ import annotations
 
 import stat
+import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -117,6 +118,28 @@ class BranchStore:
     def read(self, sha: str) -> bytes:
         """The content of blob ``sha``."""
         return self.repo.odb.stream(bytes.fromhex(sha)).read()
+
+    def read_many(self, shas: list[str]) -> dict[str, bytes]:
+        """``sha -> content`` of many blobs through ONE ``git cat-file --batch`` (all ids
+        written at once, no round trip per object); ids git does not have are left out.
+        Raises :class:`WikiError` when git fails."""
+        if not shas:
+            return {}
+        done = subprocess.run(["git", f"--git-dir={self.repo.git_dir}", "cat-file", "--batch"],
+                              input="".join(f"{sha}\n" for sha in shas).encode(),
+                              capture_output=True)
+        if done.returncode != 0:
+            raise WikiError(f"git cat-file --batch failed: {done.stderr.decode().strip()}")
+        out, found, pos = done.stdout, {}, 0
+        while pos < len(out):
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split()
+            pos = end + 1
+            if len(header) == 3:
+                size = int(header[2])
+                found[header[0].decode()] = out[pos:pos + size]
+                pos += size + 1
+        return found
 
     def read_path(self, commit: str | None, path: str) -> bytes | None:
         """The content of ``path`` in ``commit``, or ``None`` when absent."""

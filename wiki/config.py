@@ -38,10 +38,15 @@ class IngestConfig:
 
 @dataclass(frozen=True)
 class SourcesConfig:
-    """What counts as a change of a source's fingerprint."""
+    """How sources are checked (wiki.adapters): what counts as a change of a source's
+    fingerprint (``ignore_frontmatter``, ``ignore_whitespace``); ``timeout``: seconds an
+    http(s) source may take to answer; ``git_ref``: the ref at which ``git:`` sources are
+    read (``""``: the work tree, as `git status` sees it; ``HEAD`` in a bare repository)."""
 
     ignore_frontmatter: bool = True
     ignore_whitespace: bool = True
+    timeout: float = 10.0
+    git_ref: str = ""
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,12 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
     if config.search.rrf_k < 1 or config.search.window < 1:
         problems.append("[search] rrf_k and window must be at least 1")
     problems += _memory_problems(config)
+    if not config.sources.timeout > 0:
+        problems.append(f"[sources] timeout must be more than 0 seconds, got "
+                        f"{config.sources.timeout!r}")
+    if not isinstance(config.sources.git_ref, str) or config.sources.git_ref.startswith("-"):
+        problems.append(f"[sources] git_ref must be a ref name such as \"HEAD\" or \"\" "
+                        f"(the work tree), got {config.sources.git_ref!r}")
     if not config.ingest.extensions:
         problems.append("[ingest] extensions must name at least one file ending")
     if problems:
@@ -268,6 +279,10 @@ alias_fields = ["aliases"]
 # A change confined to a source's frontmatter or whitespace is not a content change.
 ignore_frontmatter = true
 ignore_whitespace = true
+# Seconds an http(s) source may take to answer before lint reports it unreachable.
+timeout = 10.0
+# Where `git:` sources are read: "" = the work tree (as `git status` sees it), or a ref.
+git_ref = ""
 
 [review]
 approvals_required = 1

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wiki import markdown_text as md
+from wiki.adapters.git_source import work_tree_blobs
 from wiki.config import IngestConfig, WikiConfig
 from wiki.entry import Entry, Source, now_iso
 from wiki.errors import EntryError, SecretError, SourceError
@@ -99,13 +100,15 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
     report = IngestReport()
     candidates, folders = _collect(paths, config.ingest, report)
     pending = _pending(wiki, snapshot)
+    blobs = work_tree_blobs(wiki.repo) if wiki.root is not None and candidates else {}
     waiting: list[str] = []
     changes: dict[str, bytes | None] = {}
     touched: list[str] = []
     for done, candidate in enumerate(candidates, start=1):
         shown = _display(candidate.path)
         try:
-            result = _compile(wiki, config, candidate, by_uri, taken, ids, pending, redact)
+            result = _compile(wiki, config, candidate, by_uri, taken, ids, pending, blobs,
+                              redact)
         except (SourceError, EntryError, SecretError) as exc:
             report.skipped.append(Skipped(shown, getattr(exc, "reason", str(exc))
                                           if not isinstance(exc, EntryError) else str(exc)))
@@ -252,7 +255,8 @@ def _category(wiki: Wiki, candidate: _Candidate, config: IngestConfig) -> str:
 
 def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
              by_uri: dict[str, list[Entry]], taken: set[str], ids: set[str],
-             pending: dict[str, tuple[str, str]], redact: bool = False):
+             pending: dict[str, tuple[str, str]], blobs: dict[str, tuple[str, str]],
+             redact: bool = False):
     path = candidate.path
     text = read_text(path, max_bytes=config.ingest.max_bytes, max_lines=config.ingest.max_lines)
     shown = _display(path)
@@ -283,6 +287,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
         source = Source(uri, fp, stamp, draft.locator).to_dict()
         if draft.occurrence > 1:
             source["occurrence"] = draft.occurrence
+        if uri.startswith("git:") and uri[4:] in blobs:
+            source["blob"] = blobs[uri[4:]][1]  # lets lint skip reading it while unchanged
         body = draft.body.rstrip("\n") + f"\n\n[1]: {uri}\n"
         fields = {"title": draft.title, "summary": draft.summary, "type": "note",
                   "status": "active", "tags": tags or None, "aliases": aliases or None,

@@ -43,9 +43,16 @@ class Snapshot:
         return Entry.parse(path, data)
 
     def entries(self) -> tuple[list[Entry], list[EntryError]]:
-        """Every valid entry, and the errors of the invalid ones."""
+        """Every valid entry, and the errors of the invalid ones (their bytes are read in
+        one batch)."""
         good, bad = [], []
-        for path in self.entry_paths():
+        paths = self.entry_paths()
+        wanted = [self.files[p].sha for p in paths if p not in self._bytes]
+        if len(wanted) > 1:
+            data = self.store.read_many(wanted)
+            self._bytes.update({p: data[self.files[p].sha] for p in paths
+                                if self.files[p].sha in data})
+        for path in paths:
             try:
                 good.append(self.entry(path))
             except EntryError as exc:

@@ -57,12 +57,18 @@ def read_text(path: Path, *, max_bytes: int, max_lines: int) -> str:
     except OSError as exc:
         raise SourceError(shown, f"cannot read: {exc.strerror}") from None
     if size > max_bytes:
-        raise SourceError(shown, f"too large: {size:,} bytes (limit {max_bytes:,}; "
-                                 "raise [ingest] max_bytes in wiki.toml)")
+        raise too_large(shown, size, max_bytes)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise SourceError(shown, f"cannot read: {exc.strerror}") from None
+    return decode_text(data, shown, max_lines=max_lines)
+
+
+def decode_text(data: bytes, shown: str, *, max_lines: int) -> str:
+    """``data`` as newline-normalised UTF-8 text. Raises :class:`SourceError` naming
+    ``shown`` when it holds a NUL byte (binary), is not valid UTF-8 or has more than
+    ``max_lines`` lines."""
     if b"\x00" in data:
         raise SourceError(shown, "binary file (contains NUL bytes)")
     try:
@@ -74,6 +80,12 @@ def read_text(path: Path, *, max_bytes: int, max_lines: int) -> str:
     if lines > max_lines:
         raise SourceError(shown, f"too large: {lines:,} lines (limit {max_lines:,})")
     return text
+
+
+def too_large(shown: str, size: int, max_bytes: int) -> SourceError:
+    """The error for a source of ``size`` bytes over the ``max_bytes`` limit."""
+    return SourceError(shown, f"too large: {size:,} bytes (limit {max_bytes:,}; "
+                              "raise [ingest] max_bytes in wiki.toml)")
 
 
 def source_uri(path: Path, repo_root: Path | None) -> str:

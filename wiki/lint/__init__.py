@@ -12,6 +12,7 @@ from wiki.lint import (  # noqa: F401  (registers rules)
     safety,
     sources,
     structure,
+    subjects,
 )
 from wiki.lint.model import ERROR, RULES, WARNING, Finding, LintContext, LintReport, Rule, rule
 from wiki.lint.runner import FIX_KIND, report_dict, run_lint, save_report, select_rules

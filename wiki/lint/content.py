@@ -1,5 +1,5 @@
 """Rules over what entries say: W003 contradiction, W004 near-duplicate, W006 broken-link,
-W008 expired, W009 broken-supersession."""
+W008 expired, W009 broken-supersession, W012 orphan."""
 
 from __future__ import annotations
 
@@ -77,6 +77,17 @@ def _resolve(entry_path: str, target: str) -> str | None:
     return "" if joined.startswith("../") or joined == ".." else joined
 
 
+def named_ids(entry: Entry) -> list[tuple[str, str]]:
+    """``(field, id)`` for every entry id that ``entry`` names in ``relations``,
+    ``supersedes`` and ``superseded_by`` (field: ``relations.depends_on``, ``supersedes``)."""
+    named: list[tuple[str, str]] = []
+    for kind, ids in sorted((entry.meta.get("relations") or {}).items()):
+        named += [(f"relations.{kind}", i) for i in as_ids(ids)]
+    for key in ("supersedes", "superseded_by"):
+        named += [(key, i) for i in as_ids(entry.meta.get(key))]
+    return named
+
+
 @rule("W006", "broken-link", ERROR)
 def broken_link(ctx: LintContext):
     """A relative ``.md`` link to no file on the branch, or a relation / supersession
@@ -88,12 +99,7 @@ def broken_link(ctx: LintContext):
             if resolved is not None and resolved not in files:
                 why = "leaves the wiki" if resolved == "" else "no such file on the branch"
                 yield Finding("W006", ERROR, entry.path, f"link {target!r}: {why}", entry.id)
-        named: list[tuple[str, str]] = []
-        for kind, ids in sorted((entry.meta.get("relations") or {}).items()):
-            named += [(f"relations.{kind}", i) for i in as_ids(ids)]
-        for key in ("supersedes", "superseded_by"):
-            named += [(key, i) for i in as_ids(entry.meta.get(key))]
-        for key, target_id in named:
+        for key, target_id in named_ids(entry):
             if target_id not in ctx.by_id:
                 yield Finding("W006", ERROR, entry.path, f"{key} names {target_id!r}, "
                               "which no entry has", entry.id)
@@ -132,3 +138,26 @@ def broken_supersession(ctx: LintContext):
                     if entry.id not in as_ids(other.meta.get(back)):
                         yield Finding("W009", ERROR, entry.path, f"{key} {target_id!r}, "
                                       f"but {other.path} has no {back} {entry.id!r}", entry.id)
+
+
+@rule("W012", "orphan", WARNING)
+def orphan(ctx: LintContext):
+    """An active entry with no sources that no other live entry links to (a relative
+    markdown link) or names (``relations``, ``supersedes``, ``superseded_by``): nothing
+    backs what it says and nothing leads a reader to it but search."""
+    unsourced = [e for e in ctx.active if not e.meta.get("sources")]
+    if not unsourced:
+        return
+    id_of = {e.path: e.id for e in ctx.entries}
+    reached: set[str] = set()
+    for entry in ctx.entries:
+        if entry.status == "retracted":
+            continue
+        targets = {id_of.get(_resolve(entry.path, t) or "") for t in link_targets(entry.body)}
+        targets |= {target_id for _, target_id in named_ids(entry)}
+        reached |= targets - {entry.id, None}
+    for entry in unsourced:
+        if entry.id not in reached:
+            yield Finding("W012", WARNING, entry.path, "no sources, and no other entry links "
+                          "to it or names it: cite a source, link it from a related entry, "
+                          "or retract it", entry.id)

@@ -58,8 +58,9 @@ class LintReport:
 @dataclass
 class LintContext:
     """What rules read: the ``wiki``, its ``snapshot`` and ``config``, the valid
-    ``entries`` and the ``invalid`` ones' errors, ``fixes`` that rules add to and a
-    ``cache`` for work several rules share."""
+    ``entries`` and the ``invalid`` ones' errors, ``fixes`` that rules add to, a
+    ``cache`` for work several rules share and ``cleanup`` callables the runner calls at
+    the end (closing connections a rule opened)."""
 
     wiki: Any
     snapshot: Snapshot
@@ -68,6 +69,7 @@ class LintContext:
     invalid: list[EntryError]
     fixes: dict[str, bytes | None] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
+    cleanup: list[Callable[[], None]] = field(default_factory=list)
     _by_id: dict[str, list[Entry]] | None = None
 
     @property

@@ -55,8 +55,12 @@ def run_lint(wiki, select: set[str] | None = None, ignore: set[str] | None = Non
     entries, invalid = snapshot.entries()
     ctx = LintContext(wiki, snapshot, snapshot.config(), entries, invalid)
     findings: list[Finding] = []
-    for code in codes:
-        findings.extend(RULES[code].check(ctx))
+    try:
+        for code in codes:
+            findings.extend(RULES[code].check(ctx))
+    finally:
+        for close in ctx.cleanup:
+            close()
     findings.sort(key=lambda f: (f.path, f.code, f.line or 0, f.message))
     report = LintReport(commit, codes)
     if fix and ctx.fixes:

@@ -1,123 +1,137 @@
-"""W001 stale-source and W002 missing-source: compare each entry's recorded source
-fingerprints with the files as they are now.
-
-Only ``git:<path>`` (relative to the work tree of the repository that holds the wiki) and
-``file://`` sources are checked here; other schemes (http) are left to their adapters.
-Each distinct source is read once per run.
+"""W001 stale-source, W002 missing-source and W011 renamed-source: compare each entry's
+recorded sources with the sources as they are now, through the source adapters
+(:mod:`wiki.adapters`: ``git:``, ``file://``, ``http(s)://``; other schemes are not
+checked). Each distinct (uri, record) is checked once per run; a ``git:`` source whose
+blob id equals its recorded ``blob`` is not even read.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from urllib.parse import unquote, urlparse
-from urllib.request import url2pathname
+import re
 
+from wiki.adapters import VALIDATORS, Check, Recorded, Sources, sources_for
 from wiki.entry import Entry, now_iso
-from wiki.errors import SourceError
 from wiki.lint.model import ERROR, WARNING, Finding, LintContext, rule
-from wiki.sources import fingerprint, read_text
+
+_LEAD, _TAIL = r"^(?P<lead> {0,3}\[[^\]\n]+\]:[ \t]*<?)", r"(?P<tail>>?[ \t]*)$"
 
 
-def local_path(uri: str, root: Path | None) -> Path | str | None:
-    """The file a source ``uri`` names: a :class:`Path`, a ``str`` saying why it cannot be
-    resolved, or ``None`` for a scheme lint does not check."""
-    if uri.startswith("git:"):
-        if root is None:
-            return "the repository has no work tree"
-        relative = uri[4:].lstrip("/")
-        path = (root / relative).resolve()
-        if not path.is_relative_to(root.resolve()):
-            return "the path leaves the repository"
-        return path
-    if uri.startswith("file:"):
-        parsed = urlparse(uri)
-        return Path(url2pathname(unquote(parsed.path)))
-    return None
-
-
-class _Fingerprints:
-    """Current fingerprints of sources, memoised per uri: ``(fingerprint, None)`` or
-    ``(None, why it is missing)``; ``None`` for unchecked schemes."""
-
-    def __init__(self, ctx: LintContext):
-        self.ctx = ctx
-        self.cache: dict[str, tuple[str | None, str | None] | None] = {}
-
-    def get(self, uri: str) -> tuple[str | None, str | None] | None:
-        if uri not in self.cache:
-            self.cache[uri] = self._compute(uri)
-        return self.cache[uri]
-
-    def _compute(self, uri: str) -> tuple[str | None, str | None] | None:
-        path = local_path(uri, self.ctx.wiki.root)
-        if path is None or isinstance(path, str):
-            return None if path is None else (None, path)
-        if not path.is_file():
-            return None, "no longer exists" if not path.exists() else "is not a file"
-        config = self.ctx.config
-        try:
-            text = read_text(path, max_bytes=config.ingest.max_bytes,
-                             max_lines=config.ingest.max_lines)
-        except SourceError as exc:
-            return None, f"is unreadable ({exc.reason})"
-        return fingerprint(text, ignore_frontmatter=config.sources.ignore_frontmatter,
-                           ignore_whitespace=config.sources.ignore_whitespace), None
-
-
-def _current(ctx: LintContext) -> _Fingerprints:
+def _sources(ctx: LintContext) -> Sources:
     if "sources" not in ctx.cache:
-        ctx.cache["sources"] = _Fingerprints(ctx)
+        ctx.cache["sources"] = sources_for(ctx.wiki, ctx.config)
+        ctx.cleanup.append(ctx.cache["sources"].close)
     return ctx.cache["sources"]
 
 
-def _live(ctx: LintContext) -> list[Entry]:
-    return [e for e in ctx.entries if e.status != "retracted"]
+def source_checks(ctx: LintContext) -> list[tuple[Entry, int, str, Recorded, Check | None]]:
+    """``(entry, source number, uri, what was recorded, its check now)`` for every source
+    of every entry that is not retracted; memoised for the run."""
+    if "source_checks" not in ctx.cache:
+        sources = _sources(ctx)
+        rows = []
+        for entry in ctx.entries:
+            if entry.status == "retracted":
+                continue
+            for number, item in enumerate(entry.meta.get("sources") or []):
+                uri = str(item["uri"])
+                recorded = Recorded.from_meta(item)
+                rows.append((entry, number, uri, recorded, sources.check(uri, recorded)))
+        ctx.cache["source_checks"] = rows
+    return ctx.cache["source_checks"]
+
+
+def renamed_sources(ctx: LintContext) -> dict[str, str]:
+    """``old uri -> new uri`` for missing ``git:`` sources that git's rename detection
+    followed to a file that exists now (memoised)."""
+    if "renames" not in ctx.cache:
+        git_adapter = _sources(ctx).adapter("git:")
+        missing = {}
+        for _, _, uri, _, check in source_checks(ctx):
+            if check is not None and check.error and uri.startswith("git:"):
+                path = git_adapter.relative(uri)
+                if path is not None and not git_adapter.exists(path):
+                    missing[path] = uri
+        moved = git_adapter.renamed(missing) if missing else {}
+        ctx.cache["renames"] = {missing[old]: f"git:{new}" for old, new in moved.items()}
+    return ctx.cache["renames"]
+
+
+def stage_source_fix(ctx: LintContext, entry: Entry, number: int, changes: dict[str, str],
+                     old_uri: str | None = None) -> None:
+    """Record a safe fix of source ``number`` of ``entry`` (``changes``: keys of its
+    ``sources:`` mapping -> new values; with ``old_uri``, body reference definitions
+    ``[n]: <old_uri>`` follow ``changes["uri"]``). Fixes of several rules to one entry add
+    up; the entry's new bytes land in ``ctx.fixes``."""
+    staged = ctx.cache.setdefault("source_fixes", {}).setdefault(entry.path, ({}, []))
+    staged[0].setdefault(number, {}).update(changes)
+    if old_uri is not None:
+        staged[1].append((old_uri, changes["uri"]))
+    full = Entry.parse(entry.path, entry.raw) if entry.raw is not None else entry
+    sources = []
+    for index, raw in enumerate(full.meta.get("sources") or []):
+        item = {**raw, **staged[0].get(index, {})}
+        sources.append({k: v for k, v in item.items() if v not in ("", None)})
+    body = full.body
+    for old, new in staged[1]:
+        pattern = re.compile(_LEAD + re.escape(old) + _TAIL, re.MULTILINE)
+        body = pattern.sub(lambda m, new=new: m["lead"] + new + m["tail"], body)
+    fields = {"sources": sources}
+    ctx.fixes[entry.path] = full.updated_with(body=body if body != full.body else None,
+                                              **fields).to_bytes()
+
+
+def _record(check: Check) -> dict[str, str]:
+    """The source-record keys a fix writes for ``check``: fingerprint, time, validators."""
+    found = {key: check.validators.get(key, "") for key in VALIDATORS}
+    return {"fingerprint": check.fingerprint or "", "checked_at": now_iso(), **found}
 
 
 @rule("W001", "stale-source", WARNING)
 def stale_source(ctx: LintContext):
     """A source whose current fingerprint differs from the recorded one. A source with no
-    recorded fingerprint gets it filled in by ``--fix`` (nothing to judge)."""
-    current = _current(ctx)
-    for entry in _live(ctx):
-        refreshed: dict[int, str] = {}
-        for number, source in enumerate(entry.sources):
-            state = current.get(source.uri)
-            if state is None or state[0] is None:
-                continue
-            now = state[0]
-            if not source.fingerprint:
-                refreshed[number] = now
-                yield Finding("W001", WARNING, entry.path, f"source {source.uri} has no "
-                              "recorded fingerprint", entry.id, fixable=True)
-            elif source.fingerprint != now:
-                yield Finding("W001", WARNING, entry.path, f"source {source.uri} changed "
-                              f"since {source.checked_at or 'it was compiled'}: re-ingest it",
-                              entry.id)
-        if refreshed:
-            ctx.fixes[entry.path] = _with_fingerprints(entry, refreshed)
-
-
-def _with_fingerprints(entry: Entry, refreshed: dict[int, str]) -> bytes:
-    stamp = now_iso()
-    sources = []
-    for number, raw in enumerate(entry.meta.get("sources") or []):
-        item = dict(raw)
-        if number in refreshed:
-            item["fingerprint"] = refreshed[number]
-            item["checked_at"] = stamp
-        sources.append(item)
-    full = Entry.parse(entry.path, entry.raw) if entry.raw is not None else entry
-    return full.updated_with(sources=sources).to_bytes()
+    recorded fingerprint gets it (and its validators) filled in by ``--fix``."""
+    for entry, number, uri, recorded, check in source_checks(ctx):
+        if check is None or check.fingerprint is None:
+            continue
+        if not recorded.fingerprint:
+            stage_source_fix(ctx, entry, number, _record(check))
+            yield Finding("W001", WARNING, entry.path, f"source {uri} has no recorded "
+                          "fingerprint", entry.id, fixable=True)
+        elif recorded.fingerprint != check.fingerprint:
+            checked = entry.sources[number].checked_at
+            yield Finding("W001", WARNING, entry.path, f"source {uri} changed since "
+                          f"{checked or 'it was compiled'}: re-ingest it", entry.id)
 
 
 @rule("W002", "missing-source", ERROR)
 def missing_source(ctx: LintContext):
-    """A source file that no longer exists or cannot be read."""
-    current = _current(ctx)
-    for entry in _live(ctx):
-        for source in entry.sources:
-            state = current.get(source.uri)
-            if state is not None and state[0] is None:
-                yield Finding("W002", ERROR, entry.path, f"source {source.uri} {state[1]}",
-                              entry.id)
+    """A source that no longer exists, cannot be reached or cannot be read. A ``git:``
+    source that was renamed is W011's, not this rule's."""
+    renamed = renamed_sources(ctx)
+    for entry, _, uri, _, check in source_checks(ctx):
+        if check is not None and check.error and uri not in renamed:
+            yield Finding("W002", ERROR, entry.path, f"source {uri} {check.error}", entry.id)
+
+
+@rule("W011", "renamed-source", WARNING)
+def renamed_source(ctx: LintContext):
+    """A ``git:`` source whose path is gone because git saw it renamed. ``--fix`` rewrites
+    the uri (and the body's reference to it); when the content is unchanged it also
+    confirms the fingerprint, else W001 reports the new path as stale afterwards."""
+    renamed = renamed_sources(ctx)
+    sources = _sources(ctx)
+    for entry, number, uri, recorded, _ in source_checks(ctx):
+        new = renamed.get(uri)
+        if new is None:
+            continue
+        check = sources.check(new, recorded)
+        changes = {"uri": new}
+        if check is not None and check.fingerprint and \
+                check.fingerprint == recorded.fingerprint:
+            changes.update(_record(check))
+            note = "content unchanged"
+        else:
+            note = "content changed too: re-ingest it after the fix"
+        stage_source_fix(ctx, entry, number, changes, old_uri=uri)
+        yield Finding("W011", WARNING, entry.path, f"source {uri} was renamed to {new} "
+                      f"({note})", entry.id, fixable=True)

@@ -1,0 +1,29 @@
+"""Source adapters (DESIGN.md §4): ``git:``, ``file://`` and ``http(s)://`` behind a
+registry keyed by URI scheme (:mod:`wiki.adapters.registry`).
+
+Importing this package registers the built-in adapters.
+"""
+
+from __future__ import annotations
+
+from wiki.adapters import file_source, git_source, http_source  # noqa: F401  (registers)
+from wiki.adapters.registry import (
+    ADAPTERS,
+    VALIDATORS,
+    Adapter,
+    Check,
+    Recorded,
+    SourceEnv,
+    Sources,
+    register,
+    scheme_of,
+)
+
+__all__ = ["ADAPTERS", "VALIDATORS", "Adapter", "Check", "Recorded", "SourceEnv", "Sources",
+           "register", "scheme_of", "sources_for"]
+
+
+def sources_for(wiki, config=None) -> Sources:
+    """The adapters of one run over the repository of ``wiki`` (a
+    :class:`wiki.workspace.Wiki`), with ``config`` (default: ``wiki.toml`` at its head)."""
+    return Sources(SourceEnv(wiki.repo, wiki.root, config or wiki.config()))

@@ -1,0 +1,235 @@
+"""``git:<path>`` sources: a file of the repository that holds the wiki.
+
+The path is relative to the repository root and read either from the work tree (the
+default, ``[sources] git_ref = ""``: what `git status` sees, so an edit not yet committed
+counts) or from the tree of a ref (``git_ref = "HEAD"``, ``"origin/main"``; always
+``HEAD`` in a bare repository).
+
+Speed: git already knows each file's object id. One listing of the whole repository
+(``git ls-tree -r`` of the ref, or ``git ls-files -s`` plus ``git diff-files`` for the
+work tree) gives every path's blob id; a source whose blob id equals the ``blob`` its entry
+recorded is unchanged without being read. Only the others are read and compared by the
+fingerprint of their canonical text, so an edit confined to frontmatter or whitespace is
+still not a content change.
+
+Renames: :meth:`GitSource.renamed` follows git's rename detection for paths that no
+longer exist (see docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Iterator
+
+import git
+
+from wiki.adapters.file_source import file_check
+from wiki.adapters.registry import Check, Recorded, SourceEnv, register
+from wiki.errors import ConfigError, SourceError
+from wiki.sources import decode_text, read_text, too_large
+
+_SKIPPED_MODES = ("160000",)  # submodules are not files
+
+
+def _split_z(out: str) -> list[str]:
+    return [item for item in out.split("\0") if item]
+
+
+def work_tree_blobs(repo: git.Repo) -> dict[str, tuple[str, str]]:
+    """``path -> (mode, blob id)`` of every tracked work-tree file whose content equals its
+    staged blob (``git ls-files -s`` less what ``git diff-files`` reports changed): for
+    those files the blob id names exactly the bytes on disk."""
+    dirty = set(_split_z(repo.git.diff_files("--name-only", "-z")))
+    found = {}
+    for item in _split_z(repo.git.ls_files("-s", "-z")):
+        meta, _, path = item.partition("\t")
+        mode, sha, stage = meta.split()
+        if stage == "0" and mode not in _SKIPPED_MODES and path not in dirty:
+            found[path] = (mode, sha)
+    return found
+
+
+@register("git")
+class GitSource:
+    """Adapter for ``git:<path>`` uris (see the module docstring)."""
+
+    def __init__(self, env: SourceEnv):
+        self.env = env
+        self.ref = env.config.sources.git_ref or (None if env.root is not None else "HEAD")
+        self._blobs: dict[str, str] | None = None  # path -> blob id (clean files only)
+        self._modes: dict[str, str] = {}
+        self._root = env.root.resolve() if env.root is not None else None
+
+    # -- paths and the one listing ------------------------------------------------------
+    @staticmethod
+    def relative(uri: str) -> str | None:
+        """The repository path of ``uri`` (normalised), or ``None`` when it leaves the
+        repository."""
+        path = posixpath.normpath(uri[4:].lstrip("/") or ".")
+        return None if path == "." or path == ".." or path.startswith("../") else path
+
+    def blobs(self) -> dict[str, str]:
+        """``path -> blob id`` of every file as git sees it (one listing, memoised); a
+        work-tree file with unstaged changes is left out (its content has no id yet).
+        Raises :class:`ConfigError` when ``git_ref`` names no commit."""
+        if self._blobs is None:
+            self._blobs = {}
+            if self.ref:
+                self._list_ref()
+            else:
+                self._list_work_tree()
+        return self._blobs
+
+    def _list_ref(self) -> None:
+        try:
+            out = self.env.repo.git.ls_tree("-r", "-z", "--full-tree", self.ref)
+        except git.GitCommandError:
+            raise ConfigError(f"wiki.toml [sources] git_ref: {self.ref!r} names no commit "
+                              "in this repository") from None
+        for item in _split_z(out):
+            meta, _, path = item.partition("\t")
+            mode, kind, sha = meta.split()
+            if kind == "blob":
+                self._blobs[path], self._modes[path] = sha, mode
+
+    def _list_work_tree(self) -> None:
+        for path, (mode, sha) in work_tree_blobs(self.env.repo).items():
+            self._blobs[path], self._modes[path] = sha, mode
+
+    # -- the adapter --------------------------------------------------------------------
+    def fingerprint(self, uri: str, recorded: Recorded) -> Check:
+        """The source's fingerprint now (unchanged without a read when its blob id equals
+        the recorded one), or why it is missing."""
+        path = self.relative(uri)
+        if path is None:
+            return Check(uri, error="the path leaves the repository")
+        sha = self.blobs().get(path)
+        if sha and recorded.blob == sha and recorded.fingerprint:
+            return Check(uri, recorded.fingerprint, validators={"blob": sha}, unchanged=True)
+        if self.ref is None:
+            local = self._root / path
+            if self._modes.get(path, "120000") == "120000":  # untracked, or a link: resolve
+                local = local.resolve()
+                if not local.is_relative_to(self._root):
+                    return Check(uri, error="the path leaves the repository")
+            return file_check(self.env, uri, local, {"blob": sha} if sha else None)
+        if sha is None:
+            return Check(uri, error=f"no longer exists at {self.ref}")
+        try:
+            text = self._read_blob(path, sha)
+        except SourceError as exc:
+            return Check(uri, error=f"is unreadable ({exc.reason})")
+        return Check(uri, self.env.fingerprint(text), validators={"blob": sha})
+
+    def _read_blob(self, path: str, sha: str) -> str:
+        if self._modes.get(path) == "120000":
+            raise SourceError(path, "a symbolic link")
+        limits = self.env.config.ingest
+        binsha = bytes.fromhex(sha)
+        size = self.env.repo.odb.info(binsha).size
+        if size > limits.max_bytes:
+            raise too_large(path, size, limits.max_bytes)
+        data = self.env.repo.odb.stream(binsha).read()
+        return decode_text(data, path, max_lines=limits.max_lines)
+
+    def read(self, uri: str) -> str:
+        """The source's text at the ref or in the work tree (raises :class:`SourceError`)."""
+        path = self.relative(uri)
+        if path is None:
+            raise SourceError(uri, "the path leaves the repository")
+        limits = self.env.config.ingest
+        if self.ref is None:
+            return read_text(self.env.root / path, max_bytes=limits.max_bytes,
+                             max_lines=limits.max_lines)
+        sha = self.blobs().get(path)
+        if sha is None:
+            raise SourceError(uri, f"no longer exists at {self.ref}")
+        return self._read_blob(path, sha)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` is a file where sources are read (the ref, or the work tree)."""
+        if self.ref:
+            return path in self.blobs()
+        return (self.env.root / path).is_file()
+
+    # -- renames ------------------------------------------------------------------------
+    def renamed(self, paths: Iterable[str]) -> dict[str, str]:
+        """``old path -> new path`` for those of ``paths`` (missing files) that git's
+        rename detection followed to a file that exists now; paths deleted outright, or
+        never seen in history, are left out.
+
+        Changes not yet committed come first (``git diff -M HEAD``, work-tree mode); then
+        one ``git log -M --diff-filter=DR`` walks back from the ref until every path's most
+        recent deletion or rename is found. A chain of renames is followed to its end."""
+        wanted = set(paths)
+        events: dict[str, str | None] = {}  # path -> where its newest rename took it
+        if wanted and self.ref is None and self._has_head():
+            out = self.env.repo.git.diff("-M", "--name-status", "-z", "HEAD")
+            for old, new in _changes(_split_z(out)):
+                events.setdefault(old, new)
+        if wanted - events.keys():
+            self._walk_history(wanted, events)
+        found = {}
+        for path in wanted:
+            target, seen = events.get(path), {path}
+            while target is not None and target in events and not self.exists(target) \
+                    and target not in seen:
+                seen.add(target)
+                target = events[target]
+            if target is not None and self.exists(target):
+                found[path] = target
+        return found
+
+    def _has_head(self) -> bool:
+        try:
+            self.env.repo.git.rev_parse("--verify", "-q", "HEAD")
+        except git.GitCommandError:
+            return False
+        return True
+
+    def _walk_history(self, wanted: set[str], events: dict[str, str | None]) -> None:
+        start = self.ref or "HEAD"
+        if not self._has_head() and start == "HEAD":
+            return
+        process = self.env.repo.git.log("-M", "--diff-filter=DR", "--name-status", "-z",
+                                        "--format=%x01%H", start, "--", as_process=True)
+        try:
+            for old, new in _changes(_stream_z(process.proc.stdout)):
+                events.setdefault(old, new)
+                if wanted <= events.keys():
+                    break
+        finally:
+            process.proc.kill()
+            process.proc.wait()
+
+
+def _stream_z(stream) -> Iterator[str]:
+    """NUL-separated items of a byte ``stream``, read in chunks."""
+    pending = b""
+    while chunk := stream.read(65536):
+        *items, pending = (pending + chunk).split(b"\0")
+        yield from (i.decode("utf-8", "surrogateescape") for i in items if i)
+    if pending:
+        yield pending.decode("utf-8", "surrogateescape")
+
+
+def _changes(items: Iterable[str]) -> Iterator[tuple[str, str | None]]:
+    """``(old path, new path or None)`` from ``--name-status -z`` items: renames and
+    deletions; commit headers and other statuses are skipped."""
+    items = iter(items)
+    for item in items:
+        status = item.strip()
+        if not status or status.startswith("\x01"):
+            continue
+        kind = status[0]
+        if kind in "RC":
+            old, new = next(items, ""), next(items, "")
+            if kind == "R":
+                yield old, new
+        elif kind == "D":
+            yield next(items, ""), None
+        else:
+            next(items, None)

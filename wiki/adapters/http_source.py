@@ -1,0 +1,93 @@
+"""``http://`` and ``https://`` sources, through httpx (imported on first use).
+
+Fingerprint: the hash of the canonical body, like every other source. The validators an
+entry recorded with it (``etag``, ``last_modified``) make the request conditional
+(``If-None-Match`` / ``If-Modified-Since``): a ``304 Not Modified`` proves the body equal to
+the recorded one without transferring it. Timeouts (``[sources] timeout`` seconds),
+refused connections and answers >= 400 come back as the check's ``error``; a body larger
+than ``[ingest] max_bytes`` is not read past the limit.
+"""
+
+from __future__ import annotations
+
+from wiki.adapters.registry import Check, Recorded, SourceEnv, register
+from wiki.errors import SourceError
+from wiki.sources import decode_text, too_large
+
+USER_AGENT = "wiki-lint (source check)"
+
+
+@register("http", "https")
+class HttpSource:
+    """Adapter for web pages (see the module docstring)."""
+
+    def __init__(self, env: SourceEnv):
+        self.env = env
+        self.timeout = float(env.config.sources.timeout)
+        self._client = None
+
+    def _http(self):
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.Client(timeout=self.timeout, follow_redirects=True,
+                                        headers={"User-Agent": USER_AGENT})
+        return self._client
+
+    def _get(self, uri: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        """``(status, validators, body)``; raises :class:`SourceError` with a one-line
+        reason for a timeout, a network error or a body over the size limit."""
+        import httpx
+
+        limit = self.env.config.ingest.max_bytes
+        try:
+            with self._http().stream("GET", uri, headers=headers) as response:
+                found = {"etag": response.headers.get("etag", ""),
+                         "last_modified": response.headers.get("last-modified", "")}
+                body = b""
+                if response.status_code == 200:
+                    for chunk in response.iter_bytes():
+                        body += chunk
+                        if len(body) > limit:
+                            raise too_large(uri, len(body), limit)
+                return response.status_code, {k: v for k, v in found.items() if v}, body
+        except httpx.TimeoutException:
+            raise SourceError(uri, f"timed out after {self.timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise SourceError(uri, f"unreachable ({reason})") from None
+
+    def fingerprint(self, uri: str, recorded: Recorded) -> Check:
+        """The body's fingerprint now (a 304 to a conditional request keeps the recorded
+        one), or why the page cannot be had."""
+        headers = {}
+        if recorded.fingerprint and recorded.etag:
+            headers["If-None-Match"] = recorded.etag
+        if recorded.fingerprint and recorded.last_modified:
+            headers["If-Modified-Since"] = recorded.last_modified
+        try:
+            status, validators, body = self._get(uri, headers)
+            if status == 304 and headers:
+                kept = {"etag": recorded.etag, "last_modified": recorded.last_modified}
+                kept = {k: v for k, v in {**kept, **validators}.items() if v}
+                return Check(uri, recorded.fingerprint, validators=kept, unchanged=True)
+            if status != 200:
+                return Check(uri, error=f"answers HTTP {status}")
+            text = decode_text(body, uri, max_lines=self.env.config.ingest.max_lines)
+        except SourceError as exc:
+            return Check(uri, error=exc.reason if exc.reason.startswith(
+                ("timed out", "unreachable")) else f"is unreadable ({exc.reason})")
+        return Check(uri, self.env.fingerprint(text), validators=validators)
+
+    def read(self, uri: str) -> str:
+        """The page's text (raises :class:`SourceError`)."""
+        status, _, body = self._get(uri, {})
+        if status != 200:
+            raise SourceError(uri, f"answers HTTP {status}")
+        return decode_text(body, uri, max_lines=self.env.config.ingest.max_lines)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None

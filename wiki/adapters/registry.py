@@ -1,0 +1,160 @@
+"""The source adapter registry (DESIGN.md §4): one adapter per URI scheme.
+
+An adapter is made once per run from a :class:`SourceEnv` and answers two questions about
+a uri: :meth:`Adapter.fingerprint` (cheap: what is the source's fingerprint now, given
+what the wiki recorded) and :meth:`Adapter.read` (its canonical-ready text). A failure to
+reach or read a source is never raised by ``fingerprint``: it comes back as
+:attr:`Check.error`, one line, so one bad source never stops a run. New schemes (Notion,
+Drive, ...) plug in with :func:`register` without touching lint or ingest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from wiki.config import WikiConfig
+from wiki.errors import SourceError
+from wiki.sources import fingerprint as text_fingerprint
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+VALIDATORS = ("blob", "etag", "last_modified")
+"""Source-record keys that let an adapter skip reading an unchanged source."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What an entry recorded about one source: its ``fingerprint`` (``sha256:<hex>`` of
+    the canonical text) and the validators seen with it: ``blob`` (git object id),
+    ``etag`` and ``last_modified`` (HTTP headers, verbatim). Empty strings: not recorded."""
+
+    fingerprint: str = ""
+    blob: str = ""
+    etag: str = ""
+    last_modified: str = ""
+
+    @classmethod
+    def from_meta(cls, item: Any) -> Recorded:
+        """From one ``sources:`` mapping of an entry's frontmatter (other keys ignored)."""
+        if not isinstance(item, dict):
+            return cls()
+        return cls(*(str(item.get(key) or "") for key in ("fingerprint", *VALIDATORS)))
+
+
+@dataclass(frozen=True)
+class Check:
+    """A source as it is now: its ``fingerprint``, or ``error`` (one line saying why it is
+    missing or unreadable: ``no longer exists``, ``answers HTTP 404``, ``timed out after
+    10 s``); ``validators`` (``blob`` / ``etag`` / ``last_modified`` -> value) to record
+    with that fingerprint; ``unchanged`` when a validator proved it equal to the record
+    without reading it (a git object id, an HTTP 304)."""
+
+    uri: str
+    fingerprint: str | None = None
+    error: str | None = None
+    validators: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    unchanged: bool = False
+
+
+@dataclass(frozen=True)
+class SourceEnv:
+    """What adapters may use: the git ``repo`` holding the wiki (a ``git.Repo``), its work
+    tree ``root`` (``None`` when bare) and the wiki's ``config``."""
+
+    repo: Any
+    root: Path | None
+    config: WikiConfig
+
+    def fingerprint(self, text: str) -> str:
+        """The fingerprint of ``text`` under the wiki's ``[sources]`` settings."""
+        settings = self.config.sources
+        return text_fingerprint(text, ignore_frontmatter=settings.ignore_frontmatter,
+                                ignore_whitespace=settings.ignore_whitespace)
+
+
+class Adapter(Protocol):
+    """The shape of an adapter (see the module docstring)."""
+
+    def fingerprint(self, uri: str, recorded: Recorded) -> Check:
+        """The source's state now; never raises for a source that cannot be reached."""
+
+    def read(self, uri: str) -> str:
+        """The source's text; raises :class:`wiki.errors.SourceError` when unreadable."""
+
+    def close(self) -> None:
+        """Release connections or processes."""
+
+
+Factory = Callable[[SourceEnv], Adapter]
+ADAPTERS: dict[str, Factory] = {}
+"""The registry: lower-case scheme (``git``, ``file``, ``https``) -> adapter factory."""
+
+
+def register(*schemes: str) -> Callable[[Factory], Factory]:
+    """Decorator registering an adapter factory (usually the class) for ``schemes``;
+    raises ``ValueError`` when a scheme is taken by another factory."""
+    def add(factory: Factory) -> Factory:
+        for name in schemes:
+            old = ADAPTERS.get(name.lower())
+            if old is not None and old.__qualname__ != factory.__qualname__:
+                raise ValueError(f"source scheme {name!r} is already registered ({old})")
+            ADAPTERS[name.lower()] = factory
+        return factory
+    return add
+
+
+def scheme_of(uri: str) -> str:
+    """The lower-case scheme of ``uri`` (``""`` when it has none)."""
+    match = _SCHEME.match(uri)
+    return match.group(1).lower() if match else ""
+
+
+class Sources:
+    """The adapters of one run, each made on first use, with every check memoised per
+    (uri, record). Use as a context manager (or call :meth:`close`)."""
+
+    def __init__(self, env: SourceEnv):
+        self.env = env
+        self._adapters: dict[str, Adapter | None] = {}
+        self._checks: dict[tuple[str, Recorded], Check | None] = {}
+
+    def adapter(self, uri: str) -> Adapter | None:
+        """The adapter for ``uri``'s scheme, or ``None`` when no adapter knows it."""
+        name = scheme_of(uri)
+        if name not in self._adapters:
+            factory = ADAPTERS.get(name)
+            self._adapters[name] = factory(self.env) if factory else None
+        return self._adapters[name]
+
+    def check(self, uri: str, recorded: Recorded = Recorded()) -> Check | None:
+        """The source's state now (``None``: a scheme no adapter knows, not checked)."""
+        key = (uri, recorded)
+        if key not in self._checks:
+            adapter = self.adapter(uri)
+            self._checks[key] = adapter.fingerprint(uri, recorded) if adapter else None
+        return self._checks[key]
+
+    def read(self, uri: str) -> str:
+        """The source's text. Raises :class:`wiki.errors.SourceError` when it cannot be
+        read or no adapter knows its scheme."""
+        adapter = self.adapter(uri)
+        if adapter is None:
+            raise SourceError(uri, f"no source adapter for the scheme {scheme_of(uri)!r} "
+                                   f"(known: {', '.join(sorted(ADAPTERS))})")
+        return adapter.read(uri)
+
+    def close(self) -> None:
+        """Close every adapter made so far."""
+        for adapter in self._adapters.values():
+            if adapter is not None:
+                adapter.close()
+        self._adapters.clear()
+
+    def __enter__(self) -> Sources:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
