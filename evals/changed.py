@@ -221,6 +221,9 @@ def markdown(result: dict) -> str:
               f"{c['flagged_unverifiable']} | {c['checked']} | {c['unchanged']} "
               f"({c['proven']}) | {c['changed']} | {c['reread']} | {c['seconds']} | "
               f"{c['seconds_without_revalidation']} |"]
+    if "vector" in result["legs"]:
+        lines += ["", "(With the vector leg, the first of the 35 asks embeds the fresh wiki: "
+                  "its time is in the revalidated column.)"]
     return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,7 @@ from indexes.passages import rank_passages
 from indexes.vectors import Progress
 from wiki.entry import now_iso
 from wiki.markdown_text import sentences, word_count
+from wiki.revalidate import CITATION_FIELDS
 from wiki.search import SearchResult, filters_for, search
 from wiki.workspace import Wiki
 
@@ -179,11 +180,8 @@ def _annotate(answer: Answer, checks) -> None:
     """Copy each cited entry's revalidation onto its citation."""
     for citation in answer.citations:
         check = checks.entries.get(citation.path)
-        if check is not None:
-            citation.checked, citation.stale = check.checked, check.stale
-            citation.unverifiable = check.unverifiable
-            citation.current_source_used = check.current_source_used
-            citation.reason, citation.stale_sources = check.reason, list(check.stale_sources)
+        for name in () if check is None else CITATION_FIELDS:
+            setattr(citation, name, getattr(check, name))
     answer.revalidation = checks.summary()
 
 
