@@ -273,3 +273,24 @@ def test_a_stale_candidate_shows_its_best_current_sentence_even_below_the_floor(
     shown = [t for t, n in after.sentences if n == flagged[0].number]
     assert shown == ["The committee meets on Tuesday mornings at ten."]
     assert after.sentences[:len(before.sentences)] == before.sentences
+
+
+def test_mcp_ask_carries_the_same_fields(leave: Wiki, repo: Path) -> None:
+    from wiki_cli.mcp_server import build_server
+
+    _edit(repo, NEW)
+    _, tools = build_server(repo)
+    data = tools.ask(QUESTION)
+    assert data["citations"][0]["stale"] and data["citations"][0]["current_source_used"]
+    assert "Leave app" in data["answer"] and data["warnings"][0].startswith("entry ")
+
+
+def test_a_file_source_outside_the_repository_is_revalidated_and_proposed(
+        wiki: Wiki, tmp_path: Path, cli) -> None:
+    page = write(tmp_path / "outside" / "leave.md", OLD)
+    ingest_and_land(wiki, page)
+    page.write_text(NEW)
+    data = json.loads(cli("ask", QUESTION, "--json", "--propose").stdout)
+    assert data["citations"][0]["stale"] and data["citations"][0]["sources"] == [
+        page.resolve().as_uri()]
+    assert data["update"]["created"] and len(list_proposals(wiki)) == 1
