@@ -24,6 +24,7 @@ from indexes.vectors import Progress
 from wiki.entry import now_iso
 from wiki.markdown_text import sentences, word_count
 from wiki.revalidate import CITATION_FIELDS
+from wiki.revalidate import revalidate as check_sources
 from wiki.search import SearchResult, filters_for, search
 from wiki.workspace import Wiki
 
@@ -108,8 +109,6 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
         entries = [snapshot.entry(hit.key) for hit in result.hits[:count]]
         checks = None
         if revalidate and as_of is None:
-            from wiki.revalidate import revalidate as check_sources
-
             checks = check_sources(wiki, entries, snapshot.config())
             entries = checks.current(entries)
         if budget is not None:
