@@ -37,6 +37,7 @@ fuzz: $(STAMP)
 eval: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.run --dataset all
 	WIKI_DATA="$(DATA)" WIKI_EMBED_MODEL=none $(BIN)/python -m evals.staleness
+	WIKI_DATA="$(DATA)" WIKI_EMBED_MODEL=none $(BIN)/python -m evals.changed
 
 bench: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench

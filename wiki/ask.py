@@ -6,6 +6,10 @@ entries, ranked by BM25 against the question with the index's own tokenizer
 with a citation ``[n]`` to its entry and, through it, to the entry's sources. When the
 retrieval confidence is below the threshold the answer is an evidence gap, recorded in
 ``<git dir>/wiki/gaps.jsonl`` for lint, never a guess (DESIGN.md §5-6).
+
+Before sentences are picked, the candidate entries' sources are revalidated
+(:mod:`wiki.revalidate`): a stale entry competes with the current text of its source and
+its citation says so; an unverifiable one is flagged.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from indexes.passages import rank_passages
 from indexes.vectors import Progress
 from wiki.entry import now_iso
 from wiki.markdown_text import sentences, word_count
+from wiki.revalidate import CITATION_FIELDS
+from wiki.revalidate import revalidate as check_sources
 from wiki.search import SearchResult, filters_for, search
 from wiki.workspace import Wiki
 
@@ -41,6 +47,17 @@ class Citation:
     sources: list[str]
     changed_sources: list[str] = field(default_factory=list)
     """Cited files changed since the entry was written (marked by the git hook)."""
+    checked: bool = False
+    """Revalidation (:mod:`wiki.revalidate`): some source was checked now."""
+    stale: bool = False
+    """A source changed where the entry came from: the entry is out of date."""
+    unverifiable: bool = False
+    """A source is missing or unreadable: the entry's text could not be verified."""
+    current_source_used: bool = False
+    """The cited sentences come from the current source text, not the entry."""
+    reason: str = ""
+    """One line on the revalidation, for people (empty when every source is unchanged)."""
+    stale_sources: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -58,6 +75,9 @@ class Answer:
     tokens: dict | None = None
     """With a budget: ``used``, ``budget``, ``whole`` (the whole-entry context) and
     ``counter`` (:mod:`wiki.budget`)."""
+    revalidation: dict | None = None
+    """Counts of the sources checked at ask time and the uris to re-ingest
+    (:meth:`wiki.revalidate.Revalidation.summary`); ``None`` when not revalidated."""
 
     @property
     def gap(self) -> bool:
@@ -68,45 +88,63 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
         category: str | None = None, legs: tuple[str, ...] | None = None,
         progress: Progress | None = None, as_of: dt.datetime | None = None,
         scope: str | None = None, include_expired: bool = False,
-        budget: int | None = None) -> Answer:
+        budget: int | None = None, revalidate: bool = True) -> Answer:
     """Answer ``question`` from the wiki. Raises ``EmptyQueryError`` for an empty question
     and ``NotInitializedError`` without a wiki branch; a gap is a normal return. With
     ``budget`` (tokens), the answer is the best evidence that fits it
-    (:func:`wiki.budget.fit`) and ``answer.tokens`` reports what it used."""
+    (:func:`wiki.budget.fit`) and ``answer.tokens`` reports what it used. With
+    ``revalidate`` (not with ``as_of``: that asks what the wiki said then) the candidate
+    entries' sources are checked first (:mod:`wiki.revalidate`)."""
     result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
                     filters=filters_for(include_superseded=include_superseded,
                                         category=category, scope=scope,
                                         include_expired=include_expired))
     answer = Answer(question, result.commit, result.confidence, result.threshold,
                     top_cosine=result.top_cosine)
-    if not result.gap and budget is not None:
-        _fit(wiki, result, answer, budget)
-    elif not result.gap:
-        _extract(wiki, result, answer)
+    if not result.gap:
+        from wiki.budget import MAX_ENTRIES as BUDGET_ENTRIES
+
+        snapshot = wiki.snapshot(result.commit)
+        count = MAX_ENTRIES if budget is None else BUDGET_ENTRIES
+        entries = [snapshot.entry(hit.key) for hit in result.hits[:count]]
+        checks = None
+        if revalidate and as_of is None:
+            checks = check_sources(wiki, entries, snapshot.config())
+            entries = checks.current(entries)
+        if budget is not None:
+            _fit(result, answer, budget, entries)
+        else:
+            stale = {p for p, e in enumerate(entries)
+                     if checks is not None and checks.entries[e.path].stale}
+            _extract(result, answer, entries, stale)
+        if checks is not None:
+            _annotate(answer, checks)
     if answer.gap:
         _record_gap(wiki, answer)
     return answer
 
 
-def _extract(wiki: Wiki, result: SearchResult, answer: Answer) -> None:
-    snapshot = wiki.snapshot(result.commit)
+def _extract(result: SearchResult, answer: Answer, entries: list,
+             stale: set[int] = frozenset()) -> None:
+    """Pick the answer's sentences; an entry at a ``stale`` position (answered from its
+    current source) also gets its best matching sentence when none passed the floor, so
+    a changed value is shown, flagged, rather than hidden."""
     candidates: list[tuple[int, str]] = []  # (entry position, sentence)
-    entries = []
-    for position, hit in enumerate(result.hits[:MAX_ENTRIES]):
-        entry = snapshot.entry(hit.key)
-        entries.append(entry)
+    for position, entry in enumerate(entries):
         candidates += [(position, s) for s in sentences(entry.body)
                        if word_count(s) >= MIN_SENTENCE_WORDS]
-    ranked = rank_passages(result.query, [s for _, s in candidates], limit=50)
+    ranked = rank_passages(result.query, [s for _, s in candidates],
+                           limit=max(50, len(candidates)) if stale else 50)
     scored = sorted(((score / math.sqrt(1 + candidates[i][0]), i) for i, score in ranked),
                     key=lambda pair: (-pair[0], pair[1]))
     floor = RELATIVE_FLOOR * scored[0][0] if scored else 0.0
     numbers: dict[int, int] = {}
     picked: list[tuple[str, int]] = []
     for score, i in scored:
-        if score < floor or len(picked) == MAX_SENTENCES:
-            break
         position, text = candidates[i]
+        if (score < floor or len(picked) >= MAX_SENTENCES) and (
+                position not in stale or position in numbers or score <= 0):
+            continue
         if len(text) > MAX_SENTENCE_CHARS:
             text = text[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
         if any(text == t for t, _ in picked):
@@ -124,19 +162,26 @@ def _extract(wiki: Wiki, result: SearchResult, answer: Answer) -> None:
                         for position, number in sorted(numbers.items(), key=lambda p: p[1])]
 
 
-def _fit(wiki: Wiki, result: SearchResult, answer: Answer, budget: int) -> None:
+def _fit(result: SearchResult, answer: Answer, budget: int, entries: list) -> None:
     from indexes.tokens import counter
-    from wiki.budget import MAX_ENTRIES, fit
+    from wiki.budget import fit
     from wiki.embedding import model_name
 
-    snapshot = wiki.snapshot(result.commit)
-    entries = [snapshot.entry(hit.key) for hit in result.hits[:MAX_ENTRIES]]
     evidence = fit(answer.question, entries, budget, counter(model_name()))
     answer.sentences = evidence.sentences
     answer.citations = [_citation(number, entries[position], result)
                         for number, position in enumerate(evidence.cited, start=1)]
     answer.tokens = {"used": evidence.used, "budget": budget, "whole": evidence.whole,
                      "counter": evidence.counter}
+
+
+def _annotate(answer: Answer, checks) -> None:
+    """Copy each cited entry's revalidation onto its citation."""
+    for citation in answer.citations:
+        check = checks.entries.get(citation.path)
+        for name in () if check is None else CITATION_FIELDS:
+            setattr(citation, name, getattr(check, name))
+    answer.revalidation = checks.summary()
 
 
 def _citation(number: int, entry, result: SearchResult) -> Citation:

@@ -56,9 +56,13 @@ def search_payload(result, *, explain: bool = True) -> dict[str, Any]:
 
 
 def answer_payload(answer) -> dict[str, Any]:
-    """A :class:`wiki.ask.Answer` as JSON values (``gap`` true: the wiki does not say)."""
+    """A :class:`wiki.ask.Answer` as JSON values (``gap`` true: the wiki does not say;
+    ``warnings``: one line per cited entry found out of date or unverifiable at ask time)."""
     fields = {k: v for k, v in vars(answer).items() if k != "sentences"}
-    return to_jsonable({**fields, "gap": answer.gap,
+    warnings = [f"entry {c.entry_id} is "
+                f"{'out of date' if c.stale else 'unverifiable'}: {c.reason}"
+                for c in answer.citations if c.stale or c.unverifiable]
+    return to_jsonable({**fields, "gap": answer.gap, "warnings": warnings,
                         "sentences": [{"text": t, "citation": n} for t, n in answer.sentences]})
 
 

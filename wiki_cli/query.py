@@ -88,18 +88,30 @@ def ask(
     include_expired: ExpiredOption = False,
     budget: Annotated[int | None, typer.Option(
         "--budget", min=1, help="Return the best cited evidence that fits N tokens.")] = None,
+    propose: Annotated[bool, typer.Option(
+        "--propose", help="When a cited entry is out of date, propose re-ingesting its "
+                          "changed source(s).")] = False,
+    no_revalidate: Annotated[bool, typer.Option(
+        "--no-revalidate", help="Answer from the entries without checking their sources.")
+    ] = False,
     json_output: JsonOption = False,
 ) -> None:
-    """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap."""
+    """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap.
+    Cited entries whose sources changed are answered from the current source and flagged
+    (exit 0)."""
     from wiki.ask import ask as run
+    from wiki_cli.stale import citation_warnings, update
 
     require_text(question, "question")
+    wiki = open_wiki()
     with embedding_progress(json_output) as progress:
-        answer = run(open_wiki(), question, category=category, legs=parse_legs(legs),
+        answer = run(wiki, question, category=category, legs=parse_legs(legs),
                      as_of=parse_as_of(as_of), scope=scope, include_expired=include_expired,
-                     budget=budget, include_superseded=include_superseded, progress=progress)
+                     budget=budget, include_superseded=include_superseded, progress=progress,
+                     revalidate=not no_revalidate)
     if json_output:
-        print_json(answer_payload(answer))
+        print_json({**answer_payload(answer),
+                    "update": update(wiki, answer, propose=propose, quiet=True)})
     elif answer.gap:
         cosine = "" if answer.top_cosine is None else f", best cosine {answer.top_cosine:.2f}"
         out.print(plain(f"The wiki does not say (word coverage {answer.confidence:.2f}{cosine})."
@@ -112,13 +124,16 @@ def ask(
             sources = ", ".join(citation.sources) or "no source"
             out.print(plain(f"[{citation.number}] {citation.title} — {citation.path} "
                             f"(id {citation.entry_id}; from {sources})"))
-            for uri in citation.changed_sources:
+            citation_warnings(citation)
+            for uri in [] if citation.stale or citation.unverifiable else \
+                    citation.changed_sources:
                 out.print(plain(f"    warning: {uri} changed since this entry was written; "
                                 "it may be stale (see `wiki lint --select W010`)"))
         if answer.tokens:
             t = answer.tokens
             report(f"{t['used']} of {t['budget']} tokens used; the whole entries would take "
                    f"{t['whole']} ({t['counter']})")
+        update(wiki, answer, propose=propose, quiet=False)
     if answer.gap:
         raise typer.Exit(GAP)
 

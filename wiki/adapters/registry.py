@@ -114,12 +114,16 @@ def scheme_of(uri: str) -> str:
 
 class Sources:
     """The adapters of one run, each made on first use, with every check memoised per
-    (uri, record). Use as a context manager (or call :meth:`close`)."""
+    (uri, record). Use as a context manager (or call :meth:`close`).
+
+    ``reads`` counts the calls to :meth:`read` (whole-source reads the caller asked for;
+    a changed source that an adapter hashed inside :meth:`check` is not counted)."""
 
     def __init__(self, env: SourceEnv):
         self.env = env
         self._adapters: dict[str, Adapter | None] = {}
         self._checks: dict[tuple[str, Recorded], Check | None] = {}
+        self.reads = 0
 
     def adapter(self, uri: str) -> Adapter | None:
         """The adapter for ``uri``'s scheme, or ``None`` when no adapter knows it."""
@@ -144,6 +148,7 @@ class Sources:
         if adapter is None:
             raise SourceError(uri, f"no source adapter for the scheme {scheme_of(uri)!r} "
                                    f"(known: {', '.join(sorted(ADAPTERS))})")
+        self.reads += 1
         return adapter.read(uri)
 
     def close(self) -> None:
