@@ -11,3 +11,7 @@ class EmptyQueryError(IndexesError):
 
 class IndexSchemaError(IndexesError):
     """The derived database was written by a newer version of the schema."""
+
+
+class IndexBusyError(IndexesError):
+    """Another process held the derived database's write lock for the whole busy timeout."""

@@ -18,7 +18,7 @@ from pathlib import Path
 import sqlite_utils
 
 from indexes.documents import Document, Hit, hits_from_rows
-from indexes.errors import IndexSchemaError
+from indexes.errors import IndexBusyError, IndexSchemaError
 from indexes.filters import Filters
 from indexes.fusion import rrf
 from indexes.names import replace_names, search_names
@@ -130,14 +130,15 @@ class SearchIndex:
     """
 
     def __init__(self, path: Path | str, *, weights: tuple[float, ...] = DEFAULT_WEIGHTS,
-                 chunk_words: int = CHUNK_WORDS):
+                 chunk_words: int = CHUNK_WORDS, busy_timeout_ms: int = BUSY_TIMEOUT_MS):
         self.path = Path(path)
         self.weights = weights
         self.chunk_words = chunk_words
+        self.busy_timeout_ms = busy_timeout_ms
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
+        conn = sqlite3.connect(str(self.path), timeout=busy_timeout_ms / 1000,
                                isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         self.db = sqlite_utils.Database(conn)
@@ -175,8 +176,17 @@ class SearchIndex:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """A write transaction (``BEGIN IMMEDIATE``): waits for other writers, then holds
-        the write lock until the block ends; rolls back on error."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        the write lock until the block ends; rolls back on error. Raises
+        :class:`IndexBusyError` when another process held the lock for the whole wait."""
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            raise IndexBusyError(
+                f"{self.path}: the search index is locked by another process (waited "
+                f"{self.busy_timeout_ms / 1000:g} s); try again when the other wiki command "
+                "finishes") from None
         try:
             yield
         except BaseException:

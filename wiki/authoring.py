@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from indexes.names import fold_name
 from wiki.entry import Entry, now_iso
-from wiki.errors import ConfigError, DuplicateIdError
+from wiki.errors import ConfigError, DuplicateIdError, EntryError
 from wiki.frontmatter import render
 from wiki.gitrepo import Identity
 from wiki.lookup import find_entry
@@ -51,7 +51,14 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
     for a secret in ``text`` (with ``redact``, it is replaced by ``[REDACTED:<kind>]``)."""
     snapshot = wiki.snapshot()
     text = _screened(text, source_name, redact)
-    draft = Entry.parse(source_name, _with_id(text))
+    try:
+        draft = Entry.parse(source_name, _with_id(text))
+    except EntryError as exc:
+        if not exc.reason.startswith("no frontmatter"):
+            raise
+        raise EntryError(source_name, "no frontmatter: a new entry starts with a '---' line, "
+                         "'title: ...' and another '---', then its text (docs/entry-format.md)",
+                         line=exc.line) from None
     for current in snapshot.entries()[0]:
         if current.id == draft.id:
             raise DuplicateIdError(f"{source_name}: id {draft.id!r} is already used by "

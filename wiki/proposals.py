@@ -227,8 +227,9 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     reviewed = review_hash(wiki, proposal)
     if expect is not None and not reviewed.startswith(expect.strip().lower() or "-"):
         raise ReviewChangedError(
-            f"proposal {proposal.name} changed since it was reviewed (review hash {reviewed}, "
-            f"expected {expect}); run `wiki diff {proposal.name}` again")
+            f"proposal {proposal.name} changed since it was reviewed, or the hash is mistyped "
+            f"(review hash {reviewed}, expected {expect}); run `wiki diff {proposal.name}` "
+            "again")
     approver = approver or current_identity(wiki.repo)
     where = wiki.checked_out_in(wiki.ref)
     if where is not None:

@@ -6,7 +6,8 @@
 | 1    | findings, or something asked for was not found / already exists |
 | 2    | usage or configuration error (bad option, empty query, no repo, no wiki branch) |
 | 3    | evidence gap: ``wiki ask`` found nothing confident enough to answer |
-| 4    | conflict: the wiki moved (lost compare-and-swap) or a proposal is stale |
+| 4    | conflict: the wiki moved (lost compare-and-swap), a proposal is stale, or another |
+|      | process held the search index's lock too long |
 | 5    | refused by review policy (e.g. approving your own proposal, a secret in a proposal) |
 | 70   | internal error (a bug): the traceback is written to a log file |
 | 130  | interrupted (Ctrl-C) |
@@ -24,7 +25,7 @@ from pathlib import Path
 import typer
 from typer.core import TyperGroup
 
-from indexes.errors import EmptyQueryError, IndexesError
+from indexes.errors import EmptyQueryError, IndexBusyError, IndexesError
 from wiki.errors import (
     AlreadyInitializedError,
     BranchCheckedOutError,
@@ -66,6 +67,7 @@ EXIT_CODES: list[tuple[type[Exception], int]] = [
     (SelfApprovalError, REFUSED),
     (SecretError, REFUSED),
     (WikiError, FINDINGS),
+    (IndexBusyError, CONFLICT),
     (IndexesError, USAGE),
 ]
 
