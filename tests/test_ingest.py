@@ -169,3 +169,15 @@ def test_symlinks_are_not_followed(wiki: Wiki, repo: Path, tmp_path: Path) -> No
     assert [(Path(s.path).name, s.reason) for s in report.skipped] == \
         [("link.md", "symbolic link (not followed)")]
     assert report.added == 1
+
+
+def test_plain_text_keeps_underscores_inside_words_and_drops_emphasis() -> None:
+    """CommonMark: `include_superseded` and `as_of` are words, `_this_` is emphasis (a
+    user saw "includesuperseded" quoted in an answer)."""
+    from wiki.markdown_text import inline_plain
+
+    assert inline_plain("pass include_superseded or as_of, not checked_at") == \
+        "pass include_superseded or as_of, not checked_at"
+    assert inline_plain("a _real_ one, __strong__, **bold**, *it*") == \
+        "a real one, strong, bold, it"
+    assert inline_plain("| `as_of` | the_date |") == "| as_of | the_date |"

@@ -25,7 +25,9 @@ _LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^)]*\))*(?:\s+\"[^\"]*\")?\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
 _REF_DEF = re.compile(r"^\s*\[[^\]]+\]:\s+\S+.*$", re.MULTILINE)
 _AUTOLINK = re.compile(r"<(https?://[^>]+)>")
-_EMPHASIS = re.compile(r"(\*\*|__|\*|_|~~)(?=\S)(.+?)(?<=\S)\1")
+_EMPHASIS = re.compile(r"(\*\*|\*|~~)(?=\S)(.+?)(?<=\S)\1")
+# CommonMark: an underscore inside a word (include_superseded, as_of) never emphasises
+_UNDERSCORE_EMPHASIS = re.compile(r"(?<![\w_])(__|_)(?=[^\s_])(.+?)(?<=[^\s_])\1(?![\w_])")
 _CODE = re.compile(r"`([^`]*)`")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -49,7 +51,7 @@ def inline_plain(line: str) -> str:
     line = _HTML_TAG.sub("", line)
     line = _CODE.sub(r"\1", line)
     for _ in range(2):
-        line = _EMPHASIS.sub(r"\2", line)
+        line = _UNDERSCORE_EMPHASIS.sub(r"\2", _EMPHASIS.sub(r"\2", line))
     return re.sub(r"\s+", " ", line).strip()
 
 
