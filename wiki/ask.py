@@ -55,6 +55,8 @@ class Answer:
     sentences: list[tuple[str, int]] = field(default_factory=list)
     citations: list[Citation] = field(default_factory=list)
     top_cosine: float | None = None
+    llm: dict | None = None
+    """What the model did and cost, when the ``llm`` leg or the rerank ran."""
 
     @property
     def gap(self) -> bool:
@@ -63,14 +65,16 @@ class Answer:
 
 def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
         category: str | None = None, legs: tuple[str, ...] | None = None,
-        progress: Progress | None = None, as_of: dt.datetime | None = None) -> Answer:
+        progress: Progress | None = None, as_of: dt.datetime | None = None,
+        rerank: bool = False) -> Answer:
     """Answer ``question`` from the wiki. Raises ``EmptyQueryError`` for an empty question
     and ``NotInitializedError`` without a wiki branch; a gap is a normal return."""
     result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
+                    rerank=rerank,
                     filters=filters_for(include_superseded=include_superseded,
                                         category=category))
     answer = Answer(question, result.commit, result.confidence, result.threshold,
-                    top_cosine=result.top_cosine)
+                    top_cosine=result.top_cosine, llm=result.llm)
     if not result.gap:
         _extract(wiki, result, answer)
     if answer.gap:

@@ -77,6 +77,26 @@ class SearchConfig:
 
 
 @dataclass(frozen=True)
+class LLMConfig:
+    """The language model (docs/llm.md): ``model`` is the team's default litellm model name
+    (``WIKI_MODEL`` or ``git config wiki.model`` override it; ``""`` = none); ``timeout``
+    seconds per call; per question at most ``max_calls`` provider calls, ``max_tokens``
+    prompt + completion tokens and ``max_seconds``; the index walk judges at most
+    ``walk_folders`` folders and ``walk_entries`` entries and deep-reads ``deep_read``;
+    ``--rerank`` re-judges the fused top ``rerank_top``."""
+
+    model: str = ""
+    timeout: float = 30.0
+    max_calls: int = 60
+    max_tokens: int = 12000
+    max_seconds: float = 120.0
+    walk_folders: int = 3
+    walk_entries: int = 40
+    deep_read: int = 6
+    rerank_top: int = 10
+
+
+@dataclass(frozen=True)
 class WikiConfig:
     """All settings read from ``wiki.toml``."""
 
@@ -84,10 +104,11 @@ class WikiConfig:
     sources: SourcesConfig = field(default_factory=SourcesConfig)
     review: ReviewConfig = field(default_factory=ReviewConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
 
 
 _SECTIONS = {"ingest": IngestConfig, "sources": SourcesConfig, "review": ReviewConfig,
-             "search": SearchConfig}
+             "search": SearchConfig, "llm": LLMConfig}
 
 
 def parse_config(text: str, path: str = CONFIG_PATH) -> WikiConfig:
@@ -124,9 +145,10 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
             config.ingest.max_lines < 1:
         problems.append("[ingest] split_words, max_bytes and max_lines must be at least 1")
     unknown = [leg for leg in (*config.search.legs, *config.search.leg_weights)
-               if leg not in ("alias", "bm25", "vector")]
+               if leg not in ("alias", "bm25", "vector", "llm")]
     if unknown or not config.search.legs:
-        problems.append(f"[search] legs are alias, bm25 and vector, got {unknown or '[]'}")
+        problems.append(f"[search] legs are alias, bm25, vector and llm, got "
+                        f"{unknown or '[]'}")
     if config.review.approvals_required < 1:
         problems.append("[review] approvals_required must be at least 1")
     if config.search.fusion not in ("zscore", "rrf"):
@@ -135,6 +157,10 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
         problems.append("[search] rrf_k and window must be at least 1")
     if not config.ingest.extensions:
         problems.append("[ingest] extensions must name at least one file ending")
+    if not isinstance(config.llm.model, str):
+        problems.append(f"[llm] model must be a string, got {config.llm.model!r}")
+    if config.llm.timeout <= 0 or config.llm.max_calls < 1 or config.llm.max_tokens < 1:
+        problems.append("[llm] timeout, max_calls and max_tokens must be above 0")
     if problems:
         raise ConfigError(f"{path} {problems[0]}")
 

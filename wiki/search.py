@@ -49,6 +49,8 @@ class SearchResult:
     gap_cosine: float = 0.45
     marks: dict[str, list[dict]] = field(default_factory=dict)
     """Hits whose cited files changed since they were written (``wiki hook``)."""
+    llm: dict | None = None
+    """When the ``llm`` leg or the rerank ran: :meth:`wiki.llm.leg.LLMStage.report`."""
 
     @property
     def gap(self) -> bool:
@@ -79,24 +81,30 @@ def filters_for(*, include_superseded: bool = False, category: str | None = None
 
 def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None = None,
            legs: tuple[str, ...] | None = None, index: SearchIndex | None = None,
-           progress: Progress | None = None, as_of: dt.datetime | None = None) -> SearchResult:
+           progress: Progress | None = None, as_of: dt.datetime | None = None,
+           rerank: bool = False, llm=None) -> SearchResult:
     """Rank entries for ``query`` with the configured (or given) legs fused by weighted
     RRF; with ``as_of``, over the wiki as it was then. Raises ``EmptyQueryError`` for a
     query without words and ``NotInitializedError`` without a wiki branch. A leg that
-    cannot run (no embedding model) is skipped and reported in ``result.skipped``."""
+    cannot run (no embedding model) is skipped and reported in ``result.skipped``.
+    The ``llm`` leg (the index walk) and ``rerank`` use ``llm`` (a
+    :class:`wiki.llm.client.LLMClient`) or the configured model; asking for either
+    explicitly without a model raises ``ModelNotConfiguredError`` (docs/llm.md)."""
     query_words(query)  # an empty query is an error whatever the legs
+    options = (wiki, rerank, llm, legs is not None and "llm" in legs)
     if as_of is not None:
         commit = commit_as_of(wiki, as_of)
         with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
                 snapshot_index(wiki, commit, Path(folder) / "index.sqlite") as past:
-            return _search(past, SyncReport(commit), query, limit, filters, legs, progress)
+            return _search(past, SyncReport(commit), query, limit, filters, legs, progress,
+                           options)
     own = index is None
     if own:
         index, report = open_synced(wiki)
     else:
         report = sync(wiki, index)
     try:
-        return _search(index, report, query, limit, filters, legs, progress)
+        return _search(index, report, query, limit, filters, legs, progress, options)
     finally:
         if own:
             index.close()
@@ -104,7 +112,9 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
 
 def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
             filters: Filters | None, legs: tuple[str, ...] | None,
-            progress: Progress | None) -> SearchResult:
+            progress: Progress | None, options: tuple = (None, False, None, False)
+            ) -> SearchResult:
+    wiki, rerank, client, llm_asked = options
     config = indexed_config(index).search
     fusion = FusionConfig(legs=tuple(legs or config.legs), k=config.rrf_k,
                           window=max(config.window, limit), weights=config.leg_weights,
@@ -115,7 +125,21 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
         vector, model = _query_vector(index, query, skipped, progress)
     found = run_legs(index, query, fusion, filters=filters or filters_for(),
                      query_vector=vector, model=model)
+    stage = None
+    if wiki is not None and ("llm" in fusion.legs or rerank):
+        from wiki.llm.leg import LLMStage
+
+        stage = LLMStage.open(wiki, indexed_config(index).llm, required=llm_asked or rerank,
+                              client=client)
+        if stage.client is None:
+            skipped["llm"] = stage.note or "no model"
+        elif "llm" in fusion.legs:
+            found["llm"] = stage.leg(index, query, report.commit,
+                                     wiki.snapshot(report.commit).read,
+                                     filters or filters_for(), fusion.window)
     hits = fuse(found, fusion, limit=limit)
+    if stage is not None and rerank:
+        hits = stage.rerank(index, query, hits)
     lexical = found.get("bm25") or hits
     confidence = coverage(index, query, lexical[0].key) if lexical else 0.0
     cosine = found["vector"][0].score if found.get("vector") else None
@@ -123,7 +147,8 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
     sources = {key: extra.get("sources", []) for key, extra in extras.items()}
     return SearchResult(query, report.commit, hits, confidence, config.gap_threshold, report,
                         sources, list(found), skipped, cosine, config.gap_coverage,
-                        config.gap_cosine, marks(index.conn, [h.key for h in hits]))
+                        config.gap_cosine, marks(index.conn, [h.key for h in hits]),
+                        stage.report() if stage is not None else None)
 
 
 def _query_vector(index: SearchIndex, query: str, skipped: dict[str, str],

@@ -10,11 +10,14 @@ from wiki_cli.common import (
     AsOfOption,
     JsonOption,
     LegsOption,
+    RerankOption,
+    VerboseOption,
     app,
     embedding_progress,
     open_wiki,
     parse_as_of,
     parse_legs,
+    report_llm,
     require_text,
 )
 from wiki_cli.errors import FINDINGS, GAP, report
@@ -34,6 +37,8 @@ def search(
     legs: LegsOption = None,
     as_of: AsOfOption = None,
     json_output: JsonOption = False,
+    rerank: RerankOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Rank entries for QUERY: alias/title, BM25 and vector legs fused by weighted RRF."""
     from wiki.search import filters_for
@@ -42,17 +47,19 @@ def search(
     require_text(query, "query")
     with embedding_progress(json_output) as progress:
         result = run(open_wiki(), query, limit=limit, legs=parse_legs(legs), progress=progress,
-                     as_of=parse_as_of(as_of),
+                     as_of=parse_as_of(as_of), rerank=rerank,
                      filters=filters_for(include_superseded=include_superseded,
                                          category=category, tags=tuple(tag or ())))
     for leg, reason in result.skipped.items():
         report(f"note: {leg} leg skipped: {reason}")
+    report_llm(result.llm, verbose)
     if json_output:
         print_json({"query": query, "commit": result.commit,
                     "confidence": round(result.confidence, 4), "gap": result.gap,
                     "top_cosine": None if result.top_cosine is None
                     else round(result.top_cosine, 4),
-                    "hits": [_hit_json(h, result.sources.get(h.key, [])) for h in result.hits]})
+                    "hits": [_hit_json(h, result.sources.get(h.key, [])) for h in result.hits],
+                    **({"llm": result.llm} if result.llm else {})})
         if not result.hits:
             raise typer.Exit(FINDINGS)
         return
@@ -92,6 +99,8 @@ def ask(
     legs: LegsOption = None,
     as_of: AsOfOption = None,
     json_output: JsonOption = False,
+    rerank: RerankOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap."""
     from wiki.ask import ask as run
@@ -99,8 +108,9 @@ def ask(
     require_text(question, "question")
     with embedding_progress(json_output) as progress:
         answer = run(open_wiki(), question, category=category, legs=parse_legs(legs),
-                     as_of=parse_as_of(as_of),
+                     as_of=parse_as_of(as_of), rerank=rerank,
                      include_superseded=include_superseded, progress=progress)
+    report_llm(answer.llm, verbose)
     if json_output:
         print_json({**{k: v for k, v in vars(answer).items() if k != "sentences"},
                     "gap": answer.gap,
