@@ -4,7 +4,8 @@ exercise the whole path through ``litellm.completion`` without a network or a mo
 
 Yes/no judgements: P(yes) grows with the share of the question's words found in the
 evidence (the text between the fence markers only), returned as log-probabilities of the
-first token like a real provider. JSON answers pick the option with the most shared words.
+first token like a real provider; lettered lists get each letter's probability from its
+line's shared words. JSON answers pick the option with the most shared words.
 A "hijacked" model: if "ignore previous instructions" appears *outside* the evidence fence,
 it answers yes to everything (so a fence that leaks fails the injection tests).
 """
@@ -59,6 +60,14 @@ class FakeProvider(CustomLLM):
             best = max(range(len(options)),
                        key=lambda i: (len(words(question) & words(options[i])), -i))
             text, logprobs = json.dumps({"choice": best + 1}), None
+        elif "letter" in outside:  # a scored choice among lettered lines
+            lines = re.findall(r"^([A-Z])\. (.*)$", evidence, re.MULTILINE)
+            weights = {mark: 0.05 + len(words(question) & words(line)) for mark, line in lines}
+            total = sum(weights.values())
+            tops = [{"token": mark, "logprob": math.log(w / total), "bytes": None}
+                    for mark, w in sorted(weights.items(), key=lambda kv: -kv[1])]
+            text = tops[0]["token"]
+            logprobs = ChoiceLogprobs(content=[{**tops[0], "top_logprobs": tops}])
         else:
             wanted = words(question)
             share = len(wanted & words(evidence)) / max(1, len(wanted))

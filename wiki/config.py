@@ -81,19 +81,20 @@ class LLMConfig:
     """The language model (docs/llm.md): ``model`` is the team's default litellm model name
     (``WIKI_MODEL`` or ``git config wiki.model`` override it; ``""`` = none); ``timeout``
     seconds per call; per question at most ``max_calls`` provider calls, ``max_tokens``
-    prompt + completion tokens and ``max_seconds``; the index walk judges at most
-    ``walk_folders`` folders and ``walk_entries`` entries and deep-reads ``deep_read``;
-    ``--rerank`` re-judges the fused top ``rerank_top``."""
+    prompt + completion tokens and ``max_seconds``; the index walk expands at most
+    ``walk_folders`` folders, judges ``walk_entries`` entries on their cards and
+    deep-reads ``deep_read``; ``--rerank`` re-judges the fused top ``rerank_top``.
+    Defaults sized for the local model on two CPU cores (evals/results/handbook-llm.md)."""
 
     model: str = ""
-    timeout: float = 30.0
-    max_calls: int = 60
-    max_tokens: int = 12000
-    max_seconds: float = 120.0
+    timeout: float = 60.0
+    max_calls: int = 45
+    max_tokens: int = 10000
+    max_seconds: float = 150.0
     walk_folders: int = 3
-    walk_entries: int = 40
-    deep_read: int = 6
-    rerank_top: int = 10
+    walk_entries: int = 12
+    deep_read: int = 3
+    rerank_top: int = 5
 
 
 @dataclass(frozen=True)

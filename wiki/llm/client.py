@@ -193,6 +193,31 @@ class LLMClient:
                               max_tokens=1, temperature=0.0, top_logprobs=TOP_LOGPROBS)
         return yes_probability(reply)
 
+    def rank(self, question: str, options: Sequence[str], *,
+             ask: str = prompts.PICK) -> list[float]:
+        """A scored choice: for each of at most 26 ``options`` (fenced, labelled ``A``,
+        ``B``, ...), the probability that the model picks it for ``question``, from the
+        log-probabilities of the first answer token over the labels (summing to 1; labels
+        outside the provider's 20 most likely tokens get 0). Without
+        log-probabilities: 1.0 for the label answered, 0.0 for the others (uniform when
+        the answer is no label). Raises like :meth:`complete`."""
+        labels = prompts.LABELS[:len(options)]
+        if not options or len(options) > len(prompts.LABELS):
+            raise ValueError(f"rank() takes 1 to {len(prompts.LABELS)} options")
+        reply = self.complete(prompts.choice_messages(question, list(options), ask, labels),
+                              max_tokens=1, temperature=0.0, top_logprobs=20)
+        mass = dict.fromkeys(labels, 0.0)
+        for token, logprob in (reply.top_logprobs[0] if reply.top_logprobs else {}).items():
+            if token.strip().upper() in mass:
+                mass[token.strip().upper()] += math.exp(logprob)
+        if not any(mass.values()):
+            answer = reply.text.strip()[:1].upper()
+            mass = {label: float(label == answer) for label in labels}
+            if answer not in mass:
+                mass = dict.fromkeys(labels, 1.0)
+        total = sum(mass.values())
+        return [mass[label] / total for label in labels]
+
     def choose(self, question: str, options: Sequence[str], *, ask: str) -> int:
         """The 0-based index of the option picked for ``question`` (options fenced as
         evidence and numbered from 1), with JSON-schema-constrained output

@@ -11,12 +11,15 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from functools import cache
+from pathlib import Path
 
 
 @cache
 def _redactor():
-    if importlib.util.find_spec("wiki.safety") is None:
-        return None
+    spec = importlib.util.find_spec("wiki.safety")
+    own = Path(__file__).resolve().parent.parent  # this installation's wiki package
+    if spec is None or spec.origin is None or Path(spec.origin).resolve().parent != own:
+        return None  # absent (or another checkout's, found through an editable install)
     return getattr(importlib.import_module("wiki.safety"), "redact", None)
 
 

@@ -2,21 +2,24 @@
 
 A walk for one question, within the question's budget (:class:`~wiki.llm.usage.Limits`):
 
-1. **Folders.** From the root ``index.md``, best first: every subfolder of an expanded
-   folder is judged ("could the answer be in this folder?") on its path, overview and the
-   titles it lists; a folder holding a single subfolder and no entries is passed through
-   without a call. At most ``folders`` folders are expanded.
+1. **Folders.** From the root ``index.md``, best first: each subfolder of an expanded
+   folder is judged ("could the answer be in this folder?") on its name and the titles it
+   lists; a folder holding a single subfolder and no entries is passed through without a
+   call. At most ``folders`` folders are expanded.
 2. **Cards.** The entries listed in the expanded folders, in order of their folder's
-   score (then by how many question words their title and summary share, to decide which
-   are judged when there are more than ``entries``), are judged on their frontmatter card
-   (title, summary, tags, aliases).
-3. **Deep read.** The best ``deep_read`` cards are judged again on their text.
+   score and then of the question words their title and summary share (this only decides
+   which are judged when there are more than ``entries``), are judged on their frontmatter
+   card (title, summary, tags, aliases).
+3. **Deep read.** The ``deep_read`` best cards are judged again on their text.
 
-An entry's score is the mean of its judgements; the leg returns every judged entry, best
-first. Judgements are scored yes/no answers (:meth:`LLMClient.judge`): small models say
-"relevant" to nearly anything in free text, but their probability of "yes" ranks well.
-A spent budget ends the walk with what it has; a failed call ends it too and is reported.
-Walks are cached by (question, branch commit, model, settings, filters).
+Every judgement is a scored yes/no answer (:meth:`LLMClient.judge`): small models say
+"relevant" to nearly anything in free text, and did no better than chance picking from a
+lettered list of 24 folders, but their probability of "yes" ranks pairs well. The
+question comes before the evidence in every prompt, so a local model re-reads only the
+candidate. The ranking: deep-read entries by P(yes), then the other judged cards, then the
+other listed entries. A spent budget ends the walk with what it has; a failed call ends
+it too and is reported. Walks are cached by (question, branch commit, model, settings,
+filters).
 """
 
 from __future__ import annotations
@@ -35,29 +38,33 @@ from wiki.llm.errors import BudgetExceededError, LLMCallError
 from wiki.llm.tree import FolderListing, read_listing
 from wiki.llm.usage import Limits, Usage
 
-WALK_VERSION = 1
+WALK_VERSION = 5
 _WORD = re.compile(r"[^\W_]{3,}")
 
 
 @dataclass(frozen=True)
 class WalkSettings:
-    """Sizes of a walk: folders expanded, entry cards judged, entries deep-read, and how
-    many words of a card / a body / a folder description the model sees."""
+    """Sizes of a walk: folders expanded, entries judged on their cards, entries
+    deep-read, and how many words the model sees of a folder's contents, of a card's
+    summary and of a body. Prompt tokens are what a CPU pays for (30-170 tokens/s for the
+    local model on two cores, by load), so every text is short."""
 
     folders: int = 3
-    entries: int = 40
-    deep_read: int = 6
-    card_words: int = 45
-    body_words: int = 140
-    folder_words: int = 50
+    entries: int = 12
+    deep_read: int = 3
+    line_words: int = 30
+    card_words: int = 24
+    body_words: int = 80
 
 
 @dataclass
 class WalkResult:
-    """The ranked ``(entry path, score 0-1)`` pairs of a walk, best first; ``usage`` of
-    this walk (all zero but ``cache_hits`` when it was ``cached``); ``stopped``: why the
-    walk ended early (a spent budget or a failed call), else ``None``; ``trace``: the
-    folders judged, as ``(path, score)``."""
+    """The ranked ``(entry path, score)`` pairs of a walk, best first (deep-read entries
+    score 2 + P(yes), other entries ranked on their cards 1 + their share, the rest their
+    listing score, below 1); ``usage`` of this walk
+    (all zero but ``cache_hits`` when it was ``cached``); ``stopped``: why the walk ended
+    early (a spent budget or a failed call), else ``None``; ``trace``: the folders scored,
+    as ``(path, score)``."""
 
     ranked: list[tuple[str, float]]
     usage: Usage = field(default_factory=Usage)
@@ -104,61 +111,63 @@ class _Walk:
         self.client, self.question, self.read = client, question, read
         self.index, self.settings = index, settings
         self.allowed = index.allowed_keys(filters)
-        self.words = set(_WORD.findall(question.casefold()))
         self.trace: list[tuple[str, float]] = []
+        self.listed: dict[str, float] = {}
+        self.overlap: dict[str, int] = {}
+        self.words = set(_WORD.findall(question.casefold()))
         self.cards: dict[str, float] = {}
         self.deep: dict[str, float] = {}
+        self.rows: dict[str, dict] = {}
 
     def run(self) -> None:
-        candidates = self._folders()
-        rows = self._rows([path for _, _, path in candidates])
-        order = sorted((c for c in candidates if c[2] in rows),
-                       key=lambda c: (-c[0], -self._overlap(rows[c[2]]), c[1]))
-        for _, _, path in order[:self.settings.entries]:
-            self.cards[path] = self.client.judge(self.question, _card(rows[path],
-                                                                      self.settings))
+        self._folders()
+        order = sorted(self.listed, key=lambda p: (-self.listed[p], -self.overlap[p], p))
+        self.rows = self._rows(order[:self.settings.entries])
+        for path in order[:self.settings.entries]:
+            if path in self.rows:
+                self.cards[path] = self.client.judge(self.question,
+                                                     _card(self.rows[path], self.settings))
         best = sorted(self.cards, key=lambda p: (-self.cards[p], p))
         for path in best[:self.settings.deep_read]:
-            text = _card(rows[path], self.settings) + "\nText: " + prompts.clip(
-                rows[path]["body"], self.settings.body_words)
+            text = _card(self.rows[path], self.settings) + "\nText: " + prompts.clip(
+                self.rows[path]["body"], self.settings.body_words)
             self.deep[path] = self.client.judge(self.question, text)
 
-    def _folders(self) -> list[tuple[float, int, str]]:
-        """Expand folders best first; ``(folder score, listing position, entry path)``."""
+    def _folders(self) -> None:
+        """Expand folders best first, judging each subfolder; the entries of an expanded
+        folder are listed with its score (the root's with its best subfolder's)."""
         frontier: list[tuple[float, str]] = [(-1.0, "")]
-        entries: list[tuple[float, int, str]] = []
         expanded = 0
-        try:
-            while frontier and expanded < self.settings.folders:
-                negative, folder = heapq.heappop(frontier)
-                listing = read_listing(self.read, folder)
-                if listing is None:
-                    continue
-                entries += [(-negative, n, path) for n, (path, _, _)
-                            in enumerate(listing.entries)]
-                if len(listing.folders) == 1 and not listing.entries:
-                    heapq.heappush(frontier, (negative, listing.folders[0][0]))
-                    continue  # a lone subfolder: nothing to choose
-                expanded += 1
-                for path, count in listing.folders:
-                    score = self.client.judge(self.question, self._describe(path, count),
-                                              ask=prompts.FOLDER)
-                    self.trace.append((path, score))
-                    heapq.heappush(frontier, (-score, path))
-        except BudgetExceededError:
-            if not entries:
-                raise
-        return entries
+        while frontier and expanded < self.settings.folders:
+            negative, folder = heapq.heappop(frontier)
+            listing = read_listing(self.read, folder)
+            if listing is None:
+                continue
+            if len(listing.folders) == 1 and not listing.entries:
+                heapq.heappush(frontier, (negative, listing.folders[0][0]))
+                continue  # a lone subfolder: nothing to choose
+            expanded += 1
+            scores = []
+            for path, count in listing.folders:
+                score = self.client.judge(self.question, self._describe(path, count),
+                                          ask=prompts.FOLDER)
+                self.trace.append((path, score))
+                heapq.heappush(frontier, (-score, path))
+                scores.append(score)
+            prior = -negative if folder and -negative < 1.0 else max(scores, default=0.5)
+            for path, title, summary in listing.entries:
+                if self.allowed is None or path in self.allowed:
+                    self.listed[path] = prior
+                    self.overlap[path] = len(self.words & set(_WORD.findall(
+                        f"{title} {summary}".casefold())))
 
     def _describe(self, folder: str, count: int) -> str:
         listing = read_listing(self.read, folder) or FolderListing(folder)
-        names = [p.rpartition("/")[2] + "/" for p, _ in listing.folders]
-        names += [title for _, title, _ in listing.entries]
-        text = f"Folder: {folder}/ ({count} entries)"
-        if listing.overview:
-            text += f"\nAbout: {prompts.clip(listing.overview, 30)}"
-        return text + "\nContains: " + prompts.clip("; ".join(names),
-                                                     self.settings.folder_words)
+        names = [title for _, title, _ in listing.entries]
+        names += [p.rpartition("/")[2].replace("-", " ") for p, _ in listing.folders]
+        about = f"\nAbout: {prompts.clip(listing.overview, 20)}" if listing.overview else ""
+        return (f"Section: {folder.rpartition('/')[2].replace('-', ' ')} ({count} pages)"
+                f"{about}\nPages: " + prompts.clip("; ".join(names), self.settings.line_words))
 
     def _rows(self, paths: list[str]) -> dict[str, dict]:
         if self.allowed is not None:
@@ -173,13 +182,12 @@ class _Walk:
                             "aliases": aliases, "body": body}
         return out
 
-    def _overlap(self, row: dict) -> int:
-        return len(self.words & set(_WORD.findall(f"{row['title']} {row['summary']}"
-                                                  .casefold())))
-
     def ranked(self) -> list[tuple[str, float]]:
-        scores = {p: (s + self.deep[p]) / 2 if p in self.deep else s
-                  for p, s in self.cards.items()}
+        """Deep-read entries (2 + P(yes)), then the other carded ones (1 + P(yes)), then
+        the rest of the listed ones (half their folder's score, below 1)."""
+        scores = {p: 0.5 * s for p, s in self.listed.items()}
+        scores.update({p: 1.0 + s for p, s in self.cards.items()})
+        scores.update({p: 2.0 + s for p, s in self.deep.items()})
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
