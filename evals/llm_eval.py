@@ -6,8 +6,9 @@
 
 Writes ``evals/results/handbook-llm.md`` (and ``.json``). Only the answerable questions
 are run (the metrics are over them; the LLM does not change the evidence-gap rule).
-Responses and walks are cached in the handbook wiki's derived state, keyed by prompt and
-model (walks also by commit and settings), so a re-run costs only what changed. Without
+Responses and walks are cached in ``evals/.cache/llm-responses.sqlite``, keyed by prompt
+and model (walks also by commit and settings), so a re-run costs only what changed; the
+per-question costs in the table count only questions whose walk was not cached. Without
 the local extra (or another model) it says so and exits 0.
 """
 
@@ -130,7 +131,10 @@ def _client(model: str, config):
         except ModelFileError as exc:
             log(f"skipping the LLM evaluation: {exc}")
             return None
-    return LLMClient(model, timeout=config.timeout, limits=limits_of(config))
+    from wiki.llm.cache import ResponseCache
+
+    cache = ResponseCache(datasets.CACHE_DIR / "llm-responses.sqlite")
+    return LLMClient(model, cache=cache, timeout=config.timeout, limits=limits_of(config))
 
 
 def _costs(details: list[dict]) -> dict:

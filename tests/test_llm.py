@@ -112,6 +112,12 @@ def test_choose_is_json_constrained(fake) -> None:
     assert _client().choose(QUESTION, options, ask="Which option answers it?") == 1
 
 
+def test_rank_gives_each_option_a_probability(fake) -> None:
+    shares = _client().rank(QUESTION, ["Slack channels", "Per diem for meals on travel days",
+                                       "Holidays"])
+    assert sum(shares) == pytest.approx(1.0) and max(shares) == shares[1]
+
+
 def test_mock_response_without_logprobs_falls_back_to_the_answer_token() -> None:
     client = LLMClient("openai/gpt-4o-mini", litellm_kwargs={"mock_response": "Yes"})
     assert client.judge(QUESTION, "Per diem") == 1.0
@@ -189,6 +195,15 @@ def test_llm_leg_without_a_model_is_a_usage_error(populated, cli, monkeypatch) -
     assert run.exit_code == 2
     assert run.stderr.strip().count("\n") == 0 and "WIKI_MODEL" in run.stderr
     assert cli("search", "per diem").exit_code == 0  # without the leg: as before
+
+
+def test_llm_leg_in_wiki_toml_without_a_model_is_skipped(populated, cli, monkeypatch) -> None:
+    monkeypatch.delenv("WIKI_MODEL", raising=False)
+    text = (populated.store.read_path(populated.require_head(), "wiki.toml").decode()
+            .replace('legs = ["alias", "bm25", "vector"]', 'legs = ["alias", "bm25", "llm"]'))
+    _land(populated, {"wiki.toml": text})
+    run = cli("search", "per diem")
+    assert run.exit_code == 0 and "note: llm leg skipped: no model configured" in run.stderr
 
 
 def test_verbose_and_json_report_usage(populated, fake, cli) -> None:

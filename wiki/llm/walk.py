@@ -5,7 +5,8 @@ A walk for one question, within the question's budget (:class:`~wiki.llm.usage.L
 1. **Folders.** From the root ``index.md``, best first: each subfolder of an expanded
    folder is judged ("could the answer be in this folder?") on its name and the titles it
    lists; a folder holding a single subfolder and no entries is passed through without a
-   call. At most ``folders`` folders are expanded.
+   call. The walk stops expanding after ``folders`` folders that had subfolders to judge,
+   or once three times ``entries`` entries are listed.
 2. **Cards.** The entries listed in the expanded folders, in order of their folder's
    score and then of the question words their title and summary share (this only decides
    which are judged when there are more than ``entries``), are judged on their frontmatter
@@ -38,7 +39,7 @@ from wiki.llm.errors import BudgetExceededError, LLMCallError
 from wiki.llm.tree import FolderListing, read_listing
 from wiki.llm.usage import Limits, Usage
 
-WALK_VERSION = 5
+WALK_VERSION = 6
 _WORD = re.compile(r"[^\W_]{3,}")
 
 
@@ -134,11 +135,13 @@ class _Walk:
             self.deep[path] = self.client.judge(self.question, text)
 
     def _folders(self) -> None:
-        """Expand folders best first, judging each subfolder; the entries of an expanded
-        folder are listed with its score (the root's with its best subfolder's)."""
+        """Expand folders best first, judging each subfolder, until ``folders`` folders
+        with subfolders were expanded or three times ``entries`` entries are listed; the
+        entries of an expanded folder are listed with its score (the root's with its best
+        subfolder's)."""
         frontier: list[tuple[float, str]] = [(-1.0, "")]
-        expanded = 0
-        while frontier and expanded < self.settings.folders:
+        expanded, enough = 0, 3 * max(self.settings.entries, self.settings.deep_read)
+        while frontier and expanded < self.settings.folders and len(self.listed) < enough:
             negative, folder = heapq.heappop(frontier)
             listing = read_listing(self.read, folder)
             if listing is None:
@@ -146,7 +149,7 @@ class _Walk:
             if len(listing.folders) == 1 and not listing.entries:
                 heapq.heappush(frontier, (negative, listing.folders[0][0]))
                 continue  # a lone subfolder: nothing to choose
-            expanded += 1
+            expanded += bool(listing.folders)  # a folder of entries only costs no call
             scores = []
             for path, count in listing.folders:
                 score = self.client.judge(self.question, self._describe(path, count),
