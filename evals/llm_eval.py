@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             summary.update(_costs(details))
         summaries[method], per_question[method] = summary, details
     index.close()
-    markdown = _report(summaries, per_question, questions, config, args, fusion, client)
+    markdown = _report(summaries, per_question, [q.id for q in questions], config, args,
+                       describe_fusion(fusion), client.usage.to_dict())
     write(Path(args.out), "handbook-llm", markdown,
           {"dataset": "handbook", "model": args.model, "results": summaries,
            "questions": per_question, "config": vars(config)})
@@ -138,8 +139,9 @@ def _client(model: str, config):
 
 
 def _costs(details: list[dict]) -> dict:
-    """Per-question means of what the model cost (walks from the cache excluded)."""
-    fresh = [d["usage"] for d in details if not d["cached"] and d["usage"]]
+    """Per-question means of what the model cost, over the questions that made provider
+    calls (walks or responses from the cache cost nothing and are left out)."""
+    fresh = [d["usage"] for d in details if d["usage"] and d["usage"].get("calls")]
     if not fresh:
         return {"questions_walked": 0}
     return {"calls_per_q": statistics.fmean(u["calls"] for u in fresh),
@@ -149,7 +151,7 @@ def _costs(details: list[dict]) -> dict:
             "questions_walked": len(fresh)}
 
 
-def _report(summaries, per_question, questions, config, args, fusion, client) -> str:
+def _report(summaries, per_question, questions, config, args, fusion: str, usage) -> str:
     facts = {"date": now(), "project commit": project_commit(),
              "checkpoint": datasets.CHECKPOINT[:12], "model": args.model,
              "questions": f"{len(questions)} answerable dev questions",
@@ -157,7 +159,7 @@ def _report(summaries, per_question, questions, config, args, fusion, client) ->
                      f"deep_read {config.deep_read}; budget per question: "
                      f"{config.max_calls} calls, {config.max_tokens} tokens, "
                      f"{config.max_seconds:g} s",
-             "fusion": f"{describe_fusion(fusion)}, llm weight {args.weight:g}",
+             "fusion": f"{fusion}, llm weight {args.weight:g}",
              "parameters": f"{HANDBOOK_LIMIT} entries retrieved per question, deduplicated "
                            "to source pages in rank order"}
     columns = [*METRIC_COLUMNS, "calls_per_q", "tokens_per_q", "llm_s_per_q",
@@ -165,12 +167,15 @@ def _report(summaries, per_question, questions, config, args, fusion, client) ->
     present = [c for c in columns if any(c in s for s in summaries.values())]
     table = md_table(["method", *present],
                      [[m, *(s.get(c) for c in present)] for m, s in summaries.items()])
-    ranks = md_table(["id", *summaries], [[q.id, *(per_question[m][i]["page_rank"]
-                                                   for m in summaries)]
+    ranks = md_table(["id", *summaries], [[q, *(per_question[m][i]["page_rank"]
+                                                for m in summaries)]
                                           for i, q in enumerate(questions)])
     return "\n".join([header("Handbook dev questions: the LLM walk", facts), "",
                       "## Retrieval (answerable)", "", table, "",
-                      f"LLM usage in total: {client.usage.to_dict()}", "",
+                      "calls/tokens/llm_s per question: means over the questions that made "
+                      "provider calls (a walk from the cache costs nothing; `hybrid+llm` "
+                      "reuses the `llm` walks, so its cost is the `llm` row's). "
+                      f"LLM usage of this run: {usage}", "",
                       "## First gold page rank per question", "", ranks])
 
 
