@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rerank-top", type=int, default=defaults.rerank_top)
     parser.add_argument("--weight", type=float, default=1.0, help="the llm leg's weight")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
+    parser.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="only re-render the tables of earlier runs' JSON files into one")
     parser.add_argument("--data")
     parser.add_argument("--out", default=str(datasets.REPO_ROOT / "evals" / "results"))
     args = parser.parse_args(argv)
@@ -62,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
                      max_seconds=args.max_seconds, walk_folders=args.folders,
                      walk_entries=args.entries, deep_read=args.deep_read,
                      rerank_top=args.rerank_top)
+    if args.merge:
+        return _merge([Path(p) for p in args.merge], Path(args.out), config, args)
     try:
         data = datasets.data_dir(args.data)
     except FileNotFoundError as exc:
@@ -114,7 +118,41 @@ def main(argv: list[str] | None = None) -> int:
                        describe_fusion(fusion), client.usage.to_dict())
     write(Path(args.out), "handbook-llm", markdown,
           {"dataset": "handbook", "model": args.model, "results": summaries,
-           "questions": per_question, "config": vars(config)})
+           "questions": per_question, "config": vars(config),
+           "fusion": describe_fusion(fusion)})
+    print(markdown)
+    return 0
+
+
+def _merge(paths: list[Path], out: Path, config, args) -> int:
+    """One table from earlier runs (later files win for a method seen twice)."""
+    import json
+
+    summaries, per_question, fusion, questions = {}, {}, "", []
+    for path in paths:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        for method, summary in payload["results"].items():
+            details = payload["questions"][method]
+            summary = {k: v for k, v in summary.items()
+                       if k not in ("calls_per_q", "tokens_per_q", "llm_s_per_q",
+                                    "cut_by_budget", "questions_walked")}
+            if method in LLM_METHODS:
+                summary.update(_costs(details))
+            summaries[method], per_question[method] = summary, details
+            questions = [d["id"] for d in details]
+        fusion = payload.get("fusion", fusion)
+    if not fusion:  # runs from before the JSON named it: the defaults
+        from indexes.hybrid import FusionConfig
+        from wiki.config import SearchConfig
+
+        search = SearchConfig()
+        fusion = describe_fusion(FusionConfig(search.legs, search.rrf_k, search.window,
+                                              search.leg_weights, search.fusion))
+    markdown = _report(summaries, per_question, questions, config, args, fusion, "see the "
+                       "JSON files of the runs merged")
+    write(out, "handbook-llm", markdown, {"dataset": "handbook", "model": args.model,
+                                          "results": summaries, "questions": per_question,
+                                          "fusion": fusion, "merged": [str(p) for p in paths]})
     print(markdown)
     return 0
 
