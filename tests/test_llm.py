@@ -211,6 +211,9 @@ def test_verbose_and_json_report_usage(populated, fake, cli) -> None:
     assert run.exit_code == 0 and "llm fake/judge:" in run.stderr and "calls" in run.stderr
     data = json.loads(cli("search", QUESTION, "--legs", "bm25,llm", "--json").stdout)
     assert data["llm"]["usage"]["cache_hits"] == 1 and data["llm"]["walk_cached"]
+    assert data["llm"]["usage"]["calls"] == 0 and data["llm"]["walk_cost"]["calls"] > 0
+    run = cli("search", QUESTION, "--legs", "bm25,llm", "--verbose")
+    assert "walk from cache; computing it took" in run.stderr
 
 
 def test_llm_settings_in_wiki_toml() -> None:

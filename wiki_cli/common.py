@@ -134,10 +134,12 @@ def report_llm(llm: dict | None, verbose: bool) -> None:
     for reason in llm["stopped"]:
         report(f"note: llm {reason}")
     if verbose and llm["model"]:
-        u = llm["usage"]
+        u, cost = llm["usage"], llm.get("walk_cost") or {}
+        cached = (f" (walk from cache; computing it took {cost.get('calls', '?')} calls)"
+                  if llm["walk_cached"] else "")
         report(f"llm {llm['model']}: {u['calls']} calls, {u['cache_hits']} cache hits, "
                f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, "
-               f"{u['seconds']:.1f} s" + (" (walk from cache)" if llm["walk_cached"] else ""))
+               f"{u['seconds']:.1f} s{cached}")
 
 
 def require_text(value: str, name: str) -> None:

@@ -30,6 +30,7 @@ class LLMStage:
     walk_cached: bool = False
     stopped: list[str] = field(default_factory=list)
     reranked: bool = False
+    walk_cost: dict | None = None
 
     @classmethod
     def open(cls, wiki, config: LLMConfig, *, required: bool,
@@ -61,6 +62,7 @@ class LLMStage:
                       settings=self.settings(), limits=limits_of(self.config),
                       filters=filters)
         self.walk_cached = result.cached
+        self.walk_cost = result.cost.to_dict()
         if result.stopped:
             self.stopped.append(f"walk: {result.stopped}")
         return hits_for(index, result.ranked, filters=filters, limit=window)
@@ -78,8 +80,10 @@ class LLMStage:
 
     def report(self) -> dict:
         """JSON-ready: the model, this search's usage, whether the walk came from the
-        cache, whether the hits were reranked, and why anything stopped early."""
+        cache and what it cost when computed, whether the hits were reranked, and why
+        anything stopped early."""
         usage = self.client.usage.since(self.start) if self.client else Usage()
         return {"model": self.client.model if self.client else None,
                 "usage": usage.to_dict(), "walk_cached": self.walk_cached,
+                "walk_cost": self.walk_cost,
                 "reranked": self.reranked, "stopped": self.stopped, "note": self.note}

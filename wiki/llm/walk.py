@@ -72,6 +72,8 @@ class WalkResult:
     cached: bool = False
     stopped: str | None = None
     trace: list[tuple[str, float]] = field(default_factory=list)
+    cost: Usage = field(default_factory=Usage)
+    """What the walk cost when it was computed (its ``usage`` then)."""
 
 
 def walk(client: LLMClient, question: str, read: Callable[[str], bytes | None],
@@ -87,8 +89,10 @@ def walk(client: LLMClient, question: str, read: Callable[[str], bytes | None],
                              "settings": asdict(settings), "filters": asdict(filters)})
     if client.cache is not None and (hit := client.cache.get(key)) is not None:
         client.usage.cache_hits += 1
+        cost = {k: v for k, v in hit.get("cost", {}).items() if k != "tokens"}
         return WalkResult([(p, s) for p, s in hit["ranked"]], Usage(cache_hits=1), True,
-                          hit.get("stopped"), [(p, s) for p, s in hit.get("trace", [])])
+                          hit.get("stopped"), [(p, s) for p, s in hit.get("trace", [])],
+                          Usage(**cost))
     start = client.usage.copy()
     state = _Walk(client, question, read, index, settings, filters)
     stopped, failed = None, False
@@ -99,10 +103,11 @@ def walk(client: LLMClient, question: str, read: Callable[[str], bytes | None],
             stopped = str(exc)
         except LLMCallError as exc:
             stopped, failed = str(exc), True
-    result = WalkResult(state.ranked(), client.usage.since(start), False, stopped, state.trace)
+    spent = client.usage.since(start)
+    result = WalkResult(state.ranked(), spent, False, stopped, state.trace, spent)
     if client.cache is not None and not failed:  # a failure may pass; a budget does not
         client.cache.put(key, client.model, {"ranked": result.ranked, "stopped": stopped,
-                                             "trace": result.trace})
+                                             "trace": result.trace, "cost": spent.to_dict()})
     return result
 
 
