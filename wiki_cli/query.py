@@ -12,12 +12,15 @@ from wiki_cli.common import (
     ExpiredOption,
     JsonOption,
     LegsOption,
+    RerankOption,
     ScopeOption,
+    VerboseOption,
     app,
     embedding_progress,
     open_wiki,
     parse_as_of,
     parse_legs,
+    report_llm,
     require_text,
 )
 from wiki_cli.errors import FINDINGS, GAP, report
@@ -40,6 +43,8 @@ def search(
     scope: ScopeOption = None,
     include_expired: ExpiredOption = False,
     json_output: JsonOption = False,
+    rerank: RerankOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Rank entries for QUERY: alias/title, BM25 and vector legs fused by weighted RRF."""
     from wiki.search import filters_for
@@ -48,14 +53,15 @@ def search(
     require_text(query, "query")
     with embedding_progress(json_output) as progress:
         result = run(open_wiki(), query, limit=limit, legs=parse_legs(legs), progress=progress,
-                     as_of=parse_as_of(as_of),
+                     as_of=parse_as_of(as_of), rerank=rerank,
                      filters=filters_for(include_superseded=include_superseded,
                                          category=category, tags=tuple(tag or ()),
                                          scope=scope, include_expired=include_expired))
     for leg, reason in result.skipped.items():
         report(f"note: {leg} leg skipped: {reason}")
+    report_llm(result.llm, verbose)
     if json_output:
-        print_json(search_payload(result))
+        print_json({**search_payload(result), **({"llm": result.llm} if result.llm else {})})
         if not result.hits:
             raise typer.Exit(FINDINGS)
         return
@@ -95,6 +101,8 @@ def ask(
         "--no-revalidate", help="Answer from the entries without checking their sources.")
     ] = False,
     json_output: JsonOption = False,
+    rerank: RerankOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap.
     Cited entries whose sources changed are answered from the current source and flagged
@@ -108,7 +116,8 @@ def ask(
         answer = run(wiki, question, category=category, legs=parse_legs(legs),
                      as_of=parse_as_of(as_of), scope=scope, include_expired=include_expired,
                      budget=budget, include_superseded=include_superseded, progress=progress,
-                     revalidate=not no_revalidate)
+                     revalidate=not no_revalidate, rerank=rerank)
+    report_llm(answer.llm, verbose)
     if json_output:
         print_json({**answer_payload(answer),
                     "update": update(wiki, answer, propose=propose, quiet=True)})
