@@ -41,6 +41,7 @@ def hermetic(tmp_path_factory, monkeypatch, model_cache) -> None:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     monkeypatch.delenv("WIKI_BRANCH", raising=False)
+    monkeypatch.delenv("WIKI_MODEL", raising=False)  # no LLM unless a test installs a fake
     monkeypatch.setenv("NO_COLOR", "1")
     # the vector leg is off unless a test turns it on (fake or real model, by name)
     monkeypatch.setenv("WIKI_EMBED_MODEL", "none")

@@ -39,6 +39,8 @@ class FakeProvider(CustomLLM):
         self.calls = 0
         self.fail: str | None = None
         self.prompts: list[str] = []
+        self.answer: str | None = None
+        """The reply to an answer-writing prompt (wiki.llm.answer), scripted by a test."""
 
     def completion(self, model, messages, api_base, custom_prompt_dict, model_response,
                    print_verbose, encoding, api_key, logging_obj, optional_params,
@@ -55,7 +57,9 @@ class FakeProvider(CustomLLM):
         question = re.search(r"Question: (.*)", user)[1]
         evidence = " ".join(FENCE.findall(user))
         outside = FENCE.sub("", user)
-        if optional_params.get("response_format"):
+        if "passage it comes from" in outside:  # write a cited answer: as scripted
+            text, logprobs = self.answer or "NOT IN EVIDENCE", None
+        elif optional_params.get("response_format"):
             options = [line.split(". ", 1)[-1] for line in evidence.splitlines()]
             best = max(range(len(options)),
                        key=lambda i: (len(words(question) & words(options[i])), -i))

@@ -80,6 +80,13 @@ class Answer:
     (:meth:`wiki.revalidate.Revalidation.summary`); ``None`` when not revalidated."""
     llm: dict | None = None
     """What the model did and cost, when the ``llm`` leg or the rerank ran."""
+    mode: str = "extractive"
+    """``llm`` when the sentences are a model's, verified against the cited entries
+    (:mod:`wiki.synthesis`); ``extractive`` when quoted from them."""
+    note: str = ""
+    """Why a configured model's answer is not shown (failure, timeout, nothing verified)."""
+    dropped: list = field(default_factory=list)
+    """The model's sentences that failed verification, as ``(text, why)``."""
 
     @property
     def gap(self) -> bool:
@@ -90,13 +97,16 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
         category: str | None = None, legs: tuple[str, ...] | None = None,
         progress: Progress | None = None, as_of: dt.datetime | None = None,
         scope: str | None = None, include_expired: bool = False,
-        budget: int | None = None, revalidate: bool = True, rerank: bool = False) -> Answer:
+        budget: int | None = None, revalidate: bool = True, rerank: bool = False,
+        synthesize: bool = True) -> Answer:
     """Answer ``question`` from the wiki. Raises ``EmptyQueryError`` for an empty question
     and ``NotInitializedError`` without a wiki branch; a gap is a normal return. With
     ``budget`` (tokens), the answer is the best evidence that fits it
     (:func:`wiki.budget.fit`) and ``answer.tokens`` reports what it used. With
     ``revalidate`` (not with ``as_of``: that asks what the wiki said then) the candidate
-    entries' sources are checked first (:mod:`wiki.revalidate`)."""
+    entries' sources are checked first (:mod:`wiki.revalidate`). With a model configured
+    and ``synthesize``, the model writes the answer from the cited entries and only its
+    verified sentences are kept (:mod:`wiki.synthesis`)."""
     result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
                     rerank=rerank,
                     filters=filters_for(include_superseded=include_superseded,
@@ -120,6 +130,8 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
             stale = {p for p, e in enumerate(entries)
                      if checks is not None and checks.entries[e.path].stale}
             _extract(result, answer, entries, stale)
+            if synthesize and answer.sentences:
+                _synthesize(wiki, answer, entries, snapshot.config().llm)
         if checks is not None:
             _annotate(answer, checks)
     if answer.gap:
@@ -163,6 +175,16 @@ def _extract(result: SearchResult, answer: Answer, entries: list,
                                  [s.uri for s in entries[position].sources],
                                  [m["uri"] for m in result.marks.get(entries[position].path, [])])
                         for position, number in sorted(numbers.items(), key=lambda p: p[1])]
+
+
+def _synthesize(wiki: Wiki, answer: Answer, entries: list, config) -> None:
+    from wiki.llm.settings import open_client
+
+    client = open_client(wiki, config)
+    if client is not None:
+        from wiki.synthesis import synthesize_answer
+
+        synthesize_answer(answer, entries, client)
 
 
 def _fit(result: SearchResult, answer: Answer, budget: int, entries: list) -> None:

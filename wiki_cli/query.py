@@ -97,6 +97,9 @@ def ask(
     propose: Annotated[bool, typer.Option(
         "--propose", help="When a cited entry is out of date, propose re-ingesting its "
                           "changed source(s).")] = False,
+    extractive: Annotated[bool, typer.Option(
+        "--extractive", help="Quote the entries even when a model is configured (no "
+                             "model-written answer).")] = False,
     no_revalidate: Annotated[bool, typer.Option(
         "--no-revalidate", help="Answer from the entries without checking their sources.")
     ] = False,
@@ -116,7 +119,8 @@ def ask(
         answer = run(wiki, question, category=category, legs=parse_legs(legs),
                      as_of=parse_as_of(as_of), scope=scope, include_expired=include_expired,
                      budget=budget, include_superseded=include_superseded, progress=progress,
-                     revalidate=not no_revalidate, rerank=rerank)
+                     revalidate=not no_revalidate, rerank=rerank,
+                     synthesize=not extractive)
     report_llm(answer.llm, verbose)
     if json_output:
         print_json({**answer_payload(answer),
@@ -129,6 +133,10 @@ def ask(
         for text, number in answer.sentences:
             out.print(plain(f"{text} [{number}]"))
         out.print()
+        if answer.note:
+            report(f"note: {answer.note}")
+        for text, why in answer.dropped if verbose else ():
+            report(f"dropped ({why}): {text}")
         for citation in answer.citations:
             sources = ", ".join(citation.sources) or "no source"
             out.print(plain(f"[{citation.number}] {citation.title} — {citation.path} "

@@ -84,9 +84,12 @@ def walk(client: LLMClient, question: str, read: Callable[[str], bytes | None],
     applies ``filters``. Never raises for a provider failure or a spent budget: the result
     says why it stopped."""
     filters = filters or Filters()
+    allowed = index.allowed_keys(filters)  # what the filters let through, not their form:
+    # an expiry filter carries the current time, yet gives the same entries all day
     key = cache_key("walk", {"v": WALK_VERSION, "question": " ".join(question.split()),
                              "commit": commit, "model": client.model,
-                             "settings": asdict(settings), "filters": asdict(filters)})
+                             "settings": asdict(settings),
+                             "allowed": None if allowed is None else sorted(allowed)})
     if client.cache is not None and (hit := client.cache.get(key)) is not None:
         client.usage.cache_hits += 1
         cost = {k: v for k, v in hit.get("cost", {}).items() if k != "tokens"}

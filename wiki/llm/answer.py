@@ -1,0 +1,142 @@
+"""Cited answers written by a model, checked in code (DESIGN.md §6, ROBUSTNESS H1-H2).
+
+The model sees the question and, fenced as quoted evidence, numbered passages: for each
+entry the extractive answer would cite, its title and best sentences (the same BM25
+sentence ranking). It is asked for at most :data:`MAX_SENTENCES` short sentences, each
+ending with the numbers of the passages it comes from (``[2]``). Code then keeps a sentence
+only when
+
+* it cites at least one passage, and every number it cites is a passage it was shown;
+* it is *supported*: at least :data:`MIN_SUPPORT` of its content words (and every number
+  in it) occur in the passages it cites.
+
+Everything else is dropped. When no sentence survives, the model fails, times out or its
+budget is spent, the caller keeps the extractive answer and a note says why. Text leaves
+the process only through :class:`wiki.llm.client.LLMClient`, which redacts secrets first.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from indexes.query import STOPWORDS
+from wiki.llm import prompts
+from wiki.llm.errors import LLMError
+
+MAX_SENTENCES = 3
+MAX_PASSAGE_WORDS = 120
+MIN_SUPPORT = 0.6
+"""Share of a sentence's content words that must occur in the passages it cites."""
+NOT_FOUND = "NOT IN EVIDENCE"
+ANSWER = ("Answer the question using only the evidence, in at most {n} short sentences. "
+          "End every sentence with the number of the passage it comes from, like [1]. "
+          f"If the evidence does not answer the question, reply exactly: {NOT_FOUND}")
+
+_CITATION = re.compile(r"\s*\[(\d+(?:\s*,\s*\d+)*)\]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_CONTENT = re.compile(r"[^\W_]+")
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+@dataclass
+class Passage:
+    """Evidence ``number`` (as cited, ``[n]``): an entry's ``title`` and ``text``."""
+
+    number: int
+    title: str
+    text: str
+
+
+@dataclass
+class Synthesis:
+    """The verified ``sentences`` as ``(text, citation number)``; ``dropped`` the model's
+    sentences that failed verification, each with why; ``note`` says why the caller should
+    keep the extractive answer instead (empty when the synthesis stands);
+    ``not_found`` when the model said the evidence does not answer."""
+
+    sentences: list[tuple[str, int]] = field(default_factory=list)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    note: str = ""
+    not_found: bool = False
+
+
+def passages(numbered: dict[int, tuple[str, list[str]]]) -> list[Passage]:
+    """``number -> (title, ranked sentences)`` as passages of at most
+    :data:`MAX_PASSAGE_WORDS` words each."""
+    return [Passage(n, title, prompts.clip(" ".join(sents), MAX_PASSAGE_WORDS))
+            for n, (title, sents) in sorted(numbered.items())]
+
+
+def messages(question: str, evidence: list[Passage]) -> list[dict]:
+    """The chat messages: system prompt, then the question, the fenced passages and the
+    instruction (question first: a local provider reuses the cached prefix)."""
+    listing = "\n".join(f"[{p.number}] {p.title}: {' '.join(p.text.split())}"
+                        for p in evidence)
+    return [{"role": "system", "content": prompts.SYSTEM},
+            {"role": "user", "content": f"Question: {' '.join(question.split())}\n"
+                                        f"{prompts.fence(listing)}\n"
+                                        f"{ANSWER.format(n=MAX_SENTENCES)}"}]
+
+
+def synthesize(client, question: str, evidence: list[Passage], *,
+               max_tokens: int = 160) -> Synthesis:
+    """Ask ``client`` (:class:`wiki.llm.client.LLMClient`) for a cited answer from
+    ``evidence`` and verify it (:func:`verify`). Never raises for a model failure: an
+    ``LLMError`` (timeout, provider error, budget spent) becomes ``note``."""
+    if not evidence:
+        return Synthesis(note="no evidence to answer from")
+    try:
+        reply = client.complete(messages(question, evidence), max_tokens=max_tokens)
+    except LLMError as exc:
+        return Synthesis(note=f"the model did not answer ({exc}); extractive answer shown")
+    return verify(reply.text, evidence)
+
+
+def verify(text: str, evidence: list[Passage]) -> Synthesis:
+    """Keep the sentences of the model's ``text`` that cite shown passages and are
+    supported by them (see the module docstring); the rest go to ``dropped``."""
+    if NOT_FOUND.lower() in text.lower():
+        return Synthesis(not_found=True, note="the model found no answer in the evidence; "
+                                              "extractive answer shown")
+    shown = {p.number: p for p in evidence}
+    out = Synthesis()
+    for raw in _SENTENCE.split(text.strip()):
+        sentence = raw.strip()
+        if not sentence:
+            continue
+        cited = [int(n) for group in _CITATION.findall(sentence) for n in group.split(",")]
+        plain = " ".join(_CITATION.sub("", sentence).split())
+        if not cited:
+            out.dropped.append((plain, "no citation"))
+        elif any(n not in shown for n in cited):
+            out.dropped.append((plain, f"cites a passage it was not shown: {cited}"))
+        elif not _supported(plain, " ".join(shown[n].title + " " + shown[n].text
+                                            for n in cited)):
+            out.dropped.append((plain, "not supported by the passages it cites"))
+        elif len(out.sentences) < MAX_SENTENCES:
+            out.sentences.append((plain, cited[0]))
+    if not out.sentences:
+        out.note = "no sentence of the model's answer could be verified; extractive answer shown"
+    return out
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _supported(sentence: str, evidence: str) -> bool:
+    """Every number of ``sentence`` and :data:`MIN_SUPPORT` of its content words occur in
+    ``evidence`` (case-folded; a word also counts when the evidence has it with a
+    different ending, e.g. ``approve``/``approved``)."""
+    folded = _fold(evidence)
+    if any(number not in folded for number in _NUMBER.findall(sentence)):
+        return False
+    have = set(_CONTENT.findall(folded))
+    words = [w for w in _CONTENT.findall(_fold(sentence)) if w not in STOPWORDS]
+    if not words:
+        return False
+    stems = {w[:5] for w in have if len(w) >= 5}
+    found = sum(1 for w in words if w in have or (len(w) >= 5 and w[:5] in stems))
+    return found / len(words) >= MIN_SUPPORT
