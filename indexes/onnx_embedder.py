@@ -94,9 +94,15 @@ class OnnxEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), 384)`` float32, unit rows; batches of :attr:`batch_size`."""
         texts = list(texts)
-        parts = [self._batch(texts[i:i + self.batch_size])
-                 for i in range(0, len(texts), self.batch_size)]
-        return np.concatenate(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # longest first, like sentence-transformers: a batch pads to its longest text only
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        parts = [self._batch([texts[i] for i in order[start:start + self.batch_size]])
+                 for start in range(0, len(texts), self.batch_size)]
+        vectors = np.empty((len(texts), self.dim), dtype=np.float32)
+        vectors[order] = np.concatenate(parts)
+        return vectors
 
     def _batch(self, texts: list[str]) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(texts)

@@ -96,3 +96,14 @@ def test_facts_command(cli, wiki: Wiki) -> None:
     proposed = cli("facts", "set", "mileage_rate", "0.72", "--unit", "USD/mile")
     assert proposed.exit_code == 0 and proposed.stdout.startswith("supersede-")
     assert cli("facts", "nothing_here").exit_code == 1
+
+
+def test_set_restates_the_prose_so_answers_never_quote_the_old_value(wiki: Wiki) -> None:
+    """Found by a new user: the successor kept 'The mileage rate is 0.67 USD per mile.'"""
+    land(wiki, {"travel/rate.md": RATE})
+    result = set_fact(wiki, "mileage_rate", "0.70", unit="USD/mile", as_of="2026-07-01")
+    approve(wiki, result.proposal.name, approver=BOB)
+    (fact,) = current(wiki, "mileage_rate")
+    body = wiki.snapshot().entry(fact.path).body
+    assert body.startswith("mileage_rate is 0.7 USD/mile (as of 2026-07-01).")
+    assert "The mileage rate is 0.7 USD per mile." in body and "0.67" not in body

@@ -177,8 +177,22 @@ def set_fact(wiki: Wiki, key: str, value: str, *, unit: str = "", as_of: str = "
     fresh = old.updated_with(id=None, supersedes=None, superseded_by=None, status=None,
                              created=None, updated=None, facts=facts, summary=summary)
     generated = f"{key} is {holders[0].text}."
-    body = f"{line}\n" if old.body.strip() == generated else fresh.body
+    body = f"{line}\n" if old.body.strip() == generated else \
+        _restated(fresh.body, holders[0].value, claim["value"], line)
     return authoring.supersede_entry(wiki, old.id, _render(fresh, body), author=author)
+
+
+def _restated(body: str, old, new, line: str) -> str:
+    """The successor's prose: the new claim first, then the old text with the old value
+    (as a whole word, at least two characters) replaced by the new one, so an answer
+    quoting the entry never repeats the superseded value. The reviewer sees the change in
+    the proposal's diff."""
+    import re
+
+    old_text, new_text = " ".join(str(old).split()), " ".join(str(new).split())
+    if len(old_text) >= 2:
+        body = re.sub(rf"(?<![\w.]){re.escape(old_text)}(?![\w]|\.\d)", new_text, body)
+    return f"{line}\n\n{body.lstrip()}"
 
 
 def _render(entry: Entry, body: str) -> bytes:
