@@ -38,6 +38,7 @@ def test_new_entry_gets_an_id_a_path_and_lands(wiki: Wiki) -> None:
     assert entry.meta["created"] == entry.meta["updated"]
 
 
+@pytest.mark.robustness("W1")
 def test_same_entry_twice_is_a_noop_naming_the_first(wiki: Wiki) -> None:
     _land(wiki, authoring.new_entry(wiki, PER_DIEM_59, category="travel", author=ALICE))
     again = authoring.new_entry(wiki, PER_DIEM_59, category="travel", author=ALICE)
@@ -75,6 +76,7 @@ def test_retract_needs_a_reason_and_hides_the_entry(wiki: Wiki) -> None:
     assert search(wiki, "per diem rate").hits == []
 
 
+@pytest.mark.robustness("W5")
 def test_superseded_fact_is_hidden_but_kept_and_found_as_of_then(wiki: Wiki,
                                                                 monkeypatch) -> None:
     monkeypatch.setenv("GIT_COMMITTER_DATE", _raw(2026, 1, 10))
@@ -98,6 +100,31 @@ def test_superseded_fact_is_hidden_but_kept_and_found_as_of_then(wiki: Wiki,
     assert [h.key for h in then.hits] == ["travel/per-diem-rate.md"]
     with pytest.raises(NotFoundError, match="did not exist yet"):
         search(wiki, "per diem", as_of=dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
+
+
+@pytest.mark.robustness("W5")
+def test_robustness_w5_cli_hides_the_superseded_entry_unless_asked(cli, wiki: Wiki) -> None:
+    import json
+    _land(wiki, authoring.new_entry(wiki, PER_DIEM_59, category="travel", author=ALICE))
+    _land(wiki, authoring.supersede_entry(wiki, "travel/per-diem-rate.md", PER_DIEM_68,
+                                          author=ALICE))
+    old, new = "travel/per-diem-rate.md", "travel/per-diem-rate-2026.md"
+
+    def paths(*args: str) -> list[str]:
+        result = cli("search", "per diem rate", "--json", *args)
+        assert result.exit_code == 0, result.output
+        return [hit["path"] for hit in json.loads(result.stdout)["hits"]]
+
+    assert paths() == [new]
+    assert set(paths("--include-superseded")) == {old, new}
+    answer = cli("ask", "what is the per diem rate?", "--json")
+    assert answer.exit_code == 0, answer.output
+    assert [c["path"] for c in json.loads(answer.stdout)["citations"]] == [new]
+    assert "$59" not in answer.stdout  # the old fact is not in the default answer
+    shown = cli("show", old)  # still on the branch, marked superseded
+    assert shown.exit_code == 0 and "status: superseded" in shown.stdout
+    history = cli("history", old, "--json")
+    assert history.exit_code == 0 and len(json.loads(history.stdout)["revisions"]) == 2
 
 
 def test_malformed_file_is_one_error(wiki: Wiki) -> None:

@@ -58,6 +58,7 @@ def test_search_json_and_explain(cli, repo: Path) -> None:
     assert none.exit_code == 1 and "no matches" in none.stderr
 
 
+@pytest.mark.robustness("W3")
 def test_self_approval_exit_code_and_message(cli, repo: Path) -> None:
     cli("init")
     write(repo / "docs" / "a.md", "# A\n\nAlpha.\n")
@@ -91,6 +92,7 @@ def test_errors_outside_a_repo_and_before_init(runner, tmp_path: Path, cli) -> N
     assert again.exit_code == 1 and "already exists" in again.stderr
 
 
+@pytest.mark.robustness("F3")
 def test_ingest_reports_bad_files_and_goes_on(cli, repo: Path) -> None:
     cli("init")
     write(repo / "kb" / "ok.md", "# Ok\n\nFine text.\n")
@@ -177,3 +179,32 @@ def test_status_flags_duplicate_ids(cli, repo: Path) -> None:
     status = cli("status", "--json")
     assert status.exit_code == 1
     assert json.loads(status.stdout)["duplicate_ids"] == ["same"]
+
+
+@pytest.mark.robustness("Q3")
+def test_robustness_q3_query_punctuation_is_never_an_error_and_empty_exits_2(cli,
+                                                                             repo: Path) -> None:
+    _land_docs(cli, repo)
+    for query in ["status: done", "retry OR", "why?", "50%", "a,b", "(x", "NEAR", "x" * 20_000]:
+        result = cli("search", query)
+        assert result.exit_code in (0, 1), (query[:40], result.output)  # hits, or no matches
+        assert "error" not in result.output.lower(), (query[:40], result.output)
+    dash = cli("search", "--", "-only")  # after "--" a leading hyphen is the query, not NOT
+    assert dash.exit_code in (0, 1) and "error" not in dash.output.lower(), dash.output
+    for query in ['"', "*"]:  # nothing searchable left: one clear line, exit 2
+        result = cli("search", query)
+        assert result.exit_code == 2 and "no searchable words" in result.stderr, result.output
+    for command in ("search", "ask"):
+        for query in ("", "   ", "\t\n"):
+            result = cli(command, query)
+            assert result.exit_code == 2, (command, query, result.output)
+            assert result.stderr.count("\n") == 1 and "is empty" in result.stderr
+
+
+@pytest.mark.robustness("I2")
+def test_robustness_i2_rebuild_without_a_wiki_branch_fails_clearly(cli, repo: Path) -> None:
+    result = cli("index", "--rebuild")
+    assert result.exit_code == 2
+    assert "no wiki branch 'wiki'" in result.stderr and "run `wiki init`" in result.stderr
+    assert "indexed" not in result.output  # never a success that did nothing
+    assert cli("index", "--rebuild", "--json").exit_code == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
+import pytest
 from conftest import ALICE, BOB, entry_text
 
 from wiki.derived import rebuild
@@ -33,6 +34,7 @@ def _rebuilder(path: str, rounds: int, queue) -> None:
         queue.put(f"{type(exc).__name__}: {exc}")
 
 
+@pytest.mark.robustness("W4")
 def test_parallel_syncs_searches_and_rebuilds_never_fail(wiki: Wiki, repo: Path) -> None:
     for round_ in range(3):
         changes = {f"n/e{round_}-{i}.md": entry_text(f"r{round_}i{i}", f"Alpha {i}",
@@ -51,3 +53,56 @@ def test_parallel_syncs_searches_and_rebuilds_never_fail(wiki: Wiki, repo: Path)
             worker.join(timeout=60)
         assert results == ["ok"] * len(workers), results
     assert len(search(wiki, "alpha", limit=100).hits) == 60
+
+
+def _worker(role: str, path: str, names: list[str], queue) -> None:
+    """One of the processes of W4: the approver lands proposals, the hook marks a commit,
+    ``ask`` answers and a cron lint runs, all on the same repository at once."""
+    try:
+        from wiki import hook
+        from wiki.ask import ask
+        from wiki.lint import run_lint
+        wiki = Wiki(path)
+        for round_ in range(max(len(names), 4)):
+            if role == "approve" and round_ < len(names):
+                approve(wiki, names[round_], approver=BOB)
+            elif role == "hook":
+                hook.mark_commit(wiki)
+            elif role == "ask":
+                ask(wiki, "where is annual leave requested?")
+            elif role == "lint":
+                run_lint(wiki)
+        queue.put((role, "ok"))
+    except Exception as exc:  # reported to the parent, which fails the test
+        queue.put((role, f"{type(exc).__name__}: {exc}"))
+
+
+@pytest.mark.robustness("W4")
+def test_robustness_w4_hook_ask_lint_and_approvals_at_once_lose_nothing(wiki: Wiki,
+                                                                        repo: Path) -> None:
+    from conftest import git, ingest_and_land, write
+
+    from wiki.lint import run_lint
+    write(repo / "docs" / "leave.md", "# Leave\n\nAnnual leave is requested in HR Links.\n")
+    git(repo, "add", "docs")
+    git(repo, "commit", "-q", "-m", "docs")
+    ingest_and_land(wiki, repo / "docs")
+    (repo / "docs" / "leave.md").write_text("# Leave\n\nAnnual leave goes to the portal.\n")
+    git(repo, "commit", "-q", "-am", "leave moved")  # what the post-commit hook marks
+    names = [propose(wiki, {f"w/e{i}.md": entry_text(f"w4e{i}", f"Walrus {i}",
+                                                    f"walrus note {i}").encode()},
+                     kind="t", subject=f"t{i}", author=ALICE)[0].name for i in range(6)]
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    workers = [context.Process(target=_worker, args=(role, str(repo), names, queue))
+               for role in ("approve", "hook", "ask", "lint")]
+    for worker in workers:
+        worker.start()
+    results = dict(queue.get(timeout=300) for _ in workers)
+    for worker in workers:
+        worker.join(timeout=60)
+    assert results == dict.fromkeys(("approve", "hook", "ask", "lint"), "ok"), results
+    assert sorted(h.key for h in search(wiki, "walrus", limit=100).hits) == \
+        [f"w/e{i}.md" for i in range(6)]  # every landed write is on the branch and indexed
+    assert [(f.code, f.path) for f in run_lint(wiki, select={"W010"}).findings] == \
+        [("W010", "docs/leave.md")]  # and the hook's mark was not lost either

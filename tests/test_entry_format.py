@@ -29,6 +29,7 @@ A thematic break above is not frontmatter.
 """
 
 
+@pytest.mark.robustness("F4")
 def test_untouched_entry_round_trips_byte_for_byte() -> None:
     data = HAND_WRITTEN.encode()
     entry = Entry.parse("d/x.md", data)
@@ -37,6 +38,7 @@ def test_untouched_entry_round_trips_byte_for_byte() -> None:
     assert "A thematic break" in entry.body
 
 
+@pytest.mark.robustness("F4")
 def test_edit_keeps_unknown_fields_and_order_byte_for_byte() -> None:
     entry = Entry.parse("d/x.md", HAND_WRITTEN.encode())
     edited = entry.updated_with(summary="We use Postgres 16.", status="active")
@@ -61,6 +63,7 @@ def test_new_entry_has_canonical_field_order() -> None:
     assert text == "---\nid: abc\ntitle: T\ntags:\n- x\nzeta: 1\n---\nBody\n"
 
 
+@pytest.mark.robustness("F3")
 @pytest.mark.parametrize(("text", "line", "fragment"), [
     ("---\nid: a1\ntitle: x\n", 1, "never closed"),
     ("---\nid: a1\ntitle: *Italic*\n---\n", 3, "invalid YAML"),
@@ -90,6 +93,7 @@ def test_not_utf8_is_an_entry_error() -> None:
         Entry.parse("bad.md", b"---\nid: a1\ntitle: \xff\n---\n")
 
 
+@pytest.mark.robustness("F5")
 def test_bom_and_crlf_are_read() -> None:
     entry = Entry.parse("w.md", "\ufeff---\r\nid: a1\r\ntitle: Win\r\n---\r\nBody\r\n".encode())
     assert entry.title == "Win" and entry.body == "Body\n"

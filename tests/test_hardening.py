@@ -91,6 +91,7 @@ def test_config_values_are_checked(text: str, fragment: str) -> None:
         parse_config(text)
 
 
+@pytest.mark.robustness("F1")
 def test_full_width_query_and_nfd_path(cli, wiki: Wiki, repo: Path) -> None:
     write(repo / "kb" / "café.md", "# Travel\n\nTravel vouchers are filed in Concur.\n")
     ingest_and_land(wiki, repo / "kb")

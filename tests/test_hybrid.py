@@ -139,6 +139,7 @@ def test_hybrid_search_uses_all_legs_and_explains(wiki: Wiki, fake_model) -> Non
     assert only_vector.legs == ["vector"] and only_vector.hits[0].key == "it/laptop.md"
 
 
+@pytest.mark.robustness("I1")
 def test_vectors_follow_edits_and_deletes_and_skip_unchanged(wiki: Wiki, fake_model,
                                                              tmp_path) -> None:
     _seed(wiki, ENTRIES)
@@ -161,6 +162,7 @@ def test_vectors_follow_edits_and_deletes_and_skip_unchanged(wiki: Wiki, fake_mo
     assert "ops/voucher.md" not in [h.key for h in hits]
 
 
+@pytest.mark.robustness("I3")
 def test_model_change_rebuilds_vectors_never_mixes(wiki: Wiki, monkeypatch) -> None:
     _seed(wiki, ENTRIES)
     small = HashingEmbedder("fake-a", 16)
@@ -178,6 +180,26 @@ def test_model_change_rebuilds_vectors_never_mixes(wiki: Wiki, monkeypatch) -> N
         assert index.get_meta("embedding_model") == "fake-a:32"
 
 
+@pytest.mark.robustness("I3")
+def test_robustness_i3_another_model_name_re_embeds_everything(wiki: Wiki, monkeypatch) -> None:
+    _seed(wiki, ENTRIES)
+    first = HashingEmbedder("fake-one", 16)
+    second = HashingEmbedder("fake-two", 16)  # same dimension: only the name tells them apart
+    embedders.register("fake-one", lambda: first)
+    embedders.register("fake-two", lambda: second)
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-one")
+    search(wiki, "leave")
+    with SearchIndex(wiki.database_path()) as index:
+        assert index.get_meta("embedding_model") == "fake-one:16"
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-two")
+    result = search(wiki, "laptop", legs=("vector",))
+    assert second.calls == 4 and result.hits[0].key == "it/laptop.md"  # all three + query
+    with SearchIndex(wiki.database_path()) as index:
+        assert index.get_meta("embedding_model") == "fake-two:16"
+        assert {r[0] for r in index.conn.execute("SELECT DISTINCT dim FROM embeddings")} == {16}
+
+
+@pytest.mark.robustness("I3")
 def test_wrong_shape_from_a_model_is_refused(tmp_path) -> None:
     class Broken(HashingEmbedder):
         def encode(self, texts):
@@ -190,6 +212,7 @@ def test_wrong_shape_from_a_model_is_refused(tmp_path) -> None:
             embed_pending(index.vectors, Broken("broken", 8))
 
 
+@pytest.mark.robustness("Q6")
 def test_nonsense_query_is_a_gap_even_though_vectors_always_answer(wiki: Wiki,
                                                                   fake_model) -> None:
     _seed(wiki, ENTRIES)

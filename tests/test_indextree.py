@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import ALICE, entry_text
 
 from wiki import indextree
@@ -38,6 +39,7 @@ def test_render_is_sorted_and_byte_stable() -> None:
     assert first.endswith("Second.\n")
 
 
+@pytest.mark.robustness("I4")
 def test_hundred_entries_then_ten_deleted_and_ten_added(wiki: Wiki) -> None:
     changes = {f"team/e{i:03}.md": entry_text(f"id{i:03}", f"Entry {i}", "b").encode()
                for i in range(100)}
@@ -60,6 +62,24 @@ def test_hundred_entries_then_ten_deleted_and_ten_added(wiki: Wiki) -> None:
     root = snapshot.read("index.md").decode()
     assert "- [team/](team/index.md) — 100 entries" in root
     assert "- [sub/](sub/index.md) — 10 entries" in snapshot.read("team/index.md").decode()
+
+
+@pytest.mark.robustness("I4")
+def test_robustness_i4_hundred_then_ten_deleted_ten_added_lint_reports_no_drift(
+        wiki: Wiki) -> None:
+    from wiki.lint import run_lint
+    _land(wiki, {f"t/e{i:03}.md": entry_text(f"id{i:03}", f"Entry {i}", "b").encode()
+                 for i in range(100)})
+    _land(wiki, {**{f"t/e{i:03}.md": None for i in range(0, 100, 10)},
+                 **{f"t/new/n{i}.md": entry_text(f"new{i}", f"New {i}", "b").encode()
+                    for i in range(10)}})
+    snapshot = wiki.snapshot()
+    assert sorted(_listed(snapshot.read("t/index.md").decode())) == \
+        [f"e{i:03}.md" for i in range(100) if i % 10] + ["new/index.md"]
+    assert sorted(_listed(snapshot.read("t/new/index.md").decode())) == \
+        [f"n{i}.md" for i in range(10)]
+    report = run_lint(wiki, {"W005"})
+    assert report.findings == [] and report.errors == 0
 
 
 def test_overview_is_kept_and_empty_folders_lose_their_index(wiki: Wiki) -> None:

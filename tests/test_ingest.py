@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from conftest import ALICE, git, ingest_and_land, write
 
 from wiki.entry import Entry
@@ -83,6 +84,7 @@ def test_long_source_is_split_at_headings(wiki: Wiki, repo: Path) -> None:
     assert _entries(wiki)["kb/guide--part-five.md"].status == "retracted"
 
 
+@pytest.mark.robustness("F3")
 def test_bad_files_are_reported_and_skipped_and_left_unchanged(wiki: Wiki, repo: Path) -> None:
     bad_yaml = b"---\ntitle: *Italic*\n---\nbody\n"
     write(repo / "kb" / "good.md", "# Good\n\nGood text.\n")
@@ -99,6 +101,7 @@ def test_bad_files_are_reported_and_skipped_and_left_unchanged(wiki: Wiki, repo:
     assert (repo / "kb" / "bad.md").read_bytes() == bad_yaml
 
 
+@pytest.mark.robustness("F1")
 def test_file_names_a_careless_slug_would_merge(wiki: Wiki, repo: Path) -> None:
     for name in ("my_file.md", "my-file.md", "my file.md", "café.md", "{.md", "日本語.md"):
         write(repo / "kb" / name, f"# {name}\n\nText of {name}.\n")
@@ -109,6 +112,33 @@ def test_file_names_a_careless_slug_would_merge(wiki: Wiki, repo: Path) -> None:
     assert {"kb/my_file.md", "kb/café.md", "kb/日本語.md", "kb/entry.md"} <= paths
     for path in paths:  # every returned path opens
         assert wiki.snapshot().read(path)
+
+
+@pytest.mark.robustness("F1")
+def test_robustness_f1_nfc_and_nfd_names_stay_distinct_are_indexed_and_open(
+        wiki: Wiki, repo: Path, cli) -> None:
+    import unicodedata
+
+    from wiki.search import search
+    nfc, nfd = (unicodedata.normalize(form, "café.md") for form in ("NFC", "NFD"))
+    write(repo / "kb" / nfc, "# Cafe one\n\nThe espresso machine is on floor two.\n")
+    write(repo / "kb" / nfd, "# Cafe two\n\nThe tea kettle is on floor three.\n")
+    write(repo / "kb" / "{.md", "# Brace\n\nThe brace file mentions gnocchi.\n")
+    assert len(list((repo / "kb").iterdir())) == 3  # two café files on this file system
+    report = ingest_and_land(wiki, repo / "kb")
+    assert report.added == 3 and report.skipped == []
+    paths = set(_entries(wiki))
+    assert len(paths) == 3  # never merged into one entry
+    found = {}
+    for word in ("espresso", "kettle", "gnocchi"):
+        hits = search(wiki, word).hits
+        assert len(hits) == 1, (word, hits)
+        found[word] = hits[0].key
+    assert len(set(found.values())) == 3 and set(found.values()) == paths
+    for word, path in found.items():  # every returned path opens, in the API and the CLI
+        assert word.encode() in wiki.snapshot().read(path)
+        shown = cli("show", path)
+        assert shown.exit_code == 0 and word in shown.stdout, shown.output
 
 
 def test_dry_run_and_category_mapping(wiki: Wiki, repo: Path) -> None:
@@ -127,6 +157,7 @@ def test_dry_run_and_category_mapping(wiki: Wiki, repo: Path) -> None:
     assert "hr/leave.md" in _entries(wiki)
 
 
+@pytest.mark.robustness("W1")
 def test_same_content_proposed_twice_points_at_the_first(wiki: Wiki, repo: Path) -> None:
     write(repo / "kb" / "a.md", "# A\n\nText.\n")
     first = ingest(wiki, [repo / "kb"], author=ALICE)
@@ -136,6 +167,7 @@ def test_same_content_proposed_twice_points_at_the_first(wiki: Wiki, repo: Path)
     assert second.proposal.name == first.proposal.name
 
 
+@pytest.mark.robustness("F6")
 def test_huge_sources_are_skipped_with_a_reason_and_the_run_goes_on(wiki: Wiki,
                                                                    repo: Path) -> None:
     write(repo / "kb" / "small.md", "# Small\n\nSmall text.\n")

@@ -125,6 +125,7 @@ def test_mock_response_without_logprobs_falls_back_to_the_answer_token() -> None
     assert client.judge(QUESTION, "Per diem") == 0.0
 
 
+@pytest.mark.robustness("H2")
 def test_outbound_text_passes_one_redaction_point(fake) -> None:
     """ROBUSTNESS H2: a secret in retrieved text never reaches a provider."""
     token = "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"

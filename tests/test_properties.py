@@ -83,6 +83,7 @@ WORD = st.text(st.characters(codec="utf-8", categories=("L", "N", "Pd", "Po", "S
                min_size=1, max_size=20)
 
 
+@pytest.mark.robustness("Q1", "Q2", "Q4")
 @given(st.lists(WORD, min_size=1, max_size=8), st.data())
 def test_a_word_of_an_entry_finds_it(words: list[str], data) -> None:
     """ROBUSTNESS Q1/Q2/Q4 as a property: any word of a document finds it, alone or next
@@ -119,6 +120,7 @@ def test_render_then_parse_gives_the_same_fields_and_body(data: dict, body: str)
     assert parsed.data == data and parsed.body == body
 
 
+@pytest.mark.robustness("F4")
 @given(UNKNOWN, BODY, st.text(min_size=1, max_size=60).filter(str.strip))
 @example({"x_sep": "a\u2028b"}, "", "0\x85")  # dumped plain, NEL/LS read back as a space
 def test_entries_round_trip_byte_for_byte_and_edits_keep_unknown_fields(

@@ -32,6 +32,7 @@ def test_proposal_is_a_branch_off_the_wiki_head(wiki: Wiki) -> None:
     assert [p.name for p in list_proposals(wiki)] == [proposal.name]
 
 
+@pytest.mark.robustness("W3")
 def test_self_approval_is_refused_and_nothing_lands(wiki: Wiki) -> None:
     head = wiki.head()
     proposal = _propose(wiki, "a.md", entry_text("a1", "A", "x"))
@@ -41,6 +42,7 @@ def test_self_approval_is_refused_and_nothing_lands(wiki: Wiki) -> None:
     assert get_proposal(wiki, proposal.name).tip == proposal.tip
 
 
+@pytest.mark.robustness("W3")
 def test_a_committer_cannot_approve_either(wiki: Wiki) -> None:
     head = wiki.require_head()
     snapshot = wiki.snapshot(head)
@@ -77,6 +79,7 @@ def test_approve_uses_the_identity_git_resolves(wiki: Wiki) -> None:
     assert landing.approver == BOB
 
 
+@pytest.mark.robustness("W2")
 def test_two_proposals_on_the_same_entry_second_is_stale_and_kept(wiki: Wiki) -> None:
     _propose_and_land = _propose(wiki, "a.md", entry_text("a1", "A", "v1"))
     approve(wiki, _propose_and_land.name, approver=BOB)
@@ -104,6 +107,7 @@ def test_disjoint_proposals_merge_onto_a_moved_wiki(wiki: Wiki) -> None:
     assert "[A](a.md)" in index and "[B](b.md)" in index  # regenerated after the merge
 
 
+@pytest.mark.robustness("W1")
 def test_identical_proposal_is_a_noop_that_names_the_first(wiki: Wiki) -> None:
     first, created = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
                              kind="edit", subject="s", author=ALICE)
@@ -149,6 +153,7 @@ def test_two_approvals_required(wiki: Wiki) -> None:
         in message
 
 
+@pytest.mark.robustness("W4")
 def test_same_proposal_approved_twice_at_once_lands_once(wiki: Wiki) -> None:
     import threading
 

@@ -50,6 +50,7 @@ def put_on_branch(w: Wiki, path: str, text: str) -> None:
 
 # -- proposals ------------------------------------------------------------------------------
 
+@pytest.mark.robustness("H2")
 def test_a_secret_is_refused_before_anything_is_written(wiki: Wiki, repo: Path) -> None:
     token = github_token()
     text = entry_text("e1", "Deploy", f"Use the bot.\n\nIts token is {token}.")
@@ -95,6 +96,7 @@ def test_an_edit_is_not_blocked_by_a_secret_already_on_the_branch(wiki: Wiki) ->
     assert finding.path == "a.md" and finding.line == 5 and token not in finding.message
 
 
+@pytest.mark.robustness("H1")
 def test_instruction_like_text_is_flagged_for_the_reviewer(wiki: Wiki) -> None:
     result = new_entry(wiki, entry_text("e1", "Notes", INJECTION).encode())
     flags = [str(f) for f in result.proposal.flags]
@@ -198,6 +200,7 @@ def test_cli_ingest_redact(cli, wiki: Wiki, repo: Path) -> None:
 
 # -- ROBUSTNESS H1-H3 ------------------------------------------------------------------------
 
+@pytest.mark.robustness("H1")
 def test_robustness_h1_instructions_are_flagged_and_answered_as_quoted_evidence(
         wiki: Wiki, repo: Path) -> None:
     body = ("To file a travel voucher, open the travel system within five days of the trip. "
@@ -212,6 +215,7 @@ def test_robustness_h1_instructions_are_flagged_and_answered_as_quoted_evidence(
     assert [f.code for f in run_lint(wiki, {"W015"}).findings] == ["W015", "W015"]
 
 
+@pytest.mark.robustness("H2")
 def test_robustness_h2_secrets_are_blocked_or_redacted(wiki: Wiki, repo: Path) -> None:
     body, password = rand(64, seed=3), rand(10, seed=4)
     secrets = {"github-token": (github_token(), github_token()),  # kind: (text, what leaks)
@@ -235,6 +239,7 @@ def test_robustness_h2_secrets_are_blocked_or_redacted(wiki: Wiki, repo: Path) -
 PAYLOADS = ["$(touch {c}/a)", "`touch {c}/b`", "; touch {c}/c", "| touch {c}/d", "&& touch {c}/e"]
 
 
+@pytest.mark.robustness("H3")
 def test_robustness_h3_shell_syntax_in_titles_paths_and_messages_runs_nothing(
         cli, wiki: Wiki, repo: Path, tmp_path: Path) -> None:
     canary = tmp_path / "canary"
@@ -264,6 +269,7 @@ def test_robustness_h3_shell_syntax_in_titles_paths_and_messages_runs_nothing(
     assert not list(repo.rglob("pwned*")) and not list(Path.cwd().glob("pwned*"))
 
 
+@pytest.mark.robustness("H3")
 def test_robustness_h3_the_editor_variable_is_split_not_run_by_a_shell(
         cli, wiki: Wiki, tmp_path: Path, monkeypatch) -> None:
     canary = tmp_path / "canary"
@@ -275,6 +281,7 @@ def test_robustness_h3_the_editor_variable_is_split_not_run_by_a_shell(
     assert list(canary.iterdir()) == []
 
 
+@pytest.mark.robustness("H3")
 def test_robustness_h3_no_code_path_calls_a_shell() -> None:
     root = Path(__file__).parent.parent
     calls = ("shell=True", "os.system(", "os.popen(", "getoutput(", "getstatusoutput(")

@@ -38,18 +38,21 @@ def _keys(wiki: Wiki, query: str, **kwargs) -> list[str]:
     return [h.key for h in search(wiki, query, **kwargs).hits]
 
 
+@pytest.mark.robustness("Q1")
 @pytest.mark.parametrize("query", ["DEC-0054", '"DEC-0054"', "dec-0054"])
 def test_hyphenated_identifier_finds_the_literal_first(populated: Wiki, query: str) -> None:
     assert _keys(populated, query)[0] == "decisions/dec-0054.md"
     assert "decisions/dec-0055.md" not in _keys(populated, query)  # not "dec NOT 0054"
 
 
+@pytest.mark.robustness("Q2")
 @pytest.mark.parametrize("query", ["2026.4.10", "v1.2.3", "src/store.ts", "@scope/pkg",
                                    "host:8080", "wiki://notes/x"])
 def test_dotted_and_slashed_tokens(populated: Wiki, query: str) -> None:
     assert _keys(populated, query)[0] == "releases/v.md"
 
 
+@pytest.mark.robustness("Q3")
 @pytest.mark.parametrize("query", ['"', "status: done", "retry OR", "-only", "why?", "50%",
                                    "a,b", "(x", "*", "NEAR", "AND OR NOT", "x" * 20_000,
                                    "per diem " * 3000, "title:per", "^meals", "{near}"])
@@ -60,18 +63,28 @@ def test_punctuation_is_never_a_syntax_error(populated: Wiki, query: str) -> Non
         assert not any(ch.isalnum() for ch in query)
 
 
+@pytest.mark.robustness("Q3")
 @pytest.mark.parametrize("query", ["", "   ", "\t\n", '"', "*", "?!"])
 def test_empty_queries_raise_a_clear_error(populated: Wiki, query: str) -> None:
     with pytest.raises(EmptyQueryError, match="no searchable words"):
         search(populated, query)
 
 
+@pytest.mark.robustness("Q4")
 def test_missing_terms_lower_the_rank_instead_of_emptying_it(populated: Wiki) -> None:
     keys = _keys(populated, "per diem meals incidental zebra unicorn")
     assert keys[0] == "travel/per-diem.md"
     assert _keys(populated, "lodging hotels travel")[0] == "travel/lodging.md"
 
 
+@pytest.mark.robustness("Q4")
+def test_robustness_q4_partial_matches_come_back_ranked_below_full_ones(populated: Wiki) -> None:
+    keys = _keys(populated, "per diem meals travel")  # lodging.md has only "travel"
+    assert keys[0] == "travel/per-diem.md"
+    assert "travel/lodging.md" in keys[1:]
+
+
+@pytest.mark.robustness("Q5")
 @pytest.mark.parametrize(("query", "expected"), [("機械学習", "ja/ml.md"), ("深層学習", "ja/ml.md"),
                                                  ("学習", "ja/ml.md"), ("数据库", "zh/db.md"),
                                                  ("订单", "zh/db.md")])
@@ -79,6 +92,7 @@ def test_cjk_substrings_are_found(populated: Wiki, query: str, expected: str) ->
     assert _keys(populated, query)[0] == expected
 
 
+@pytest.mark.robustness("Q6")
 def test_nonsense_query_is_an_evidence_gap(populated: Wiki) -> None:
     result = search(populated, "zzqx plugh frobnicate")
     assert result.hits == [] and result.gap
@@ -88,11 +102,13 @@ def test_nonsense_query_is_an_evidence_gap(populated: Wiki) -> None:
     assert "zzqx plugh frobnicate" in log
 
 
+@pytest.mark.robustness("Q6")
 def test_partial_nonsense_has_low_confidence(populated: Wiki) -> None:
     result = search(populated, "per diem for quantum zzqx teleportation")
     assert result.hits and result.confidence < result.threshold
 
 
+@pytest.mark.robustness("Q6")
 def test_frontmatter_is_not_body_text(populated: Wiki) -> None:
     assert _keys(populated, "id") == []          # a key name matches nothing
     assert _keys(populated, "meta1") == []       # neither does an id value
@@ -117,6 +133,7 @@ def test_ask_cites_entries_and_their_sources(populated: Wiki) -> None:
     assert answer.citations[0].entry_id == "pd"
 
 
+@pytest.mark.robustness("I1")
 def test_index_follows_edits_and_deletions_made_with_plain_git(populated: Wiki, tmp_path) -> None:
     assert _keys(populated, "lodging")[0] == "travel/lodging.md"
     view = tmp_path / "view"
@@ -131,6 +148,7 @@ def test_index_follows_edits_and_deletions_made_with_plain_git(populated: Wiki, 
     assert search(populated, "mileage").commit == populated.head()
 
 
+@pytest.mark.robustness("F3")
 def test_invalid_entry_on_the_branch_is_left_out_not_fatal(populated: Wiki, tmp_path) -> None:
     view = tmp_path / "view"
     git(populated.root, "worktree", "add", "-q", str(view), "wiki")
@@ -141,6 +159,7 @@ def test_invalid_entry_on_the_branch_is_left_out_not_fatal(populated: Wiki, tmp_
     assert result.sync.invalid and result.sync.invalid[0][0] == "travel/lodging.md"
 
 
+@pytest.mark.robustness("I2")
 def test_rebuild_without_a_wiki_branch_fails_clearly(repo) -> None:
     with pytest.raises(NotInitializedError, match="no wiki branch 'wiki'"):
         rebuild(Wiki(repo))

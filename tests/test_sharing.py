@@ -11,6 +11,7 @@ from wiki.errors import SelfApprovalError, StaleProposalError
 from wiki.gitrepo import Identity
 from wiki.proposals import approve, get_proposal, propose
 from wiki.rebase import rebase
+from wiki.search import search
 from wiki.sharing import sync_remote
 from wiki.workspace import Wiki
 
@@ -39,6 +40,7 @@ def team(tmp_path: Path, wiki: Wiki):
     return wiki, carol
 
 
+@pytest.mark.robustness("W2")
 def test_concurrent_edits_one_lands_other_stale_then_rebased(team) -> None:
     bobs, carols = team
     alice_edit = LEAVE.replace("summary: Leave basics.", "summary: Leave basics, updated.")
@@ -66,6 +68,35 @@ def test_concurrent_edits_one_lands_other_stale_then_rebased(team) -> None:
     approve(bobs, second.name, approver=BOB)
     text = bobs.snapshot().read("hr/leave.md").decode()
     assert "Leave basics, updated." in text and "Line three, clarified." in text
+
+
+@pytest.mark.robustness("I1")
+def test_robustness_i1_edits_and_deletions_pulled_from_a_remote_are_never_stale(team) -> None:
+    bobs, carols = team
+
+    def land(changes: dict[str, bytes | None]) -> None:  # by the tool, in the other clone
+        proposal, _ = propose(bobs, changes, kind="edit", subject="edit", author=ALICE)
+        approve(bobs, proposal.name, approver=BOB)
+        git(bobs.root, "push", "-q", "origin", "wiki")
+
+    def pull() -> None:  # plain git: fast-forward the local wiki branch
+        git(carols.root, "fetch", "-q", "origin", "wiki:wiki")
+
+    def keys(query: str) -> list[str]:
+        return [h.key for h in search(carols, query).hits]
+
+    assert keys("line two")[0] == "hr/leave.md"  # carol's index is built at this head
+    body = "Line one.\nLine two.\nLine three."
+    land({"hr/leave.md": LEAVE.replace(body, "Sabbaticals need a form.").encode(),
+          "hr/gone.md": entry_text("gn", "Gone soon", "Okapis roam here.").encode()})
+    pull()
+    assert keys("sabbaticals form") == ["hr/leave.md"]
+    assert keys("okapis") == ["hr/gone.md"]
+    assert keys("line two") == []  # the old text is not served
+    land({"hr/gone.md": None})
+    pull()
+    assert keys("okapis") == []
+    assert search(carols, "okapis").commit == carols.head() == bobs.head()
 
 
 def test_overlapping_edits_cannot_be_rebased(team) -> None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import unicodedata
 
+import pytest
+
 from wiki.slug import slug_path, slugify, unique_path
 
 
+@pytest.mark.robustness("F1")
 def test_names_a_careless_rule_would_merge_stay_distinct() -> None:
     taken: set[str] = set()
     paths = [unique_path("notes", slugify(n), taken)
@@ -14,6 +17,7 @@ def test_names_a_careless_rule_would_merge_stay_distinct() -> None:
     assert paths == ["notes/my_file.md", "notes/my-file.md", "notes/my-file-2.md"]
 
 
+@pytest.mark.robustness("F1")
 def test_nfc_and_nfd_give_the_same_slug() -> None:
     nfc = unicodedata.normalize("NFC", "café")
     nfd = unicodedata.normalize("NFD", "café")
@@ -21,6 +25,7 @@ def test_nfc_and_nfd_give_the_same_slug() -> None:
     assert slugify(nfc) == slugify(nfd) == "café"
 
 
+@pytest.mark.robustness("F2")
 def test_non_latin_titles_get_stable_distinct_slugs() -> None:
     assert slugify("日本語のタイトル") == "日本語のタイトル"
     assert slugify("中文标题") == "中文标题"
@@ -29,6 +34,7 @@ def test_non_latin_titles_get_stable_distinct_slugs() -> None:
     assert slugify("🚀 Launch!") == "🚀-launch"
 
 
+@pytest.mark.robustness("F1")
 def test_symbols_only_and_reserved_names() -> None:
     assert slugify("{") == "entry"
     assert slugify("   ") == "entry"

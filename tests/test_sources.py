@@ -10,6 +10,7 @@ from wiki.errors import SourceError
 from wiki.sources import canonical_text, fingerprint, read_text, source_uri
 
 
+@pytest.mark.robustness("F5")
 def test_bom_crlf_and_trailing_spaces_do_not_change_the_fingerprint() -> None:
     plain = "# Title\n\nSome text.\nMore.\n"
     messy = "\ufeff# Title  \r\n\r\nSome text.\t\r\nMore.\r\n\r\n"
@@ -30,6 +31,7 @@ def test_frontmatter_and_whitespace_changes_are_configurable() -> None:
         fingerprint(b, ignore_frontmatter=True, ignore_whitespace=True)
 
 
+@pytest.mark.robustness("F6")
 def test_too_large_is_refused_before_reading(tmp_path: Path) -> None:
     big = tmp_path / "big.md"
     with open(big, "wb") as handle:
@@ -38,6 +40,7 @@ def test_too_large_is_refused_before_reading(tmp_path: Path) -> None:
         read_text(big, max_bytes=2_000_000, max_lines=50_000)
 
 
+@pytest.mark.robustness("F6")
 def test_too_many_lines_binary_and_bad_utf8(tmp_path: Path) -> None:
     log = tmp_path / "app.log"
     log.write_text("line\n" * 100_000)

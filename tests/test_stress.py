@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 
+import pytest
 from conftest import ALICE, BOB, entry_text
 
 from wiki.errors import RefMovedError
@@ -31,6 +32,7 @@ def _approver(path: str, names: list[str], queue) -> None:
         queue.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
+@pytest.mark.robustness("W4")
 def test_fifty_proposals_approved_from_four_processes(wiki: Wiki) -> None:
     names = []
     for i in range(50):

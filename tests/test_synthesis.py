@@ -74,6 +74,7 @@ def test_nothing_verified_or_a_failing_model_keeps_the_extractive_answer(
     assert answer.sentences == extractive.sentences and "did not answer" in answer.note
 
 
+@pytest.mark.robustness("H1")
 def test_injected_entry_text_stays_evidence(wiki: Wiki, monkeypatch) -> None:
     """ROBUSTNESS H1: an entry that tells the model what to say is fenced as evidence; a
     reply that follows it is not supported by the passages, so it is dropped."""
