@@ -82,6 +82,9 @@ class OnnxEmbedder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
         options.log_severity_level = 3
+        # no busy-waiting between runs: spinning threads would take the cores from the
+        # SQLite and numpy work of the other legs right after each query
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self.session = onnxruntime.InferenceSession(
                 str(path), options, providers=["CPUExecutionProvider"])

@@ -15,6 +15,7 @@ import hashlib
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -60,6 +61,11 @@ class Matrix:
     starts: np.ndarray
     vectors: np.ndarray
     version: str
+
+    @cached_property
+    def positions(self) -> dict[str, int]:
+        """``key -> i`` (its index in :attr:`keys`)."""
+        return {key: i for i, key in enumerate(self.keys)}
 
 
 class VectorStore:
@@ -155,9 +161,9 @@ class VectorStore:
         return matrix
 
     def search(self, query_vector: np.ndarray, model: str, *, allowed: set[str] | None,
-               limit: int) -> list[tuple[str, float]]:
+               limit: int, excluded: set[str] = frozenset()) -> list[tuple[str, float]]:
         """``(key, cosine of the best chunk)`` for the ``limit`` nearest documents among
-        ``allowed`` (all when ``None``), best first."""
+        ``allowed`` (all when ``None``) and not in ``excluded``, best first."""
         query_vector = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         matrix = self.matrix(model, int(query_vector.shape[0]))
         if not matrix.keys:
@@ -168,6 +174,9 @@ class VectorStore:
             mask = np.fromiter((k in allowed for k in matrix.keys), dtype=bool,
                                count=len(matrix.keys))
             best = np.where(mask, best, -np.inf)
+        if excluded:
+            at = matrix.positions
+            best[[at[k] for k in excluded if k in at]] = -np.inf
         count = min(limit, int(np.isfinite(best).sum()))
         if count <= 0:
             return []
