@@ -313,12 +313,8 @@ class SearchIndex:
                                                 params)}
 
     def excluded_keys(self, filters: Filters | None) -> set[str]:
-        """Keys that ``filters`` leave out: usually few (superseded, retracted, other
-        scopes), so cheaper to fetch and test than the allowed ones (3 ms for 5,000 keys)."""
-        filters = filters or Filters()
-        if filters == Filters(statuses=None):
-            return set()
-        where, params = filters.sql()
+        """Keys ``filters`` leave out: few, so cheaper than the allowed ones (3 ms / 5k)."""
+        where, params = (filters or Filters()).sql()
         return {r[0] for r in self.conn.execute(
             f"SELECT key FROM docs d WHERE NOT coalesce(({where}), 0)", params)}
 
