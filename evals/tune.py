@@ -50,16 +50,7 @@ def collect(data: Path) -> None:
     from wiki.workspace import Wiki
 
     log = embedcache.stderr
-    index = datasets.scifact_index(data, log=log)
-    embedcache.embed_index(index, log=log)
-    for split in ("train", "test"):
-        s = datasets.scifact_split(data, split)
-        queries = [{"id": i, "query": t, "gold": s.qrels[i], "split": split}
-                   for i, t in s.queries.items()]
-        pickle.dump({"units": None, "queries": _run(index, queries, WIDE["scifact"],
-                                                    lambda q: Filters(statuses=None))},
-                    legs_path(f"scifact-{split}").open("wb"))
-    index.close()
+    _collect_scifact(data)
     from evals.run import page_units
 
     repo, _ = datasets.cached_handbook(data, log=log)
@@ -102,22 +93,28 @@ def collect_chunks(data: Path, sizes=(60, 100, 300)) -> None:
         index.close()
 
 
-def collect_scifact_chunks(data: Path, sizes=(100, 300, 1000)) -> None:
-    """SciFact (train and test) with vectors over chunks of other sizes (1000 words = each
-    abstract whole): ``legs-scifact-<split>-w<size>.pkl``."""
+def _collect_scifact(data: Path, words: int | None = None) -> None:
+    """SciFact train and test legs (vectors over ``words``-word chunks, default the
+    index's): ``legs-scifact-<split>[-w<words>].pkl``."""
     from indexes.store import Filters
 
+    index = datasets.scifact_index(data, chunk_words=words, log=embedcache.stderr)
+    embedcache.embed_index(index, log=embedcache.stderr)
+    for split in ("train", "test"):
+        s = datasets.scifact_split(data, split)
+        queries = [{"id": i, "query": t, "gold": s.qrels[i], "split": split}
+                   for i, t in s.queries.items()]
+        pickle.dump({"units": None, "queries": _run(index, queries, WIDE["scifact"],
+                                                    lambda q: Filters(statuses=None))},
+                    legs_path(f"scifact-{split}" + (f"-w{words}" if words else "")).open("wb"))
+    index.close()
+
+
+def collect_scifact_chunks(data: Path, sizes=(100, 300, 1000)) -> None:
+    """SciFact with vectors over chunks of other sizes (1000 words = each abstract whole
+    but for 5): ``legs-scifact-<split>-w<size>.pkl``."""
     for words in sizes:
-        index = datasets.scifact_index(data, chunk_words=words, log=embedcache.stderr)
-        embedcache.embed_index(index, log=embedcache.stderr)
-        for split in ("train", "test"):
-            s = datasets.scifact_split(data, split)
-            queries = [{"id": i, "query": t, "gold": s.qrels[i], "split": split}
-                       for i, t in s.queries.items()]
-            pickle.dump({"units": None, "queries": _run(index, queries, WIDE["scifact"],
-                                                        lambda q: Filters(statuses=None))},
-                        legs_path(f"scifact-{split}-w{words}").open("wb"))
-        index.close()
+        _collect_scifact(data, words)
 
 
 def load(name: str) -> dict:
