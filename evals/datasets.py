@@ -170,7 +170,8 @@ def cached_handbook(data: Path, *, checkpoint: str = CHECKPOINT,
 
     A build happens in a temporary folder that is renamed into place once complete, so a
     cached folder is always whole; builds for other source hashes are pruned, keeping the
-    most recent one (another run may still be using it)."""
+    three most recent ones (other runs, e.g. in other git worktrees, may still be using
+    them)."""
     key = f"handbook-{checkpoint[:12]}-{source_hash('wiki', 'indexes')}"
     path = CACHE_DIR / key
     if (path / DONE).exists():
@@ -194,7 +195,7 @@ def cached_handbook(data: Path, *, checkpoint: str = CHECKPOINT,
     older = sorted((p for p in CACHE_DIR.glob(f"handbook-{checkpoint[:12]}-*")
                     if p != path and (p / DONE).exists()),
                    key=lambda p: (p / DONE).stat().st_mtime, reverse=True)
-    for old in older[1:]:
+    for old in older[3:]:
         shutil.rmtree(old, ignore_errors=True)
     return path, times
 

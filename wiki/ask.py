@@ -19,6 +19,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from indexes.answer_type import TYPE_NAMES, missing_type
 from indexes.passages import rank_passages
 from indexes.vectors import Progress
 from wiki.entry import now_iso
@@ -87,6 +88,10 @@ class Answer:
     """Why a configured model's answer is not shown (failure, timeout, nothing verified)."""
     dropped: list = field(default_factory=list)
     """The model's sentences that failed verification, as ``(text, why)``."""
+    missing_type: str | None = None
+    """When the question asks for a value of a type (a percentage, an amount of money:
+    :mod:`indexes.answer_type`) that none of the cited entries states: that type, and the
+    answer is an evidence gap (``note`` says why)."""
 
     @property
     def gap(self) -> bool:
@@ -130,8 +135,9 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
             stale = {p for p, e in enumerate(entries)
                      if checks is not None and checks.entries[e.path].stale}
             _extract(result, answer, entries, stale)
-            if synthesize and answer.sentences:
-                _synthesize(wiki, answer, entries, snapshot.config().llm)
+        _check_type(answer, entries)
+        if synthesize and budget is None and answer.sentences:
+            _synthesize(wiki, answer, entries, snapshot.config().llm)
         if checks is not None:
             _annotate(answer, checks)
     if answer.gap:
@@ -177,6 +183,21 @@ def _extract(result: SearchResult, answer: Answer, entries: list,
                         for position, number in sorted(numbers.items(), key=lambda p: p[1])]
 
 
+def _check_type(answer: Answer, entries: list) -> None:
+    """Turn the answer into an evidence gap when the question asks for a percentage or an
+    amount of money and no cited entry states one (:mod:`indexes.answer_type`)."""
+    cited = {c.path for c in answer.citations}
+    texts = [f"{e.title}\n{e.summary}\n{e.body}" for e in entries if e.path in cited]
+    kind = missing_type(answer.question, texts)
+    if kind is None:
+        return
+    titles = "; ".join(c.title for c in answer.citations)
+    answer.missing_type = kind
+    answer.note = (f"the question asks for {TYPE_NAMES[kind]} and none of the closest "
+                   f"entries ({titles}) states one")
+    answer.sentences, answer.citations = [], []
+
+
 def _synthesize(wiki: Wiki, answer: Answer, entries: list, config) -> None:
     from wiki.llm.settings import open_client
 
@@ -218,5 +239,7 @@ def _record_gap(wiki: Wiki, answer: Answer) -> None:
     wiki.state_dir.mkdir(parents=True, exist_ok=True)
     line = {"time": now_iso(), "question": answer.question, "commit": answer.commit,
             "confidence": round(answer.confidence, 4)}
+    if answer.missing_type:
+        line["missing_type"] = answer.missing_type
     with open(wiki.state_dir / "gaps.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -129,6 +129,8 @@ def ask(
         cosine = "" if answer.top_cosine is None else f", best cosine {answer.top_cosine:.2f}"
         out.print(plain(f"The wiki does not say (word coverage {answer.confidence:.2f}{cosine})."
                         " The question was recorded as an evidence gap."))
+        if answer.note:
+            report(f"note: {answer.note}")
     else:
         for text, number in answer.sentences:
             out.print(plain(f"{text} [{number}]"))
