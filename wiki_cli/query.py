@@ -21,8 +21,8 @@ from wiki_cli.common import (
     open_wiki,
     parse_as_of,
     parse_legs,
-    report_flags,
     report_llm,
+    report_proposal,
     require_text,
 )
 from wiki_cli.errors import FINDINGS, GAP, report
@@ -184,14 +184,7 @@ def _report_saved(saved, verbose: bool) -> None:
         report(f"dropped ({why}): {text}")
     if saved.llm:
         report_llm(saved.llm, verbose)
-    if saved.proposal is None:
-        report(f"nothing to save: {saved.existing} already says this")
-        return
-    report_flags(saved.proposal)
-    verb = "proposed" if saved.created else "already proposed as"
-    report(f"{verb} {saved.proposal.name}: land with `wiki approve {saved.proposal.name}` "
-           "(by someone else)")
-    out.print(saved.proposal.name)
+    report_proposal(saved.proposal, saved.created, saved.existing, nothing="nothing to save")
 
 
 @app.command()
