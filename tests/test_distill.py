@@ -247,6 +247,17 @@ def test_ask_save_with_a_model_distils_the_answer(cli, wiki: Wiki, monkeypatch) 
     assert made.sources[0].uri == "git:docs/per-diem.md"
 
 
+def test_ask_save_on_an_evidence_gap_saves_nothing(cli, wiki: Wiki) -> None:
+    land(wiki, ENTRIES)
+    head = wiki.head()
+    result = cli("ask", "what is the wifi password of the Oslo office?", "--save")
+    assert result.exit_code == 3
+    assert "note: nothing saved: the wiki does not answer this question" in result.stderr
+    data = json.loads(cli("ask", "what is the wifi password of the Oslo office?", "--save",
+                          "--json").stdout)
+    assert data["saved"] is None and data["gap"] is True and wiki.head() == head
+
+
 def test_no_model_configured_is_a_clear_error(cli, wiki: Wiki, repo: Path) -> None:
     source = write(repo / "docs" / "travel.md", TRAVEL)
     result = cli("ingest", "--distill", str(source))
