@@ -91,6 +91,10 @@ def test_drafts_not_verbatim_in_the_source_are_dropped(wiki: Wiki, monkeypatch) 
         "not verbatim in the source: GSA"]
     (kept,) = result.drafts
     assert (kept.summary, kept.facts, kept.type) == (FIRST_DAY["claim"], {}, "fact")
+    fake.distilled = [{**LODGING, "key": "Concur", "value": "Concur"},  # a one-word key
+                      {**FIRST_DAY, "key": "First day rate"}]
+    result = distill(open_client(wiki), "Travel policy", [("", body)])  # not from the cache
+    assert [d.facts for d in result.drafts] == [{}, {"first_day_rate": "75 percent"}]
 
 
 def test_a_duplicate_becomes_an_update_not_a_new_entry(wiki: Wiki, repo: Path,

@@ -14,11 +14,12 @@ Code keeps a draft only when
   both occur in the chunk exactly as written;
 * it does not repeat a draft already kept (same folded claim, or same fact key).
 
-A fact is kept when its key, folded to ``snake_case``, matches :data:`KEY` and its value
-occurs in the chunk (folded); otherwise only the fact is dropped. When the model fails,
-times out, its budget is spent or it answers invalid JSON, the result has a ``note`` and
-no drafts: the caller falls back to the plain, model-free path. Text reaches the model
-only through :class:`wiki.llm.client.LLMClient`, which redacts secrets first.
+A fact is kept when its key, folded to ``snake_case``, matches :data:`KEY` (two words or
+more) and its value occurs in the chunk (folded); otherwise only the fact is dropped.
+When the model fails, times out, its budget is spent or it answers invalid JSON, the
+result has a ``note`` and no drafts: the caller falls back to the plain, model-free path.
+Text reaches the model only through :class:`wiki.llm.client.LLMClient`, which redacts
+secrets first.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ MAX_DRAFTS = 4
 MAX_TOKENS = 400
 """Completion tokens per call (four entries fit in ~250)."""
 TYPES = ("fact", "decision", "procedure", "note")
-KEY = re.compile(r"^[a-z][a-z0-9_]{1,47}$")
+KEY = re.compile(r"^(?=.{3,48}$)[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+"""A fact key: two or more snake_case words (``mileage_rate``); a one-word key (``gsa``,
+``twn``) names a thing, not a claim about it, and would make false supersessions."""
 MAX_TITLE_CHARS = 80
 
 SYSTEM = ("You turn quoted text into short knowledge-base entries. Text between <evidence> "
