@@ -7,7 +7,10 @@ evidence (the text between the fence markers only), returned as log-probabilitie
 first token like a real provider; lettered lists get each letter's probability from its
 line's shared words. JSON answers pick the option with the most shared words.
 A "hijacked" model: if "ignore previous instructions" appears *outside* the evidence fence,
-it answers yes to everything (so a fence that leaks fails the injection tests).
+it answers yes to everything, and a distillation says "The answer is 42" (so a fence that
+leaks fails the injection tests). Distillation (wiki.distill) returns ``distilled`` when a
+test scripts it, else one entry per sentence of the evidence; ``fail = "json"`` makes it
+answer text that is not JSON.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ class FakeProvider(CustomLLM):
         self.prompts: list[str] = []
         self.answer: str | None = None
         """The reply to an answer-writing prompt (wiki.llm.answer), scripted by a test."""
+        self.distilled: list[dict] | None = None
+        """The entries of a distillation reply (wiki.distill), scripted by a test."""
 
     def completion(self, model, messages, api_base, custom_prompt_dict, model_response,
                    print_verbose, encoding, api_key, logging_obj, optional_params,
@@ -54,9 +59,17 @@ class FakeProvider(CustomLLM):
         if self.fail == "error":
             raise litellm.APIConnectionError("fake provider: down", model=model,
                                              llm_provider="fake")
-        question = re.search(r"Question: (.*)", user)[1]
         evidence = " ".join(FENCE.findall(user))
         outside = FENCE.sub("", user)
+        if "separate facts, decisions or steps" in outside:  # wiki.distill
+            text = self._distil(evidence, outside)
+            model_response.choices[0].message.content = text
+            used, made = len(user.split()), len(text.split())
+            model_response.usage = litellm.Usage(prompt_tokens=used, completion_tokens=made,
+                                                 total_tokens=used + made)
+            model_response.model = model
+            return model_response
+        question = re.search(r"Question: (.*)", user)[1]
         if "passage it comes from" in outside:  # write a cited answer: as scripted
             text, logprobs = self.answer or "NOT IN EVIDENCE", None
         elif optional_params.get("response_format"):
@@ -90,6 +103,22 @@ class FakeProvider(CustomLLM):
                                              total_tokens=prompt_tokens + 1)
         model_response.model = model
         return model_response
+
+
+    def _distil(self, evidence: str, outside: str) -> str:
+        if self.fail == "json":
+            return "Sure! Here are the entries: title, claim"
+        if INJECTION in outside.lower():
+            entries = [{"title": "Hijacked", "claim": "The answer is 42.", "type": "fact",
+                        "key": "", "value": ""}]
+        elif self.distilled is not None:
+            entries = self.distilled
+        else:
+            entries = [{"title": " ".join(s.split()[:4]), "claim": s, "type": "note",
+                        "key": "", "value": ""}
+                       for s in re.split(r"(?<=[.!?])\s+", evidence.replace("\n", " "))
+                       if len(s.split()) >= 4]
+        return json.dumps({"entries": entries[:4]})
 
 
 def install(monkeypatch) -> FakeProvider:

@@ -132,15 +132,23 @@ def supersede_entry(wiki: Wiki, target: str, text: bytes, *,
     draft = Entry.parse("new.md", _with_id(text))
     if draft.id == old.id:
         raise ConfigError(f"the replacement needs its own id, not {old.id}")
-    stamp = now_iso()
-    path = unique_path(old.category, slugify(draft.title), set(snapshot.files))
-    new = Entry(path, draft.meta, draft.body, draft.original, None).updated_with(
-        supersedes=[old.id], created=stamp, updated=stamp)
-    retired = old.updated_with(status="superseded", superseded_by=[draft.id], updated=stamp)
-    proposal, created = propose(wiki, {path: new.to_bytes(), old.path: retired.to_bytes()},
+    new, retired = supersession(old, draft, set(snapshot.files), now_iso())
+    proposal, created = propose(wiki, {new.path: new.to_bytes(), old.path: retired.to_bytes()},
                                 kind="supersede", subject=f"supersede {old.title}",
                                 author=author, redact=redact)
     return Authored(proposal, created)
+
+
+def supersession(old: Entry, draft: Entry, taken: set[str], stamp: str) -> tuple[Entry, Entry]:
+    """``(successor, retired)``: ``draft`` (with its own id) as a new entry in ``old``'s
+    folder at a path not in ``taken`` (added to it), recording ``supersedes``; ``old`` marked
+    ``superseded`` with ``superseded_by``. Both stamped ``updated`` at ``stamp``."""
+    path = unique_path(old.category, slugify(draft.title), taken)
+    taken.add(path)
+    new = Entry(path, draft.meta, draft.body, draft.original, None).updated_with(
+        supersedes=[old.id], created=stamp, updated=stamp)
+    retired = old.updated_with(status="superseded", superseded_by=[draft.id], updated=stamp)
+    return new, retired
 
 
 def _propose_edit(wiki: Wiki, snapshot: Snapshot, current: Entry, draft: Entry,

@@ -256,6 +256,18 @@ def _str_list(value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
+def new_id(seed: str, taken: set[str]) -> str:
+    """A reproducible id for ``seed``: ``e`` + the first 12 hex digits of its sha256 (16,
+    24 or 32 when shorter prefixes are in ``taken``), added to ``taken``."""
+    digest = hashlib.sha256(seed.encode()).hexdigest()
+    for length in (12, 16, 24, 32):
+        candidate = "e" + digest[:length]
+        if candidate not in taken:
+            taken.add(candidate)
+            return candidate
+    raise AssertionError("sha256 prefix collision")  # pragma: no cover
+
+
 def now_iso() -> str:
     """The current UTC time, second precision, as ``YYYY-MM-DDTHH:MM:SSZ``."""
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

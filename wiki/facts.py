@@ -152,7 +152,7 @@ def set_fact(wiki: Wiki, key: str, value: str, *, unit: str = "", as_of: str = "
 
     from wiki import authoring
 
-    claim = {"value": _scalar(value)}
+    claim = {"value": scalar(value)}
     claim.update({k: v for k, v in (("unit", unit), ("as_of", as_of)) if v})
     stored = claim["value"] if len(claim) == 1 else claim
     holders = current(wiki, key)
@@ -170,16 +170,26 @@ def set_fact(wiki: Wiki, key: str, value: str, *, unit: str = "", as_of: str = "
             f"---\n{line}\n"
         return authoring.new_entry(wiki, text.encode(), category=category,
                                    source_name=f"{key}.md", author=author)
-    old = wiki.snapshot().entry(holders[0].path)
+    fresh = successor(wiki.snapshot().entry(holders[0].path), holders[0], stored,
+                      claim["value"], line)
+    return authoring.supersede_entry(wiki, holders[0].entry_id, _render(fresh, fresh.body),
+                                     author=author)
+
+
+def successor(old: Entry, holder: Fact, stored, value, line: str) -> Entry:
+    """What replaces ``old`` when ``holder``'s key takes ``value`` (``stored`` is the
+    frontmatter form, plain or ``{value, unit, as_of}``): ``old``'s fields without its
+    id, dates and status, the new value, and the claim ``line`` first in the summary (of a
+    fact) and the body (see :func:`_restated`). The caller gives it an id."""
     facts = dict(old.meta.get("facts") or {})
-    facts[key] = stored
+    facts[holder.key] = stored
     summary = line if old.type == "fact" else old.meta.get("summary")
     fresh = old.updated_with(id=None, supersedes=None, superseded_by=None, status=None,
                              created=None, updated=None, facts=facts, summary=summary)
-    generated = f"{key} is {holders[0].text}."
+    generated = f"{holder.key} is {holder.text}."
     body = f"{line}\n" if old.body.strip() == generated else \
-        _restated(fresh.body, holders[0].value, claim["value"], line)
-    return authoring.supersede_entry(wiki, old.id, _render(fresh, body), author=author)
+        _restated(fresh.body, holder.value, value, line)
+    return fresh.updated_with(body=body)
 
 
 def _restated(body: str, old, new, line: str) -> str:
@@ -201,7 +211,7 @@ def _render(entry: Entry, body: str) -> bytes:
     return render(entry.meta, body).encode("utf-8")
 
 
-def _scalar(text: str):
+def scalar(text: str):
     """``"42"`` -> 42, ``"0.5"`` -> 0.5, other text as is (so YAML keeps numbers numbers)."""
     for kind in (int, float):
         try:

@@ -13,7 +13,6 @@ holding a secret (:mod:`wiki.safety`), unless ``redact`` replaces its secrets.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 from wiki import markdown_text as md
 from wiki.adapters.git_source import work_tree_blobs
 from wiki.config import IngestConfig, WikiConfig
-from wiki.entry import Entry, Source, now_iso
+from wiki.entry import Entry, Source, new_id, now_iso
 from wiki.errors import EntryError, SecretError, SourceError
 from wiki.frontmatter import parse as parse_frontmatter
 from wiki.gitrepo import Identity
@@ -33,6 +32,10 @@ from wiki.workspace import Wiki
 
 Progress = Callable[[int, int, str], None]
 """Called as ``progress(done, total, path)`` after each source."""
+Distiller = Callable[["SourceText", set[str], set[str]], "tuple | None"]
+"""Called as ``distiller(source, taken paths, taken ids)`` for each new or changed source
+(``wiki ingest --distill``, :class:`wiki.distiller.Distiller`); returns ``(changes, added,
+updated, retracted)`` like the plain path, or ``None`` to compile the source without it."""
 
 
 @dataclass
@@ -72,6 +75,21 @@ class Draft:
     body: str
 
 
+@dataclass(frozen=True)
+class SourceText:
+    """A screened source for a distiller: ``uri``, ``fingerprint``, the name ``shown`` in
+    messages, ``title``, markdown ``body`` (no frontmatter), the wiki ``category`` its
+    entries go to and the git ``blob`` id of a ``git:`` source."""
+
+    uri: str
+    fingerprint: str
+    shown: str
+    title: str
+    body: str
+    category: str
+    blob: str = ""
+
+
 @dataclass
 class _Candidate:
     path: Path
@@ -80,13 +98,15 @@ class _Candidate:
 
 def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None = None,
            author: Identity | None = None, dry_run: bool = False,
-           redact: bool = False) -> IngestReport:
+           redact: bool = False, distiller: Distiller | None = None) -> IngestReport:
     """Compile the sources under ``paths`` and propose the resulting entry changes.
 
     Returns an :class:`IngestReport`; ``report.proposal`` is ``None`` when nothing changed
     (or with ``dry_run``). A source holding a secret is skipped with the kind and place in
     ``report.skipped``; with ``redact`` it is ingested with ``[REDACTED:<kind>]`` instead.
-    Raises ``NotInitializedError`` without a wiki branch.
+    With ``distiller``, each new or changed source goes through it first (a source already
+    distilled at its fingerprint is unchanged). Raises ``NotInitializedError`` without a
+    wiki branch.
     """
     snapshot = wiki.snapshot()
     config = snapshot.config()
@@ -108,7 +128,7 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
         shown = _display(candidate.path)
         try:
             result = _compile(wiki, config, candidate, by_uri, taken, ids, pending, blobs,
-                              redact)
+                              redact, distiller)
         except (SourceError, EntryError, SecretError) as exc:
             report.skipped.append(Skipped(shown, getattr(exc, "reason", str(exc))
                                           if not isinstance(exc, EntryError) else str(exc)))
@@ -256,7 +276,7 @@ def _category(wiki: Wiki, candidate: _Candidate, config: IngestConfig) -> str:
 def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
              by_uri: dict[str, list[Entry]], taken: set[str], ids: set[str],
              pending: dict[str, tuple[str, str]], blobs: dict[str, tuple[str, str]],
-             redact: bool = False):
+             redact: bool = False, distiller: Distiller | None = None):
     path = candidate.path
     text = read_text(path, max_bytes=config.ingest.max_bytes, max_lines=config.ingest.max_lines)
     shown = _display(path)
@@ -269,7 +289,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
         return pending[uri][1]
     existing = by_uri.get(uri, [])
     live = [e for e in existing if e.status != "retracted"]
-    if live and all(e.sources[0].fingerprint == fp for e in live):
+    if live and all(e.sources[0].fingerprint == fp for e in live) and (
+            distiller is None or any(e.meta["sources"][0].get("distilled") for e in live)):
         return None
     title = md.inline_plain(_scalar(front.data.get("title"))) or \
         md.first_heading(front.body) or path.stem
@@ -278,6 +299,12 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     drafts = compile_sections(title, front.body, config.ingest)
     category = _category(wiki, candidate, config.ingest)
     stamp = now_iso()
+    if distiller is not None:
+        blob = blobs[uri[4:]][1] if uri.startswith("git:") and uri[4:] in blobs else ""
+        distilled = distiller(SourceText(uri, fp, shown, title, front.body, category, blob),
+                              taken, ids)
+        if distilled is not None:
+            return distilled
     matched = {(e.sources[0].locator, _occurrence(e)): e for e in existing}
     changes: dict[str, bytes | None] = {}
     added = updated = retracted = 0
@@ -304,7 +331,7 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
         stem = slugify(path.stem) + (f"--{slugify(draft.locator)}" if multi and draft.locator
                                      else "")
         target = unique_path(category, stem, taken)
-        entry_id = _new_id(uri, draft, ids)
+        entry_id = new_id(f"{uri}\0{draft.locator}\0{draft.occurrence}", ids)
         meta = {"id": entry_id, **{k: v for k, v in fields.items() if v is not None},
                 "created": stamp}
         changes[target] = Entry(target, meta, body).to_bytes()
@@ -348,16 +375,6 @@ def _occurrence(entry: Entry) -> int:
     raw = (entry.meta.get("sources") or [{}])[0]
     value = raw.get("occurrence", 1) if isinstance(raw, dict) else 1
     return value if isinstance(value, int) else 1
-
-
-def _new_id(uri: str, draft: Draft, ids: set[str]) -> str:
-    digest = hashlib.sha256(f"{uri}\0{draft.locator}\0{draft.occurrence}".encode()).hexdigest()
-    for length in (12, 16, 24, 32):
-        candidate = "e" + digest[:length]
-        if candidate not in ids:
-            ids.add(candidate)
-            return candidate
-    raise AssertionError("sha256 prefix collision")  # pragma: no cover
 
 
 def _scalar(value) -> str:

@@ -15,10 +15,11 @@ from wiki_cli.common import (
     embedding_progress,
     open_wiki,
     report_flags,
+    report_llm,
     require_text,
 )
 from wiki_cli.errors import FINDINGS, report
-from wiki_cli.render import err, out, plain, print_json, table
+from wiki_cli.render import err, out, plain, print_json, table, to_jsonable
 
 
 @app.command()
@@ -34,6 +35,10 @@ def init() -> None:
 def ingest(
     paths: Annotated[list[str], typer.Argument(help="Files or folders of markdown/text.")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report without proposing.")] = False,
+    distill: Annotated[bool, typer.Option(
+        "--distill", help="Have the LLM split each source into atomic entries, checked "
+                          "against the source and merged with existing ones (needs a model; "
+                          "docs/llm.md).")] = False,
     redact: RedactOption = False,
     json_output: JsonOption = False,
 ) -> None:
@@ -43,8 +48,9 @@ def ingest(
     for path in paths:
         require_text(path, "path")
     wiki = open_wiki()
-    with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("{task.description}"),
+    distiller = _distiller(wiki) if distill else None
+    with Progress(TextColumn("distil" if distill else "ingest"), BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
                   console=err, transient=True,
                   disable=json_output or not err.is_terminal) as bar:
         task = bar.add_task("", total=None)
@@ -53,11 +59,14 @@ def ingest(
             bar.update(task, completed=done, total=total, description=path[-50:])
 
         result = run_ingest(wiki, [Path(p) for p in paths], progress=progress, dry_run=dry_run,
-                            redact=redact)
+                            redact=redact, distiller=distiller)
     if json_output:
-        print_json(result)
+        print_json({**to_jsonable(result), **({"distill": distiller.report,
+                                               "llm": distiller.llm()} if distiller else {})})
     for skipped in result.skipped:
         report(f"skipped {skipped.path}: {skipped.reason}")
+    if distiller is not None:
+        _report_distilled(distiller)
     report(f"{result.sources} sources read ({result.unchanged_sources} unchanged), "
            f"{len(result.skipped)} skipped; entries: {result.added} new, "
            f"{result.updated} updated, {result.retracted} retracted")
@@ -74,6 +83,27 @@ def ingest(
         report("nothing to propose: the wiki already matches these sources")
     if result.sources == 0:
         raise typer.Exit(FINDINGS)
+
+
+def _distiller(wiki):
+    """The ingest hook with the configured model (exit 2 without one)."""
+    from wiki.distiller import Distiller
+    from wiki.llm.settings import require_client
+
+    return Distiller(wiki, require_client(wiki))
+
+
+def _report_distilled(distiller) -> None:
+    """Distillation notes on stderr: fallbacks, dropped drafts, counts and the LLM's cost."""
+    done = distiller.report
+    for fallback in done.fallbacks:
+        report(f"note: {fallback['path']}: ingested without distilling: {fallback['reason']}")
+    for drop in done.dropped:
+        report(f"dropped ({drop['why']}): {drop['source']}: {drop['claim']}")
+    report(f"distilled {done.sources} sources: {done.proposed} drafts, {done.kept} kept "
+           f"({done.new} new, {done.updated} updates, {done.superseded} supersessions, "
+           f"{done.known} already known), {len(done.dropped)} dropped")
+    report_llm(distiller.llm(), True)
 
 
 @app.command("index")

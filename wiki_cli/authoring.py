@@ -12,9 +12,9 @@ from typing import Annotated
 
 import typer
 
-from wiki_cli.common import JsonOption, RedactOption, app, open_wiki, report_flags
+from wiki_cli.common import JsonOption, RedactOption, app, open_wiki, report_proposal
 from wiki_cli.errors import USAGE, report
-from wiki_cli.render import out, print_json
+from wiki_cli.render import print_json
 
 
 @app.command()
@@ -62,14 +62,7 @@ def propose(
         return
     for path in result.near_duplicates:
         report(f"warning: near-duplicate of {path} (flagged in the proposal)")
-    if result.proposal is None:
-        report(f"nothing to propose: {result.existing} already says this")
-        return
-    report_flags(result.proposal)
-    verb = "proposed" if result.created else "already proposed as"
-    report(f"{verb} {result.proposal.name}: land with `wiki approve {result.proposal.name}` "
-           "(by someone else)")
-    out.print(result.proposal.name)
+    report_proposal(result.proposal, result.created, result.existing)
 
 
 def _read(file: str) -> bytes:

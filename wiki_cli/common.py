@@ -18,7 +18,7 @@ from wiki_cli import __version__
 from wiki_cli.errors import EXIT_CODE_MEANINGS, USAGE, WikiGroup, report, talk
 from wiki_cli.payloads import as_of_time
 from wiki_cli.payloads import require_text as check_text
-from wiki_cli.render import err
+from wiki_cli.render import err, out
 
 app = typer.Typer(
     cls=WikiGroup,
@@ -172,6 +172,21 @@ def report_flags(proposal) -> None:
     for flag in proposal.flags:
         report(f"warning: {flag.path}:{flag.line}:{flag.column}: {flag.kind} ({flag.rule}) "
                "flagged for the reviewer")
+
+
+def report_proposal(proposal, created: bool, existing: str | None, *,
+                    nothing: str = "nothing to propose") -> None:
+    """Report a proposal just opened (or found open with the same result): its flags and
+    how to land it on stderr, its name on stdout; without one, that ``existing`` already
+    says this."""
+    if proposal is None:
+        report(f"{nothing}: {existing} already says this")
+        return
+    report_flags(proposal)
+    verb = "proposed" if created else "already proposed as"
+    report(f"{verb} {proposal.name}: land with `wiki approve {proposal.name}` "
+           "(by someone else)")
+    out.print(proposal.name)
 
 
 def report_llm(llm: dict | None, verbose: bool) -> None:

@@ -84,3 +84,18 @@ def authored_payload(result) -> dict[str, Any]:
         "paths": [] if proposal is None else list(proposal.paths),
         "flags": [] if proposal is None else [str(f) for f in proposal.flags],
         "near_duplicates": list(result.near_duplicates)})
+
+
+def saved_payload(saved) -> dict[str, Any] | None:
+    """A :class:`wiki.distiller.Saved` result (``wiki ask --save``): the proposal opened,
+    how the answer was saved and where each of its claims went."""
+    if saved is None:
+        return None
+    proposal = saved.proposal
+    return to_jsonable({
+        "proposal": None if proposal is None else proposal.name, "created": saved.created,
+        "mode": saved.mode, "existing": saved.existing, "note": saved.note,
+        "paths": [] if proposal is None else list(proposal.paths),
+        "flags": [] if proposal is None else [str(f) for f in proposal.flags],
+        "placed": saved.placed, "dropped": [{"claim": c, "why": w} for c, w in saved.dropped],
+        "llm": saved.llm})

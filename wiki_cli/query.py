@@ -12,6 +12,7 @@ from wiki_cli.common import (
     ExpiredOption,
     JsonOption,
     LegsOption,
+    RedactOption,
     RerankOption,
     ScopeOption,
     VerboseOption,
@@ -21,10 +22,11 @@ from wiki_cli.common import (
     parse_as_of,
     parse_legs,
     report_llm,
+    report_proposal,
     require_text,
 )
 from wiki_cli.errors import FINDINGS, GAP, report
-from wiki_cli.payloads import answer_payload, entry_payload, search_payload
+from wiki_cli.payloads import answer_payload, entry_payload, saved_payload, search_payload
 from wiki_cli.render import out, plain, print_json, table
 
 
@@ -103,6 +105,10 @@ def ask(
     no_revalidate: Annotated[bool, typer.Option(
         "--no-revalidate", help="Answer from the entries without checking their sources.")
     ] = False,
+    save: Annotated[bool, typer.Option(
+        "--save", help="Propose the answer as entries (distilled by the model when one is "
+                       "configured; docs/llm.md).")] = False,
+    redact: RedactOption = False,
     json_output: JsonOption = False,
     rerank: RerankOption = False,
     verbose: VerboseOption = False,
@@ -122,9 +128,11 @@ def ask(
                      revalidate=not no_revalidate, rerank=rerank,
                      synthesize=not extractive)
     report_llm(answer.llm, verbose)
+    saved = _save(wiki, answer, extractive, redact) if save and not answer.gap else None
     if json_output:
         print_json({**answer_payload(answer),
-                    "update": update(wiki, answer, propose=propose, quiet=True)})
+                    "update": update(wiki, answer, propose=propose, quiet=True),
+                    **({"saved": saved_payload(saved)} if save else {})})
     elif answer.gap:
         cosine = "" if answer.top_cosine is None else f", best cosine {answer.top_cosine:.2f}"
         out.print(plain(f"The wiki does not say (word coverage {answer.confidence:.2f}{cosine})."
@@ -153,8 +161,32 @@ def ask(
             report(f"{t['used']} of {t['budget']} tokens used; the whole entries would take "
                    f"{t['whole']} ({t['counter']})")
         update(wiki, answer, propose=propose, quiet=False)
+        if saved is not None:
+            _report_saved(saved, verbose)
     if answer.gap:
+        if save and not json_output:
+            report("note: nothing saved: the wiki does not answer this question")
         raise typer.Exit(GAP)
+
+
+def _save(wiki, answer, extractive: bool, redact: bool):
+    """``wiki ask --save``: the answer as a proposal (distilled unless ``--extractive`` or
+    no model is configured)."""
+    from wiki.distiller import save_answer
+    from wiki.llm.settings import open_client
+
+    client = None if extractive else open_client(wiki)
+    return save_answer(wiki, answer, client=client, redact=redact)
+
+
+def _report_saved(saved, verbose: bool) -> None:
+    if saved.note:
+        report(f"note: {saved.note}")
+    for text, why in saved.dropped if verbose else ():
+        report(f"dropped ({why}): {text}")
+    if saved.llm:
+        report_llm(saved.llm, verbose)
+    report_proposal(saved.proposal, saved.created, saved.existing, nothing="nothing to save")
 
 
 @app.command()

@@ -112,7 +112,7 @@ def verify(text: str, evidence: list[Passage]) -> Synthesis:
             out.dropped.append((plain, "no citation"))
         elif any(n not in shown for n in cited):
             out.dropped.append((plain, f"cites a passage it was not shown: {cited}"))
-        elif not _supported(plain, " ".join(shown[n].title + " " + shown[n].text
+        elif not supported(plain, " ".join(shown[n].title + " " + shown[n].text
                                             for n in cited)):
             out.dropped.append((plain, "not supported by the passages it cites"))
         elif len(out.sentences) < MAX_SENTENCES:
@@ -122,21 +122,29 @@ def verify(text: str, evidence: list[Passage]) -> Synthesis:
     return out
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
+    """``text`` NFKC-normalised and case-folded, as the support check compares it."""
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def _supported(sentence: str, evidence: str) -> bool:
+def supported(sentence: str, evidence: str) -> bool:
     """Every number of ``sentence`` and :data:`MIN_SUPPORT` of its content words occur in
-    ``evidence`` (case-folded; a word also counts when the evidence has it with a
-    different ending, e.g. ``approve``/``approved``)."""
-    folded = _fold(evidence)
+    ``evidence`` (see :func:`support`)."""
+    return support(sentence, evidence) >= MIN_SUPPORT
+
+
+def support(sentence: str, evidence: str) -> float:
+    """The share (0-1) of ``sentence``'s content words that occur in ``evidence``
+    (case-folded; a word also counts when the evidence has it with a different ending,
+    e.g. ``approve``/``approved``); 0.0 when a number of ``sentence`` is missing from
+    ``evidence`` or the sentence has no content word."""
+    folded = fold(evidence)
     if any(number not in folded for number in _NUMBER.findall(sentence)):
-        return False
+        return 0.0
     have = set(_CONTENT.findall(folded))
-    words = [w for w in _CONTENT.findall(_fold(sentence)) if w not in STOPWORDS]
+    words = [w for w in _CONTENT.findall(fold(sentence)) if w not in STOPWORDS]
     if not words:
-        return False
+        return 0.0
     stems = {w[:5] for w in have if len(w) >= 5}
     found = sum(1 for w in words if w in have or (len(w) >= 5 and w[:5] in stems))
-    return found / len(words) >= MIN_SUPPORT
+    return found / len(words)
