@@ -16,7 +16,9 @@ class Filters:
 
     ``statuses``: allowed entry statuses (``None`` = all); ``category``: a folder prefix
     (``"travel"`` keeps ``travel`` and ``travel/...``); ``tags``: every tag must be present;
-    ``scope``: the document's ``scope`` column must equal it exactly (``None``: any scope).
+    ``scope``: the document's ``scope`` column must equal it exactly (``None``: any scope);
+    ``categories``: folder prefixes, any of which keeps a document (routing's hard scope,
+    :mod:`indexes.routing`; ``()``: no restriction), on top of ``category``.
 
     Expiry: with ``valid_at`` (an ISO 8601 UTC time ``YYYY-MM-DDTHH:MM:SSZ``), a document
     is kept only while it is valid then: its ``valid_until`` (same format) is later than
@@ -31,6 +33,7 @@ class Filters:
     scope: str | None = None
     valid_at: str | None = None
     lifetimes: tuple[tuple[str, float], ...] = ()
+    categories: tuple[str, ...] = ()
 
     def sql(self) -> tuple[str, list]:
         """A SQL condition over table alias ``d`` and its parameters."""
@@ -40,9 +43,9 @@ class Filters:
             clauses.append(f"d.status IN ({','.join('?' * len(self.statuses))})")
             params.extend(self.statuses)
         if self.category:
-            prefix = self.category.strip("/")
-            clauses.append("(d.category = ? OR substr(d.category, 1, ?) = ?)")
-            params.extend([prefix, len(prefix) + 1, prefix + "/"])
+            clauses.append(_under(self.category, params))
+        if self.categories:
+            clauses.append("(" + " OR ".join(_under(c, params) for c in self.categories) + ")")
         for tag in self.tags:
             clauses.append("EXISTS (SELECT 1 FROM json_each(d.extra, '$.tags') WHERE value = ?)")
             params.append(tag)
@@ -65,3 +68,10 @@ class Filters:
         by_type = " OR ".join(lifetime) or "0"
         return (f"(CASE WHEN d.valid_until != '' THEN d.valid_until > ? "
                 f"WHEN d.dated = '' THEN 1 ELSE NOT ({by_type}) END)"), params
+
+
+def _under(folder: str, params: list) -> str:
+    """The condition "``d.category`` is ``folder`` or below it"; appends its parameters."""
+    prefix = folder.strip("/")
+    params.extend([prefix, len(prefix) + 1, prefix + "/"])
+    return "(d.category = ? OR substr(d.category, 1, ?) = ?)"

@@ -10,6 +10,7 @@ BM25 score instead of emptying the result (ROBUSTNESS Q1-Q4). Operators such as 
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from indexes.errors import EmptyQueryError
@@ -33,17 +34,27 @@ question and pronoun words people type into a search box. Dropped from a query u
 the query has nothing else, so "how do I file a voucher" searches "file voucher"."""
 
 
+_POSSESSIVE = re.compile(r"(?<=\w)['\u2019]s?(?=\W*$)")
+"""An English possessive ending (``TTS's``, ``teams'``, ``GSA’s``) before any trailing
+punctuation."""
+
+
 def query_words(query: str) -> list[str]:
     """The distinct searchable words of ``query``, in order, without :data:`STOPWORDS`
     (unless nothing else is left), bounded by :data:`MAX_WORDS`. The query is NFKC
     normalised (full-width ``ｔｒａｖｅｌ`` is ``travel``), as indexed text is.
+
+    A possessive ending is dropped (``TTS's`` searches ``TTS``): quoted, ``TTS's`` would
+    be the two-token phrase ``tts s``, which only a page spelling ``TTS's`` matches, so
+    the word was lost for every page that names TTS otherwise (chg-09 of the handbook's
+    changed questions). Any text holding ``TTS's`` also holds the token ``tts``.
 
     Raises :class:`EmptyQueryError` when no word carries a token.
     """
     seen: set[str] = set()
     words: list[str] = []
     for word in unicodedata.normalize("NFKC", query).split():
-        word = word[:MAX_WORD_CHARS]
+        word = _POSSESSIVE.sub("", word[:MAX_WORD_CHARS]) or word[:MAX_WORD_CHARS]
         key = word.casefold()
         if not has_token(word) or key in seen:
             continue

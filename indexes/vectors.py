@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -61,6 +61,9 @@ class Matrix:
     starts: np.ndarray
     vectors: np.ndarray
     version: str
+    derived: dict = field(default_factory=dict, repr=False)
+    """What callers compute from this matrix and its documents (routing's folder of each
+    row), dropped with it when the store changes."""
 
     @cached_property
     def positions(self) -> dict[str, int]:

@@ -92,6 +92,8 @@ class Answer:
     """When the question asks for a value of a type (a percentage, an amount of money:
     :mod:`indexes.answer_type`) that none of the cited entries states: that type, and the
     answer is an evidence gap (``note`` says why)."""
+    route: dict | None = None
+    """When routing ran: :meth:`indexes.routing.Route.to_dict`."""
 
     @property
     def gap(self) -> bool:
@@ -103,7 +105,7 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
         progress: Progress | None = None, as_of: dt.datetime | None = None,
         scope: str | None = None, include_expired: bool = False,
         budget: int | None = None, revalidate: bool = True, rerank: bool = False,
-        synthesize: bool = True) -> Answer:
+        synthesize: bool = True, route: bool | None = None) -> Answer:
     """Answer ``question`` from the wiki. Raises ``EmptyQueryError`` for an empty question
     and ``NotInitializedError`` without a wiki branch; a gap is a normal return. With
     ``budget`` (tokens), the answer is the best evidence that fits it
@@ -111,14 +113,16 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
     ``revalidate`` (not with ``as_of``: that asks what the wiki said then) the candidate
     entries' sources are checked first (:mod:`wiki.revalidate`). With a model configured
     and ``synthesize``, the model writes the answer from the cited entries and only its
-    verified sentences are kept (:mod:`wiki.synthesis`)."""
+    verified sentences are kept (:mod:`wiki.synthesis`). ``route``: as in
+    :func:`wiki.search.search`; the route is in ``answer.route``."""
     result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
-                    rerank=rerank,
+                    rerank=rerank, route=route,
                     filters=filters_for(include_superseded=include_superseded,
                                         category=category, scope=scope,
                                         include_expired=include_expired))
     answer = Answer(question, result.commit, result.confidence, result.threshold,
-                    top_cosine=result.top_cosine, llm=result.llm)
+                    top_cosine=result.top_cosine, llm=result.llm,
+                    route=result.route.to_dict() if result.route else None)
     if not result.gap:
         from wiki.budget import MAX_ENTRIES as BUDGET_ENTRIES
 

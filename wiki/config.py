@@ -67,7 +67,13 @@ class SearchConfig:
     aliases, tags, summary, body) and ``gap_threshold``, the confidence below which
     ``ask`` reports an evidence gap when only lexical legs ran; with the vector leg the
     gap is ``coverage < gap_coverage and top cosine < gap_cosine`` (both fitted on the
-    handbook dev questions: evals/results/abstention.md)."""
+    handbook dev questions: evals/results/abstention.md).
+
+    Routing (:mod:`wiki.routing`): ``route`` turns it on by default (``--route`` /
+    ``--no-route`` decide per search); ``route_mode`` is ``filter`` (search only the routed
+    folders) or ``boost`` (an extra ``route`` leg of weight ``route_weight``);
+    ``route_margin`` is the cosine margin below the best folder that still routes
+    (evals/results/routing.md)."""
 
     weights: tuple[float, ...] = (8.0, 6.0, 3.0, 3.0, 1.0)
     gap_threshold: float = 0.4
@@ -79,6 +85,10 @@ class SearchConfig:
     window: int = 50
     leg_weights: dict[str, float] = field(default_factory=lambda: {
         "alias": 1.0, "bm25": 1.0, "vector": 0.75})
+    route: bool = False
+    route_mode: str = "boost"
+    route_margin: float = 0.02
+    route_weight: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -201,6 +211,12 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
         problems.append(f"[search] fusion is zscore or rrf, got {config.search.fusion!r}")
     if config.search.rrf_k < 1 or config.search.window < 1:
         problems.append("[search] rrf_k and window must be at least 1")
+    if config.search.route_mode not in ("filter", "boost"):
+        problems.append(f"[search] route_mode is filter or boost, got "
+                        f"{config.search.route_mode!r}")
+    if not 0 <= config.search.route_margin <= 2 or config.search.route_weight < 0:
+        problems.append("[search] route_margin must be from 0 to 2 (cosine points) and "
+                        "route_weight at least 0")
     problems += _memory_problems(config)
     if not config.sources.timeout > 0:
         problems.append(f"[sources] timeout must be more than 0 seconds, got "

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 import tempfile
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from indexes.coverage import coverage
 from indexes.documents import Hit
 from indexes.embedders import EmbedderUnavailableError
+from indexes.errors import IndexesError
 from indexes.hybrid import FusionConfig, encode_in_background, fuse, run_legs
 from indexes.marks import marks
 from indexes.query import query_words
+from indexes.routing import Route
 from indexes.store import Filters, SearchIndex
 from indexes.vectors import Progress
 from wiki import rerank
@@ -26,6 +29,8 @@ from wiki.derived import (
 )
 from wiki.embedding import ensure_vectors, get_embedder, model_name
 from wiki.lifetimes import iso, lifetimes
+from wiki.routing import apply as apply_route
+from wiki.routing import boost, decide, tie_break
 from wiki.workspace import Wiki
 
 
@@ -53,6 +58,8 @@ class SearchResult:
     """Hits whose cited files changed since they were written (``wiki hook``)."""
     llm: dict | None = None
     """When the ``llm`` leg or the rerank ran: :meth:`wiki.llm.leg.LLMStage.report`."""
+    route: Route | None = None
+    """When routing ran: the folders chosen and every folder's score (:mod:`wiki.routing`)."""
 
     @property
     def gap(self) -> bool:
@@ -102,16 +109,19 @@ def _with_lifetimes(filters: Filters, index: SearchIndex, as_of: dt.datetime | N
 def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None = None,
            legs: tuple[str, ...] | None = None, index: SearchIndex | None = None,
            progress: Progress | None = None, as_of: dt.datetime | None = None,
-           rerank: bool = False, llm=None) -> SearchResult:
+           rerank: bool = False, llm=None, route: bool | None = None) -> SearchResult:
     """Rank entries for ``query`` with the configured (or given) legs fused by weighted
     RRF; with ``as_of``, over the wiki as it was then. Raises ``EmptyQueryError`` for a
     query without words and ``NotInitializedError`` without a wiki branch. A leg that
     cannot run (no embedding model) is skipped and reported in ``result.skipped``.
     The ``llm`` leg (the index walk) and ``rerank`` use ``llm`` (a
     :class:`wiki.llm.client.LLMClient`) or the configured model; asking for either
-    explicitly without a model raises ``ModelNotConfiguredError`` (docs/llm.md)."""
+    explicitly without a model raises ``ModelNotConfiguredError`` (docs/llm.md).
+    ``route`` (default: ``[search] route``) routes the question to category folders first
+    and scopes the search (:mod:`wiki.routing`); it needs the vector leg, else it is
+    skipped and reported in ``result.skipped["route"]``."""
     query_words(query)  # an empty query is an error whatever the legs
-    options = (wiki, rerank, llm, legs is not None and "llm" in legs)
+    options = (wiki, rerank, llm, legs is not None and "llm" in legs, route)
     if as_of is not None:
         commit = commit_as_of(wiki, as_of)
         with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
@@ -132,9 +142,9 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
 
 def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
             filters: Filters | None, legs: tuple[str, ...] | None,
-            progress: Progress | None, options: tuple = (None, False, None, False),
+            progress: Progress | None, options: tuple = (None, False, None, False, None),
             as_of: dt.datetime | None = None) -> SearchResult:
-    wiki, llm_rerank, client, llm_asked = options
+    wiki, llm_rerank, client, llm_asked, route = options
     config = indexed_config(index).search
     memory = indexed_config(index).memory
     filters = _with_lifetimes(filters or filters_for(), index, as_of)
@@ -145,8 +155,16 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
     vector, model = None, None
     if "vector" in fusion.legs:  # encoded on a worker thread while the lexical legs run
         vector, model = _query_vector(index, query, skipped, progress)
+    routed = None
+    if config.route if route is None else route:
+        routed = _route(index, query, (vector, model), filters, skipped, wiki, client)
+        if routed is not None:
+            filters = apply_route(routed, config.route_mode, filters)
+            fusion = replace(fusion, weights={**fusion.weights, "route": config.route_weight})
     found = run_legs(index, query, fusion, filters=filters,
                      query_vector=vector, model=model, skipped=skipped)
+    if routed is not None:
+        found = boost(found, routed, config.route_mode)
     stage = None
     if wiki is not None and ("llm" in fusion.legs or llm_rerank):
         from wiki.llm.leg import LLMStage
@@ -173,7 +191,29 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
     return SearchResult(query, report.commit, hits, confidence, config.gap_threshold, report,
                         sources, list(found), skipped, cosine, config.gap_coverage,
                         config.gap_cosine, marks(index.conn, [h.key for h in hits]),
-                        stage.report() if stage is not None else None)
+                        stage.report() if stage is not None else None, routed)
+
+
+def _route(index: SearchIndex, query: str, encoded: tuple, filters: Filters,
+           skipped: dict[str, str], wiki: Wiki | None, client) -> Route | None:
+    """The route of ``query`` (:func:`wiki.routing.decide`), tie-broken by the configured
+    model when there is one; ``None`` (reason in ``skipped``) without the vector leg."""
+    vector, model = encoded
+    if vector is None:
+        skipped["route"] = "needs the vector leg: " + skipped.get("vector", "not asked for")
+        return None
+    try:
+        vector = vector.result() if isinstance(vector, Future) else vector
+    except IndexesError as exc:
+        skipped["route"] = f"needs the vector leg: {exc}"
+        return None
+    found = decide(index, query, vector, model, filters=filters,
+                   margin=indexed_config(index).search.route_margin)
+    if found.ambiguous and client is None and wiki is not None:
+        from wiki.llm.settings import open_client
+
+        client = open_client(wiki, indexed_config(index).llm)
+    return tie_break(client, query, found, index) if found.ambiguous and client else found
 
 
 def _query_vector(index: SearchIndex, query: str, skipped: dict[str, str],

@@ -56,6 +56,11 @@ RedactOption = Annotated[bool, typer.Option(
 AsOfOption = Annotated[str | None, typer.Option(
     "--as-of", help="Answer from the wiki as it was then (YYYY-MM-DD or ISO time, UTC).")]
 
+RouteOption = Annotated[bool | None, typer.Option(
+    "--route/--no-route", help="Route the question to its category folder(s) first and "
+                               "favour them (default: [search] route in wiki.toml, off; "
+                               "needs the vector leg).", show_default=False)]
+
 ScopeOption = Annotated[str | None, typer.Option(
     "--scope", help="Only entries of this scope (a `scope:` field, else the top folder).")]
 ExpiredOption = Annotated[bool, typer.Option(

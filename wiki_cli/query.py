@@ -14,6 +14,7 @@ from wiki_cli.common import (
     LegsOption,
     RedactOption,
     RerankOption,
+    RouteOption,
     ScopeOption,
     VerboseOption,
     app,
@@ -46,6 +47,7 @@ def search(
     include_expired: ExpiredOption = False,
     json_output: JsonOption = False,
     rerank: RerankOption = False,
+    route: RouteOption = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Rank entries for QUERY: alias/title, BM25 and vector legs fused by weighted RRF."""
@@ -55,13 +57,15 @@ def search(
     require_text(query, "query")
     with embedding_progress(json_output) as progress:
         result = run(open_wiki(), query, limit=limit, legs=parse_legs(legs), progress=progress,
-                     as_of=parse_as_of(as_of), rerank=rerank,
+                     as_of=parse_as_of(as_of), rerank=rerank, route=route,
                      filters=filters_for(include_superseded=include_superseded,
                                          category=category, tags=tuple(tag or ()),
                                          scope=scope, include_expired=include_expired))
     for leg, reason in result.skipped.items():
         report(f"note: {leg} leg skipped: {reason}")
     report_llm(result.llm, verbose)
+    if explain and result.route is not None:
+        report_route(result.route.to_dict())
     if json_output:
         print_json({**search_payload(result), **({"llm": result.llm} if result.llm else {})})
         if not result.hits:
@@ -111,6 +115,9 @@ def ask(
     redact: RedactOption = False,
     json_output: JsonOption = False,
     rerank: RerankOption = False,
+    route: RouteOption = None,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Show the routed folders and their scores on stderr.")] = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap.
@@ -126,9 +133,11 @@ def ask(
                      as_of=parse_as_of(as_of), scope=scope, include_expired=include_expired,
                      budget=budget, include_superseded=include_superseded, progress=progress,
                      revalidate=not no_revalidate, rerank=rerank,
-                     synthesize=not extractive)
+                     synthesize=not extractive, route=route)
     report_llm(answer.llm, verbose)
     saved = _save(wiki, answer, extractive, redact) if save and not answer.gap else None
+    if explain and answer.route is not None:
+        report_route(answer.route)
     if json_output:
         print_json({**answer_payload(answer),
                     "update": update(wiki, answer, propose=propose, quiet=True),
@@ -187,6 +196,13 @@ def _report_saved(saved, verbose: bool) -> None:
     if saved.llm:
         report_llm(saved.llm, verbose)
     report_proposal(saved.proposal, saved.created, saved.existing, nothing="nothing to save")
+def report_route(route: dict) -> None:
+    """The route on stderr: the folders searched, how they were chosen, the best scores."""
+    scores = ", ".join(f"{s['folder']} {s['score']:.3f}" for s in route["scores"][:5])
+    how = {"llm": "tie-broken by the model", "none": "nothing to route"}.get(
+        route["by"], "ambiguous" if route["ambiguous"] else "clear")
+    report(f"route: {', '.join(route['folders']) or '-'} ({how}); scores: {scores or '-'}"
+           + (f"; {route['note']}" if route.get("note") else ""))
 
 
 @app.command()
