@@ -9,7 +9,8 @@ and the question, shared by every candidate of one question), and the log-softma
 last logits gives the top alternatives; llama-cpp's own ``logprobs`` would need
 ``logits_all`` (a vocabulary-sized row per context token, ~2.5 GB here). Other calls use
 ``create_chat_completion``, with ``response_format`` JSON schemas turned into llama.cpp's
-grammar. The timeout is a deadline checked between generated tokens.
+grammar. The timeout is a deadline checked between generated tokens (the answer is
+streamed, so a call past it stops at once).
 
 Imported only when a ``local/`` model is used (it imports litellm and llama_cpp).
 """
@@ -28,10 +29,6 @@ from wiki.llm.errors import ModelFileError
 
 _litellm = litellm()
 CONTEXT = 4096
-
-
-class _Deadline(Exception):
-    pass
 
 
 class LocalProvider(_litellm.CustomLLM):
@@ -135,21 +132,21 @@ class LocalProvider(_litellm.CustomLLM):
                                         "schema": fmt.get("json_schema", {}).get("schema")}
         elif isinstance(fmt, dict) and fmt.get("type") == "json_object":
             extra["response_format"] = {"type": "json_object"}
-        from llama_cpp import LogitsProcessorList
-
-        def check_deadline(_, scores):
-            if time.monotonic() > deadline:
-                raise _Deadline
-            return scores
-
+        # Streamed, so the deadline is checked in Python between tokens and closing the
+        # stream stops generation at once: a logits processor runs inside a ctypes
+        # callback that swallows exceptions, and the chat handlers drop stopping criteria.
+        stream = self.llm.create_chat_completion(
+            messages=messages, max_tokens=max_tokens,
+            temperature=float(params.get("temperature") or 0.0), seed=0, stream=True,
+            **extra)
+        parts: list[str] = []
         try:
-            out = self.llm.create_chat_completion(
-                messages=messages, max_tokens=max_tokens,
-                temperature=float(params.get("temperature") or 0.0), seed=0,
-                logits_processor=LogitsProcessorList([check_deadline]), **extra)
-        except _Deadline:
-            raise _litellm.Timeout("local model: deadline passed while generating",
-                                   model="local", llm_provider="local") from None
-        usage = out.get("usage") or {}
-        return (out["choices"][0]["message"]["content"] or "", usage.get("prompt_tokens", 0),
-                usage.get("completion_tokens", 0))
+            for chunk in stream:
+                if time.monotonic() > deadline:
+                    raise _litellm.Timeout("local model: deadline passed while generating",
+                                           model="local", llm_provider="local")
+                parts.append(chunk["choices"][0]["delta"].get("content") or "")
+        finally:
+            stream.close()
+        generated = sum(1 for part in parts if part)
+        return "".join(parts), max(self.llm.n_tokens - generated, 0), generated
