@@ -199,6 +199,11 @@ def test_mcp_tools_in_process(small_wiki: Wiki, repo: Path) -> None:
     assert budgeted["tokens"]["used"] <= 40 and budgeted["citations"]
     assert tools.search("tock", scope="docs")["hits"]
     assert tools.search("tock", scope="elsewhere")["hits"] == []
+    routed = tools.search("tock", route=True)  # routing needs the vector leg, off here
+    assert routed["route"] is None and routed["hits"]
+    assert routed["skipped"]["route"].startswith("needs the vector leg")
+    assert tools.ask("where is annual leave requested?", route=True)["citations"]
+    assert budgeted["missing_type"] is None and not budgeted["gap"]
 
 
 def test_mcp_command_needs_a_wiki(cli, repo: Path) -> None:

@@ -67,6 +67,10 @@ AsOf = Annotated[str | None, Field(
 Scope = Annotated[str | None, Field(
     description="Only entries of this scope (a project or team: an entry's 'scope' field, "
                 "else its top folder).")]
+RouteField = Annotated[bool | None, Field(
+    description="Route the query to its category folder(s) first and favour them (default: "
+                "the wiki's [search] route setting, off unless set); the chosen folders "
+                "and their scores come back in 'route'.")]
 LegsField = Annotated[Legs, Field(
     description="Retrieval legs to run (default: the wiki's configuration): 'alias' "
                 "(exact title/alias), 'bm25' (full text), 'vector' (embeddings).")]
@@ -146,6 +150,7 @@ class WikiTools:
         explain: Annotated[bool, Field(
             description="Add each leg's rank, raw score and contribution to every hit.")]
         = False,
+        route: RouteField = None,
     ) -> dict[str, Any]:
         """Rank wiki entries for a query (alias/title, BM25 and vector legs, fused).
         Returns hits with id, path, title, summary, status and sources, the word coverage
@@ -155,7 +160,7 @@ class WikiTools:
 
         require_text(query, "query")
         result = run(self.wiki(), query, limit=limit, legs=tuple(legs) if legs else None,
-                     as_of=as_of_time(as_of, "as_of"),
+                     as_of=as_of_time(as_of, "as_of"), route=route,
                      filters=filters_for(include_superseded=include_superseded,
                                          category=category, tags=tuple(tags or ()),
                                          scope=scope))
@@ -173,17 +178,20 @@ class WikiTools:
             ge=1, description="At most this many tokens of evidence: the best cited "
                               "sentences that fit, never cut mid-citation; 'tokens' reports "
                               "what was used against the whole entries.")] = None,
+        route: RouteField = None,
     ) -> dict[str, Any]:
         """Answer a question from the wiki with sentences quoted from its entries, each
         cited ([n] -> 'citations': entry id, path, title, source uris). When the wiki does
         not say, 'gap' is true, 'sentences' is empty and the question is recorded as an
-        evidence gap: say so instead of guessing."""
+        evidence gap: say so instead of guessing ('note' says why when the question asks
+        for a percentage or an amount of money that no cited entry states)."""
         from wiki.ask import ask as run
 
         require_text(question, "question")
         answer = run(self.wiki(), question, category=category,
                      legs=tuple(legs) if legs else None, as_of=as_of_time(as_of, "as_of"),
-                     include_superseded=include_superseded, scope=scope, budget=budget)
+                     include_superseded=include_superseded, scope=scope, budget=budget,
+                     route=route)
         data = answer_payload(answer)
         data["answer"] = ("The wiki does not say." if answer.gap else
                           " ".join(f"{text} [{number}]" for text, number in answer.sentences))
