@@ -16,7 +16,12 @@ default revalidation, no model). Per question:
 Then the 35 answerable questions are asked with the repository at the checkpoint: nothing
 should be flagged and no source re-read (counts from :class:`wiki.revalidate.Revalidation`).
 Last, the update proposal (``ask --propose``) for the changed sources is opened, approved
-by a second identity, and the 8 questions are asked again: nothing should be flagged.
+by a second identity, and the 8 questions are asked again: nothing should be flagged. Each
+question's row after approval is kept (``update.after_rows``, and the two "after approval"
+columns of the table), scored exactly as before: the revalidated answer shows a stale
+candidate's best sentence even below the relative floor, a fresh entry's answer does not,
+so a value can be shown before approval and trimmed after it (docs/decisions.md,
+"After the update").
 
     python -m evals.changed [--data DIR] [--out evals/results]
 """
@@ -170,7 +175,8 @@ def run(data: Path) -> dict:
             "update": {"sources": uris, "proposal": proposal,
                        "entries_updated": report.updated, "entries_added": report.added,
                        "entries_retracted": report.retracted,
-                       "after_approval": {**_totals(after_rows), **_counts(after)}}}
+                       "after_approval": {**_totals(after_rows), **_counts(after)},
+                       "after_rows": after_rows}}
 
 
 def _totals(rows: list[dict]) -> dict:
@@ -189,13 +195,17 @@ def markdown(result: dict) -> str:
              "",
              "| question | HEAD answer | flagged stale | old without warning | gap | gold page "
              "cited | gold entry stale among candidates | new key words found | removed key "
-             "words found |", "|---|---|---|---|---|---|---|---|---|"]
+             "words found | after approval: HEAD answer | after approval: gold page cited |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    after = {r["id"]: r for r in result["update"].get("after_rows", [])}
     for r in result["changed"]:
+        a = after.get(r["id"])
+        later = (f"{yes[a['head_answer']]} | {yes[a['gold_cited']]}" if a else "? | ?")
         lines.append(f"| {r['id']} | {yes[r['head_answer']]} | {yes[r['flagged']]} | "
                      f"{yes[r['old_without_warning']]} | {yes[r['gap']]} | "
                      f"{yes[r['gold_cited']]} | {yes[r['gold_stale_candidate']]} | "
                      f"{', '.join(r['new_found']) or '-'} of {len(r['new_keys'])} | "
-                     f"{', '.join(r['removed_found']) or '-'} |")
+                     f"{', '.join(r['removed_found']) or '-'} | {later} |")
     t, b = result["changed_totals"], result["without_revalidation"]
     lines += ["", "| run | HEAD answer | flagged | HEAD or flagged | old without warning |",
               "|---|---|---|---|---|",
@@ -210,8 +220,8 @@ def markdown(result: dict) -> str:
               f"`{u['proposal']}` ({u['entries_updated']} entries updated, "
               f"{u['entries_added']} added, {u['entries_retracted']} retracted); after its "
               f"approval by a second identity: HEAD answer {a['head_answer']}/"
-              f"{a['questions']}, flagged stale {a['flagged_stale']}, sources re-read "
-              f"{a['reread']}.", ""]
+              f"{a['questions']}, gold page cited {a['gold_cited']}/{a['questions']}, "
+              f"flagged stale {a['flagged_stale']}, sources re-read {a['reread']}.", ""]
     c = result["answerable_at_checkpoint"]
     lines += ["35 answerable questions with the sources at the checkpoint (nothing changed):",
               "", "| questions | citations | flagged stale | flagged unverifiable | sources "
