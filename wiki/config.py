@@ -347,6 +347,13 @@ legs = ["alias", "bm25", "vector"]
 fusion = "zscore"
 rrf_k = 60
 window = 50
+# Routing a question to its category folder(s) (`--route`): off unless measured to help
+# (evals/results/routing.md). "boost" adds a `route` leg; "filter" searches only the
+# routed folders (every folder within route_margin cosine points of the best, at most 3).
+route = false
+route_mode = "boost"
+route_margin = 0.02
+route_weight = 1.0
 
 [search.leg_weights]
 alias = 1.0
