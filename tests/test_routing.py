@@ -6,6 +6,7 @@ deterministic fake provider registered with the real registry."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import ALICE, BOB, entry_text
@@ -66,9 +67,14 @@ def _land(wiki: Wiki, files: dict[str, str]) -> None:
 
 
 def _set_search(wiki: Wiki, line: str) -> None:
-    """Add ``line`` to the branch's ``[search]`` table through review."""
+    """Set ``line`` (``key = value``) in the branch's ``[search]`` table through review:
+    the template's line for that key is replaced, else the line is added."""
     text = wiki.snapshot().read("wiki.toml").decode()
-    _land(wiki, {"wiki.toml": text.replace("[search]\n", f"[search]\n{line}\n", 1)})
+    key = line.split("=", 1)[0].strip()
+    text, found = re.subn(rf"(?m)^{re.escape(key)}\s*=.*$", line, text, count=1)
+    if not found:
+        text = text.replace("[search]\n", f"[search]\n{line}\n", 1)
+    _land(wiki, {"wiki.toml": text})
 
 
 @pytest.fixture
