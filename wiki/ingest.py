@@ -280,7 +280,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     existing = [e for e in by_uri.get(uri, []) if not _distilled(e)]  # the plain compile's
     atomic = [e for e in by_uri.get(uri, []) if _distilled(e) and e.status != "retracted"]
     live = [e for e in existing if e.status != "retracted"]
-    if any(e.sources[0].fingerprint == fp for e in atomic) and (distiller or not live) or \
+    current = any(e.sources[0].fingerprint == fp for e in atomic)  # distilled at fp
+    if current and (distiller is not None or not live) or \
             distiller is None and live and all(e.sources[0].fingerprint == fp for e in live):
         return None
     title = md.inline_plain(_scalar(front.data.get("title"))) or \
