@@ -26,6 +26,20 @@ from wiki.workspace import Wiki
     ("how many people are on the team?", None),
     ("what year did we launch?", None),
     ("¿qué porcentaje aporta GSA?", None),  # English patterns only
+    # "how much" + a noun asks for an amount of that noun, whatever verb follows
+    ("how much time should I spend on onboarding?", None),
+    ("how much paid parental leave do I get?", None),
+    ("How much time does it take to get paid after filing a voucher?", None),
+    ("how much notice must I give before I get paid?", None),
+    ("how much effort is the bonus worth?", None),
+    ("how much travel allowance do I get?", "money"),
+    ("how much per diem is paid on the first travel day?", "money"),
+    ("how much of my salary goes to TSP?", "money"),
+    ("how much is the travel allowance?", "money"),
+    # "share" as a noun of a proportion only: "share drive", "which share" are folders
+    ("what share drive should I use?", None),
+    ("which share do I mount for design files?", None),
+    ("what share of the cost does GSA pay?", "percent"),
 ])
 def test_expected_type_of_questions(question: str, kind: str | None) -> None:
     assert expected_type(question) == kind
@@ -39,6 +53,17 @@ def test_expected_type_of_questions(question: str, kind: str | None) -> None:
     ("It pays 10,000 dollars a year.", "money", True),
     ("It pays up to 5% of your salary.", "money", True),  # a share of pay is an amount
     ("PSLF forgives federal student loans after 120 payments.", "money", False),
+    ("Mileage is reimbursed at 65.5 cents per mile.", "money", True),
+    ("The fee is USD 50.", "money", True),
+    ("Registration costs 50 EUR or 300 €.", "money", True),
+    ("The grant is 1.2 million dollars.", "money", True),
+    ("It costs five dollars.", "money", True),
+    ("Registration is free of charge.", "money", True),
+    ("Ten percent is withheld.", "percent", True),
+    ("One third of the budget goes to travel.", "percent", True),
+    ("3 in 10 requests are approved.", "percent", True),
+    ("The free plan has 2 GB of storage.", "money", False),
+    ("Feel free to ask; the percentage varies.", "percent", False),
 ])
 def test_states_type_of_evidence(text: str, kind: str, states: bool) -> None:
     assert states_type(text, kind) is states
@@ -90,3 +115,23 @@ def test_cli_ask_exits_3_with_the_reason(wiki: Wiki, cli) -> None:
     assert payload["gap"] is True and payload["missing_type"] == "percent"
     # a question without an expected type over the same entry is answered
     assert cli("ask", "how do I change my TSP contributions?").exit_code == 0
+
+
+LEAVE = entry_text("e-leave", "Paid parental leave", "Employees get 12 weeks of paid "
+                   "parental leave after the birth or adoption of a child.",
+                   summary="Paid parental leave for employees.")
+MILEAGE = entry_text("e-mile", "Mileage", "Driving your own car is reimbursed at 65.5 cents "
+                     "per mile.", summary="Mileage reimbursement.")
+
+
+def test_ordinary_how_much_questions_are_answered_not_gaps(wiki: Wiki, cli) -> None:
+    """"how much paid leave" asks for an amount of leave, and "cents" is an amount of
+    money: neither is a false gap."""
+    land(wiki, {"hr/parental-leave.md": LEAVE, "travel/mileage.md": MILEAGE})
+    leave = cli("ask", "how much paid parental leave do employees get?", "--json")
+    assert leave.exit_code == 0, leave.output
+    assert json.loads(leave.stdout)["missing_type"] is None
+    assert "12 weeks" in leave.stdout
+    mileage = cli("ask", "how much is driving your own car reimbursed per mile?")
+    assert mileage.exit_code == 0, mileage.output
+    assert "65.5 cents" in mileage.stdout

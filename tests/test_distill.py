@@ -97,6 +97,23 @@ def test_drafts_not_verbatim_in_the_source_are_dropped(wiki: Wiki, monkeypatch) 
     assert [d.facts for d in result.drafts] == [{}, {"first_day_rate": "75 percent"}]
 
 
+def test_a_claim_or_fact_that_differs_from_the_source_in_a_number_is_dropped(
+        wiki: Wiki, monkeypatch) -> None:
+    """Numbers are compared whole: "5 percent" is not in a source that says "75 percent",
+    and a fact's value must be what its own claim states."""
+    fake = install(monkeypatch)
+    fake.distilled = [
+        {**FIRST_DAY, "claim": "The first travel day pays 5 percent of the daily rate."},
+        {**FIRST_DAY, "title": "First day at 7 percent"},
+        {**FIRST_DAY, "value": "5 percent"},  # a value the claim does not state
+    ]
+    result = distill(open_client(wiki), "Travel", [("", TRAVEL.split("---\n", 2)[2])])
+    assert [why for _, why in result.dropped] == [
+        "claim not supported by the source", "not verbatim in the source: 7"]
+    (kept,) = result.drafts
+    assert (kept.summary, kept.facts) == (FIRST_DAY["claim"], {})
+
+
 def test_a_duplicate_becomes_an_update_not_a_new_entry(wiki: Wiki, repo: Path,
                                                        monkeypatch) -> None:
     land(wiki, {"travel/first-day.md": entry(
@@ -276,3 +293,33 @@ def _distiller(wiki: Wiki):
     from wiki.distiller import Distiller
 
     return Distiller(wiki, open_client(wiki))
+
+
+def test_a_plain_ingest_of_a_changed_source_keeps_its_atomic_and_saved_entries(
+        cli, wiki: Wiki, repo: Path, monkeypatch) -> None:
+    """The plain compile owns only the entries it made: a fallback (or a plain ingest) of a
+    changed source never rewrites a distilled entry into the whole page, never retracts
+    the others, and never touches an answer saved from them."""
+    fake = install(monkeypatch)
+    source = write(repo / "docs" / "travel.md", TRAVEL)
+    report = ingest(wiki, [source], author=ALICE, distiller=_distiller(wiki))
+    approve(wiki, report.proposal.name, approver=BOB)
+    saved = _json(cli("ask", "is lodging booked in Concur and are receipts kept?",
+                      "--save", "--extractive", "--json"))["saved"]
+    assert saved["placed"][0]["kind"] == "new", saved
+    approve(wiki, saved["proposal"], approver=BOB)
+    before = {e.path: e.to_bytes() for e in _entries(wiki).values()}
+    assert len(before) == 4
+    write(repo / "docs" / "travel.md", TRAVEL + "\nTaxis are reimbursed with a receipt.\n")
+    fake.fail = "json"
+    fallback = cli("ingest", "--distill", str(source))
+    assert fallback.exit_code == 0, fallback.output
+    assert "ingested without distilling" in fallback.stderr
+    approve(wiki, fallback.stdout.strip(), approver=BOB)
+    after = _entries(wiki)
+    assert {p: after[p].to_bytes() for p in before} == before  # nothing rewritten or retracted
+    (plain,) = [e for p, e in after.items() if p not in before]
+    assert (plain.title, plain.status) == ("Travel", "active")
+    assert "Taxis are reimbursed with a receipt." in plain.body
+    again = cli("ingest", str(source))  # the plain entry is current: nothing to do
+    assert again.exit_code == 0 and "nothing to propose" in again.stderr

@@ -168,6 +168,31 @@ def test_bad_route_settings_are_config_errors(kb: Wiki) -> None:
         kb.config()
 
 
+@pytest.mark.parametrize(("section", "line", "message"), [
+    ("search", "route_weight = nan",
+     "[search]: 'route_weight' must be a non-negative number, got nan"),
+    ("search", "route_weight = inf",
+     "[search]: 'route_weight' must be a non-negative number, got inf"),
+    ("search", "rrf_k = inf", "[search]: 'rrf_k' must be a non-negative whole number, got inf"),
+    ("search", "window = 2.5", "[search]: 'window' must be a non-negative whole number, "
+                               "got 2.5"),
+    ("search", 'weights = [8, 6, "x", 3, 1]', "[search]: 'weights' must be a list of "
+                                              "non-negative numbers"),
+    ("search", "leg_weights = {bm25 = nan}", "[search]: 'leg_weights' must be a table of "
+                                             "non-negative numbers"),
+    ("llm", "timeout = inf", "[llm]: 'timeout' must be a non-negative number, got inf"),
+])
+def test_non_finite_or_fractional_settings_are_config_errors(section: str, line: str,
+                                                            message: str) -> None:
+    """TOML's nan and inf, and a fraction for a count, used to be accepted (nan weights
+    made every fused score nan; a window of 2.5 failed inside the search)."""
+    from wiki.config import parse_config
+
+    with pytest.raises(ConfigError) as raised:
+        parse_config(f"[{section}]\n{line}\n")
+    assert message in str(raised.value)
+
+
 def test_route_needs_the_vector_leg(kb: Wiki, monkeypatch) -> None:
     monkeypatch.setenv("WIKI_EMBED_MODEL", "none")
     result = search(kb, TRAVEL, route=True)

@@ -46,6 +46,17 @@ def test_verify_keeps_supported_cited_sentences_and_drops_the_rest() -> None:
     assert verify("NOT IN EVIDENCE", EVIDENCE).not_found
 
 
+@pytest.mark.parametrize("sentence", [
+    "The first travel day pays 5 percent of the daily rate [1].",  # a digit of 75 dropped
+    "The first travel day pays 7 percent of the daily rate [1].",
+    "The first travel day pays 75.5 percent of the daily rate [1].",  # a digit added
+])
+def test_a_number_must_be_one_of_the_passages_numbers_not_part_of_one(sentence: str) -> None:
+    result = verify(sentence, EVIDENCE)
+    assert result.sentences == []
+    assert result.dropped == [(sentence[:-5] + ".", "not supported by the passages it cites")]
+
+
 def test_ask_with_a_model_keeps_only_verified_sentences(populated: Wiki, monkeypatch) -> None:
     fake = install(monkeypatch)
     fake.answer = ("The first travel day pays 75 percent of the daily rate [1]. "

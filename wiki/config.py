@@ -6,6 +6,7 @@ config, never from here. Unknown keys are errors, so a typo never silently does 
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field, fields
 
@@ -266,13 +267,18 @@ def _table(default: dict, value, where: str) -> dict:
     (merged over the default), else strings."""
     numeric = any(isinstance(v, float) for v in default.values())
     ok = isinstance(value, dict) and all(
-        (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0) if numeric
-        else isinstance(v, str) for v in value.values())
+        _number(v) if numeric else isinstance(v, str) for v in value.values())
     if not ok:
         kind = "non-negative numbers" if numeric else "strings"
         raise ConfigError(f"{where} must be a table of {kind}, got {value!r}")
     return {**default, **{k: float(v) for k, v in value.items()}} if numeric else \
         {**default, **value}
+
+
+def _number(value) -> bool:
+    """A finite, non-negative int or float (TOML's ``nan`` and ``inf`` are not settings)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        math.isfinite(value) and value >= 0
 
 
 def _section(cls, values: dict, where: str):
@@ -284,15 +290,19 @@ def _section(cls, values: dict, where: str):
             raise ConfigError(f"{where}: unknown key '{key}' (known: {', '.join(known)})")
         default = getattr(defaults, key)
         if isinstance(default, tuple):
-            if not isinstance(value, list):
-                raise ConfigError(f"{where}: '{key}' must be a list, got {value!r}")
+            numeric = bool(default) and all(_number(v) for v in default)
+            if not isinstance(value, list) or numeric and not all(_number(v) for v in value):
+                kind = "a list of non-negative numbers" if numeric else "a list"
+                raise ConfigError(f"{where}: '{key}' must be {kind}, got {value!r}")
             value = tuple(value)
         elif isinstance(default, bool):
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: '{key}' must be true or false, got {value!r}")
         elif isinstance(default, (int, float)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ConfigError(f"{where}: '{key}' must be a non-negative number, got {value!r}")
+            whole = isinstance(default, int)
+            if not _number(value) or whole and not isinstance(value, int):
+                raise ConfigError(f"{where}: '{key}' must be a non-negative "
+                                  f"{'whole ' * whole}number, got {value!r}")
         elif isinstance(default, dict):
             value = _table(default, value, f"{where}: '{key}'")
         kwargs[key] = value

@@ -15,7 +15,9 @@ Code keeps a draft only when
 * it does not repeat a draft already kept (same folded claim, or same fact key).
 
 A fact is kept when its key, folded to ``snake_case``, matches :data:`KEY` (two words or
-more) and its value occurs in the chunk (folded); otherwise only the fact is dropped.
+more) and its value occurs in the draft's claim (folded, as whole words and numbers: a fact
+is what its claim states); otherwise only the fact is dropped. Numbers are compared whole
+everywhere (``5`` is not in ``75``).
 When the model fails, times out, its budget is spent or it answers invalid JSON, the
 result has a ``note`` and no drafts: the caller falls back to the plain, model-free path.
 Text reaches the model only through :class:`wiki.llm.client.LLMClient`, which redacts
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 
 from wiki import markdown_text as md
 from wiki.llm import prompts
-from wiki.llm.answer import fold, supported
+from wiki.llm.answer import fold, numbers_in, supported
 from wiki.llm.errors import LLMError
 
 CHUNK_WORDS = 220
@@ -159,7 +161,7 @@ def _keep(item, text: str, locator: str, result: Distillation) -> None:
     if why is None and any(fold(claim) == fold(d.summary) for d in result.drafts):
         why = "repeats an earlier draft"
     facts: dict[str, object] = {}
-    key, value = _fact(item, text)
+    key, value = _fact(item, claim)
     if why is None and key and any(key in d.facts for d in result.drafts):
         why = f"repeats the fact {key!r} of an earlier draft"
     if why is not None:
@@ -183,19 +185,26 @@ def _problem(title: str, claim: str, kind: str, text: str) -> str | None:
               if i and not words[i - 1].endswith((".", "!", "?", ":")) and w[:1].isupper()]
     coded = [w.strip(".,;:!?()\"'") for w in _WORDS.findall(title)]
     coded = [w for w in coded if _CODE_LIKE.match(w)]
-    missing = [w for w in [*proper, *coded, *_NUMBER.findall(title)] if w and w not in text]
+    missing = [w for w in [*proper, *coded] if w and not _verbatim(w, text)]
+    missing += [n for n in _NUMBER.findall(title) if not numbers_in(n, text)]
     if missing:
-        return f"not verbatim in the source: {', '.join(missing[:3])}"
+        return f"not verbatim in the source: {', '.join(list(dict.fromkeys(missing))[:3])}"
     return None
 
 
-def _fact(item: dict, text: str) -> tuple[str, object]:
+def _fact(item: dict, claim: str) -> tuple[str, object]:
     """The draft's ``(key, value)`` when both are usable (see the module docstring), else
     ``("", None)``."""
     from wiki.facts import scalar
 
     key = re.sub(r"[^a-z0-9]+", "_", fold(str(item.get("key") or ""))).strip("_")
     value = " ".join(str(item.get("value") or "").split())
-    if not KEY.match(key) or not value or fold(value) not in fold(text):
+    if not KEY.match(key) or not value or not _verbatim(fold(value), fold(claim)) or \
+            not numbers_in(value, claim):
         return "", None
     return key, scalar(value)
+
+
+def _verbatim(words: str, text: str) -> bool:
+    """Whether ``words`` occur in ``text`` as whole words (``SAP`` is not in ``SAPPHIRE``)."""
+    return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", text) is not None

@@ -21,10 +21,11 @@ from wiki.distill import AtomicDraft, distill
 from wiki.entry import Source, now_iso
 from wiki.errors import NotFoundError
 from wiki.gitrepo import Identity
-from wiki.ingest import SourceText, compile_sections
+from wiki.ingest import SourceText
 from wiki.llm.answer import fold
 from wiki.placement import Placed, Placer
 from wiki.proposals import Proposal, propose
+from wiki.sections import compile_sections
 from wiki.workspace import Wiki
 
 MAX_TITLE_CHARS = 80

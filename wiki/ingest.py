@@ -26,6 +26,7 @@ from wiki.frontmatter import parse as parse_frontmatter
 from wiki.gitrepo import Identity
 from wiki.proposals import Proposal, get_proposal, list_proposals, propose
 from wiki.safety import screen
+from wiki.sections import compile_sections
 from wiki.slug import slug_path, slugify, unique_path
 from wiki.sources import fingerprint, read_text, source_uri
 from wiki.workspace import Wiki
@@ -62,17 +63,6 @@ class IngestReport:
     @property
     def changed(self) -> int:
         return self.added + self.updated + self.retracted
-
-
-@dataclass(frozen=True)
-class Draft:
-    """An entry compiled from one source section, before it is matched to the wiki."""
-
-    locator: str
-    occurrence: int
-    title: str
-    summary: str
-    body: str
 
 
 @dataclass(frozen=True)
@@ -113,8 +103,8 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
     entries, _ = snapshot.entries()
     by_uri: dict[str, list[Entry]] = {}
     for entry in entries:
-        if entry.sources:
-            by_uri.setdefault(entry.sources[0].uri, []).append(entry)
+        if entry.sources and not (entry.meta.get("relations") or {}).get("derived_from"):
+            by_uri.setdefault(entry.sources[0].uri, []).append(entry)  # not saved answers
     taken = set(snapshot.files)
     ids = {e.id for e in entries}
     report = IngestReport()
@@ -287,10 +277,12 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     uri = source_uri(path, wiki.root)
     if uri in pending and pending[uri][0] == fp:
         return pending[uri][1]
-    existing = by_uri.get(uri, [])
+    existing = [e for e in by_uri.get(uri, []) if not _distilled(e)]  # the plain compile's
+    atomic = [e for e in by_uri.get(uri, []) if _distilled(e) and e.status != "retracted"]
     live = [e for e in existing if e.status != "retracted"]
-    if live and all(e.sources[0].fingerprint == fp for e in live) and (
-            distiller is None or any(e.meta["sources"][0].get("distilled") for e in live)):
+    current = any(e.sources[0].fingerprint == fp for e in atomic)  # distilled at fp
+    if current and (distiller is not None or not live) or \
+            distiller is None and live and all(e.sources[0].fingerprint == fp for e in live):
         return None
     title = md.inline_plain(_scalar(front.data.get("title"))) or \
         md.first_heading(front.body) or path.stem
@@ -343,32 +335,11 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     return changes, added, updated, retracted
 
 
-def compile_sections(title: str, body: str, config: IngestConfig) -> list[Draft]:
-    """Drafts for one source: the whole body, or one per ``##`` section when the body has
-    more than ``config.split_words`` words."""
-    if md.word_count(body) <= config.split_words:
-        return [Draft("", 1, title, md.summary(body), body)]
-    sections = md.split_sections(body, level=2)
-    merged: list[md.Section] = []
-    for section in sections:
-        short = md.word_count(section.text) < config.min_section_words
-        if merged and short:
-            last = merged[-1]
-            merged[-1] = md.Section(last.heading, last.text + section.text, last.occurrence)
-        elif merged and not merged[-1].heading and \
-                md.word_count(merged[-1].text) < config.min_section_words:
-            merged[-1] = md.Section(section.heading, merged[-1].text + section.text,
-                                    section.occurrence)
-        else:
-            merged.append(section)
-    if len(merged) <= 1:
-        return [Draft("", 1, title, md.summary(body), body)]
-    drafts = []
-    for section in merged:
-        name = f"{title}: {section.heading}" if section.heading else title
-        drafts.append(Draft(section.heading, section.occurrence, name,
-                            md.summary(section.text), section.text))
-    return drafts
+def _distilled(entry: Entry) -> bool:
+    """Whether ``entry`` was distilled from its first source (``distilled: true``): such
+    entries are the model's, never matched, rewritten or retracted by the plain compile."""
+    first = (entry.meta.get("sources") or [{}])[0]
+    return isinstance(first, dict) and first.get("distilled") is True
 
 
 def _occurrence(entry: Entry) -> int:

@@ -34,8 +34,9 @@ from wiki.entry import Entry
 from wiki.errors import EntryError, SourceError
 from wiki.frontmatter import parse as parse_frontmatter
 from wiki.gitrepo import Identity
-from wiki.ingest import IngestReport, compile_sections, ingest
+from wiki.ingest import IngestReport, ingest
 from wiki.safety import screen
+from wiki.sections import compile_sections
 from wiki.workspace import Wiki
 
 UPDATABLE = ("git", "file")

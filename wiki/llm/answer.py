@@ -127,6 +127,13 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+def numbers_in(text: str, evidence: str) -> bool:
+    """Whether every number of ``text`` is a whole number of ``evidence`` (``5`` is not in
+    ``75``, ``1,200`` not in ``11,200``, ``0.5`` not in ``0.55``)."""
+    have = set(_NUMBER.findall(evidence))
+    return all(number in have for number in _NUMBER.findall(text))
+
+
 def supported(sentence: str, evidence: str) -> bool:
     """Every number of ``sentence`` and :data:`MIN_SUPPORT` of its content words occur in
     ``evidence`` (see :func:`support`)."""
@@ -136,10 +143,10 @@ def supported(sentence: str, evidence: str) -> bool:
 def support(sentence: str, evidence: str) -> float:
     """The share (0-1) of ``sentence``'s content words that occur in ``evidence``
     (case-folded; a word also counts when the evidence has it with a different ending,
-    e.g. ``approve``/``approved``); 0.0 when a number of ``sentence`` is missing from
-    ``evidence`` or the sentence has no content word."""
+    e.g. ``approve``/``approved``); 0.0 when a number of ``sentence`` is not a whole number of
+    ``evidence`` (:func:`numbers_in`) or the sentence has no content word."""
     folded = fold(evidence)
-    if any(number not in folded for number in _NUMBER.findall(sentence)):
+    if not numbers_in(sentence, folded):
         return 0.0
     have = set(_CONTENT.findall(folded))
     words = [w for w in _CONTENT.findall(fold(sentence)) if w not in STOPWORDS]
