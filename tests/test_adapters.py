@@ -182,7 +182,8 @@ def test_http_timeout_and_refused_connection(site: Site) -> None:
 
 
 def test_sources_settings_are_checked() -> None:
-    from wiki.config import TEMPLATE, parse_config
+    from wiki.config import parse_config
+    from wiki.config_template import TEMPLATE
     from wiki.errors import ConfigError
     assert parse_config(TEMPLATE).sources == SourcesConfig()
     for bad, message in (("timeout = 0", "timeout must be more than 0"),

@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.conftest import BOB, entry_text, git, ingest_and_land, write
 from tests.loopback import Page, Site, site_fixture  # noqa: F401  (fixture)
 from tests.test_lint import codes, commit, entries
-from wiki.config import TEMPLATE
+from wiki.config_template import TEMPLATE
 from wiki.lint import RULES, run_lint
 from wiki.proposals import approve
 from wiki.sources import fingerprint

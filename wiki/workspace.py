@@ -9,7 +9,8 @@ from pathlib import Path
 import git
 
 from wiki.branch import BranchStore
-from wiki.config import CONFIG_PATH, TEMPLATE, WikiConfig
+from wiki.config import CONFIG_PATH, WikiConfig
+from wiki.config_template import TEMPLATE
 from wiki.errors import AlreadyInitializedError, ConfigError, NotInitializedError
 from wiki.gitrepo import common_dir, current_identity, open_repository
 from wiki.snapshot import Snapshot, write_commit
