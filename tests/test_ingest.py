@@ -101,6 +101,21 @@ def test_bad_files_are_reported_and_skipped_and_left_unchanged(wiki: Wiki, repo:
     assert (repo / "kb" / "bad.md").read_bytes() == bad_yaml
 
 
+def test_sources_without_text_are_skipped_not_compiled_to_empty_entries(
+        wiki: Wiki, repo: Path, cli) -> None:
+    write(repo / "kb" / "good.md", "# Good\n\nGood text.\n")
+    write(repo / "kb" / "empty.md", "")
+    write(repo / "kb" / "blank.txt", "  \n\n\t\n")
+    write(repo / "kb" / "front-only.md", "---\ntitle: Just a title\ntags: [x]\n---\n\n")
+    report = ingest(wiki, [repo / "kb"], author=ALICE)
+    reasons = {Path(s.path).name: s.reason for s in report.skipped}
+    assert reasons == dict.fromkeys(["empty.md", "blank.txt", "front-only.md"],
+                                    "no text to compile (empty, or frontmatter only)")
+    assert report.added == 1
+    result = cli("ingest", str(repo / "kb" / "empty.md"))
+    assert "skipped kb/empty.md: no text to compile" in result.output.replace("\\", "/")
+
+
 @pytest.mark.robustness("F1")
 def test_file_names_a_careless_slug_would_merge(wiki: Wiki, repo: Path) -> None:
     for name in ("my_file.md", "my-file.md", "my file.md", "café.md", "{.md", "日本語.md"):

@@ -274,6 +274,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
                      ignore_whitespace=config.sources.ignore_whitespace)
     text, _ = screen(text, shown, redact_secrets=redact)  # the fingerprint is the source's
     front = parse_frontmatter(text, shown)
+    if not md.plain_text(front.body).strip():
+        raise SourceError(shown, "no text to compile (empty, or frontmatter only)")
     uri = source_uri(path, wiki.root)
     if uri in pending and pending[uri][0] == fp:
         return pending[uri][1]
