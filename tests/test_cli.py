@@ -28,6 +28,13 @@ def _land_docs(cli, repo: Path) -> str:
     return name
 
 
+def test_status_is_up_to_date_right_after_init(cli) -> None:
+    assert cli("init").exit_code == 0
+    status = cli("status")
+    assert status.exit_code == 0, status.output
+    assert "up to date" in status.stdout and "entries          0" in status.stdout
+
+
 def test_full_flow_with_exit_codes(cli, repo: Path) -> None:
     _land_docs(cli, repo)
     found = cli("ask", "how do I file a travel voucher?")

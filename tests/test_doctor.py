@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ALICE, BOB, acting_as, write
+from conftest import ALICE, BOB, acting_as, ingest_and_land, write
 from typer.testing import CliRunner
 
 from indexes import embedders
@@ -53,10 +53,12 @@ def test_healthy_wiki_with_hook_and_cron(cli, repo: Path, tmp_path: Path, monkey
     monkeypatch.setenv("WIKI_CRONTAB", str(program))
     monkeypatch.setenv("TABLE", str(tmp_path / "table"))
     cli("init")
-    code, checks = _checks(cli)
+    assert _checks(cli)[1]["index"]["level"] == "ok"  # init builds the (empty) index
+    ingest_and_land(Wiki(repo), write(repo / "docs" / "a.md", "# A\n\nSome text.\n"))
+    code, checks = _checks(cli)  # landed through the library: the index is behind
     assert code == 0
     assert checks["wiki branch"]["level"] == "ok" and checks["config"]["level"] == "ok"
-    assert checks["index"]["level"] == "info" and "wiki index" in checks["index"]["fix"]
+    assert checks["index"]["level"] == "warning" and "wiki index" in checks["index"]["fix"]
     assert checks["embedding model"]["level"] == "info"  # WIKI_EMBED_MODEL=none in tests
     assert checks["post-commit hook"]["level"] == "warning"
     assert checks["post-commit hook"]["fix"] == "run `wiki hook install`"

@@ -24,9 +24,14 @@ from wiki_cli.render import err, out, plain, print_json, table, to_jsonable
 
 @app.command()
 def init() -> None:
-    """Create the wiki branch (with wiki.toml and index.md) in this repository."""
+    """Create the wiki branch (with wiki.toml and index.md) in this repository, and its
+    (empty) derived index, so `wiki status` reads current from the start."""
+    from wiki.derived import open_synced
+
     wiki = open_wiki()
     commit = wiki.init()
+    index, _ = open_synced(wiki)
+    index.close()
     report(f"created wiki branch '{wiki.branch}' at {commit[:12]}")
     out.print(commit)
 
