@@ -27,6 +27,8 @@ class Site:
     url: str
     pages: dict[str, Page] = field(default_factory=dict)
     answered: list[tuple[str, int]] = field(default_factory=list)
+    arrived: list[str] = field(default_factory=list)
+    """Paths of the requests received so far (before any is answered)."""
     release: threading.Event = field(default_factory=threading.Event)
 
 
@@ -37,6 +39,7 @@ def site_fixture() -> Iterator[Site]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            state.arrived.append(self.path)
             page = state.pages.get(self.path)
             if page is None:
                 status, body = 404, b"not found"

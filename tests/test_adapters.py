@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -179,6 +180,27 @@ def test_http_timeout_and_refused_connection(site: Site) -> None:
         site.release.set()
         refused = sources.check("http://127.0.0.1:9/none")
     assert refused.fingerprint is None and refused.error.startswith("unreachable")
+
+
+def test_http_sources_are_checked_concurrently_then_answered_from_memory(site: Site) -> None:
+    for name in ("s1", "s2", "s3"):
+        site.pages[f"/{name}"] = Page(f"Page {name}.\n".encode(), slow=True)
+    uris = [(f"{site.url}/{name}", Recorded()) for name in ("s1", "s2", "s3")]
+    with Sources(env(None, timeout=20)) as sources:
+        worker = threading.Thread(target=sources.check_all, args=([*uris, uris[0]],))
+        worker.start()
+        # every slow page waits for `release`: checked one by one, only one would arrive
+        for _ in range(400):
+            if len(site.arrived) == 3:
+                break
+            threading.Event().wait(0.025)
+        together = sorted(site.arrived)
+        site.release.set()
+        worker.join(20)
+        assert together == ["/s1", "/s2", "/s3"]
+        assert [sources.check(uri).fingerprint for uri, _ in uris] == \
+            [fp(f"Page {name}.\n") for name in ("s1", "s2", "s3")]
+    assert len(site.answered) == 3  # check() answered from memory, each page fetched once
 
 
 def test_sources_settings_are_checked() -> None:

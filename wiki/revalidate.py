@@ -117,7 +117,11 @@ def revalidate(wiki: Wiki, entries: Iterable[Entry], config: WikiConfig,
     sources = sources or sources_for(wiki, config)
     result = Revalidation()
     texts: dict[str, str | SourceError] = {}
+    entries = list(entries)
     try:
+        sources.check_all((str(item.get("uri") or ""), Recorded.from_meta(item))
+                          for entry in entries for item in entry.meta.get("sources") or []
+                          if isinstance(item, dict))
         for entry in entries:
             if entry.path not in result.entries:
                 result.entries[entry.path] = _check_entry(entry, config, sources, result,

@@ -10,6 +10,8 @@ than ``[ingest] max_bytes`` is not read past the limit.
 
 from __future__ import annotations
 
+import threading
+
 from wiki.adapters.registry import Check, Recorded, SourceEnv, register
 from wiki.errors import SourceError
 from wiki.sources import decode_text, too_large
@@ -19,20 +21,25 @@ USER_AGENT = "wiki-lint (source check)"
 
 @register("http", "https")
 class HttpSource:
-    """Adapter for web pages (see the module docstring)."""
+    """Adapter for web pages (see the module docstring). ``concurrent``: its checks may run
+    on several threads at once (one shared httpx client, which is thread-safe)."""
+
+    concurrent = True
 
     def __init__(self, env: SourceEnv):
         self.env = env
         self.timeout = float(env.config.sources.timeout)
         self._client = None
+        self._lock = threading.Lock()
 
     def _http(self):
-        if self._client is None:
-            import httpx
+        with self._lock:
+            if self._client is None:
+                import httpx
 
-            self._client = httpx.Client(timeout=self.timeout, follow_redirects=True,
-                                        headers={"User-Agent": USER_AGENT})
-        return self._client
+                self._client = httpx.Client(timeout=self.timeout, follow_redirects=True,
+                                            headers={"User-Agent": USER_AGENT})
+            return self._client
 
     def _get(self, uri: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
         """``(status, validators, body)``; raises :class:`SourceError` with a one-line

@@ -28,15 +28,13 @@ def source_checks(ctx: LintContext) -> list[tuple[Entry, int, str, Recorded, Che
     of every entry that is not retracted; memoised for the run."""
     if "source_checks" not in ctx.cache:
         sources = _sources(ctx)
-        rows = []
-        for entry in ctx.entries:
-            if entry.status == "retracted":
-                continue
-            for number, item in enumerate(entry.meta.get("sources") or []):
-                uri = str(item["uri"])
-                recorded = Recorded.from_meta(item)
-                rows.append((entry, number, uri, recorded, sources.check(uri, recorded)))
-        ctx.cache["source_checks"] = rows
+        listed = [(entry, number, str(item["uri"]), Recorded.from_meta(item))
+                  for entry in ctx.entries if entry.status != "retracted"
+                  for number, item in enumerate(entry.meta.get("sources") or [])]
+        sources.check_all((uri, recorded) for _, _, uri, recorded in listed)
+        ctx.cache["source_checks"] = [(entry, number, uri, recorded,
+                                       sources.check(uri, recorded))
+                                      for entry, number, uri, recorded in listed]
     return ctx.cache["source_checks"]
 
 
