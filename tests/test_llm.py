@@ -222,6 +222,8 @@ def test_verbose_and_json_report_usage(populated, fake, cli) -> None:
     assert data["llm"]["usage"]["calls"] == 0 and data["llm"]["walk_cost"]["calls"] > 0
     run = cli("search", QUESTION, "--legs", "bm25,llm", "--verbose")
     assert "walk from cache; computing it took" in run.stderr
+    assert "llm fake/judge:" not in cli("search", QUESTION, "--legs", "bm25,llm").stderr
+    assert "llm fake/judge:" in cli("-v", "search", QUESTION, "--legs", "bm25,llm").stderr
 
 
 def test_llm_settings_in_wiki_toml() -> None:

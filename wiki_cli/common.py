@@ -196,12 +196,13 @@ def report_proposal(proposal, created: bool, existing: str | None, *,
 
 def report_llm(llm: dict | None, verbose: bool) -> None:
     """Notes on the LLM's work on stderr: why it stopped early (always) and, with
-    ``verbose``, its calls, tokens, cache hits and seconds."""
+    ``verbose`` (the command's ``--verbose``, or the global ``wiki -v``), its calls,
+    tokens, cache hits and seconds."""
     if not llm:
         return
     for reason in llm["stopped"]:
         report(f"note: llm {reason}")
-    if verbose and llm["model"]:
+    if (verbose or talk.level > 0) and llm["model"]:
         u, cost = llm["usage"], llm.get("walk_cost") or {}
         cached = (f" (walk from cache; computing it took {cost.get('calls', '?')} calls)"
                   if llm["walk_cached"] else "")
