@@ -269,6 +269,9 @@ def main() -> None:
     unanswerable = read_jsonl(data / QUESTIONS / "unanswerable.jsonl")
     results = [run_variant(wiki, v, answerable, unanswerable) for v in VARIANTS]
     product = product_variant()
+    for result in results[1:]:  # answer texts of the first row and the product only
+        for row in result["rows"] if result["variant"] != product else ():
+            row.pop("answer")
     cli = cli_latency(path, [product, "fused-0.3-floor-0.6"], args.cli_runs) \
         if args.cli_runs else {}
     text = "\n".join([
