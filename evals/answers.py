@@ -63,15 +63,18 @@ class Variant:
     """Above 0: sentences scored by :func:`fused_ranker` with this weight of the cosine."""
 
 
-BEFORE = {"ENTRY_ORDER": False, "RANK_DISCOUNT": 0.5, "RELATIVE_FLOOR": 0.4}
+BEFORE = {"ENTRY_ORDER": False, "RANK_DISCOUNT": 0.5, "RELATIVE_FLOOR": 0.4,
+          "ENTRY_PLACES": 4}
 """The picker before evals/answers.py existed: BM25 ÷ √(1 + entry position), floor 0.4,
 the places filled by that score across the entries."""
 RANK = {**BEFORE, "RANK_DISCOUNT": 1.0}
-ENTRY_ORDER = {**BEFORE, "ENTRY_ORDER": True}
+ENTRY_ORDER = {**BEFORE, "ENTRY_ORDER": True, "ENTRY_PLACES": 3}
 VARIANTS = [
     Variant("bm25-sqrt", "BM25, ÷√(1+rank), floor 0.4 (before)", BEFORE),
-    Variant("bm25-entry-order", "BM25, ÷√(1+rank), floor 0.4, places entry by entry",
-            ENTRY_ORDER),
+    Variant("bm25-entry-order", "BM25, ÷√(1+rank), floor 0.4, places entry by entry, at "
+            "most 3 per entry before the lower entries' turn", ENTRY_ORDER),
+    Variant("bm25-entry-order-4", "BM25, ÷√(1+rank), floor 0.4, places entry by entry",
+            {**ENTRY_ORDER, "ENTRY_PLACES": 4}),
     Variant("bm25-no-discount", "BM25, no rank discount", {**BEFORE, "RANK_DISCOUNT": 0.0}),
     Variant("bm25-rank^0.75", "BM25, ÷(1+rank)^0.75", {**BEFORE, "RANK_DISCOUNT": 0.75}),
     Variant("bm25-rank", "BM25, ÷(1+rank), floor 0.4", RANK),

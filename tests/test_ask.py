@@ -68,3 +68,22 @@ def test_lower_entries_do_not_crowd_out_the_top_entrys_answer(wiki: Wiki) -> Non
     scores = dict(rank_passages(QUESTION, candidates, limit=len(candidates)))
     for i in range(3, 6):  # what the score order would have placed before ANSWER
         assert scores[i] / 2 ** 0.5 > scores[1] > 0.4 * scores[0]
+
+
+def test_a_top_entry_leaves_the_last_place_to_the_next_entry(wiki: Wiki) -> None:
+    """The top entry has four relevant sentences and the next entry one: the top entry
+    takes its best ``ENTRY_PLACES`` (3) places, the next entry's sentence the last one,
+    so a wrong first hit cannot own the whole answer (the `make demo` exit-code
+    question)."""
+    top = [f"The {tool} tool returns its exit code and an evidence gap flag."
+           for tool in ("search", "ask", "lint", "get")]
+    code = "Exit code 3 is an evidence gap."
+    _land(wiki, {"mcp/tools.md": entry_text("tools", "Evidence gap and exit code of the tools",
+                                            " ".join(top)),
+                 "cli/codes.md": entry_text("codes", "Command line",
+                                            f"{code} Run commands from the repository.")})
+    answer = ask(wiki, "which exit code does an evidence gap return?", revalidate=False)
+    assert [c.path for c in answer.citations][:1] == ["mcp/tools.md"]
+    assert len(answer.sentences) == 4
+    assert answer.sentences[-1] == (code, 2)
+    assert [n for _, n in answer.sentences[:3]] == [1, 1, 1]

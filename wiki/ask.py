@@ -39,6 +39,10 @@ ENTRY_ORDER = True
 the search's rank order (best first within an entry), so the lower entries' word-rich
 sentences cannot crowd out the top entry's answer; ``False``: by discounted score across
 the entries (the picker before evals/answers.py measured both)."""
+ENTRY_PLACES = 3
+"""With :data:`ENTRY_ORDER`, an entry's sentences beyond its best ``ENTRY_PLACES`` wait
+until the lower entries' sentences above the floor had their turn: the top entry cannot
+take every place when a lower one also answers."""
 RANK_DISCOUNT = 0.5
 """A sentence's BM25 score is divided by ``(1 + position of its entry) ** RANK_DISCOUNT``
 (÷√2 for the 2nd entry, ÷√3 for the 3rd) before it is compared with the floor. 1.0 was
@@ -175,8 +179,15 @@ def _extract(result: SearchResult, answer: Answer, entries: list,
     floor = RELATIVE_FLOOR * max(score.values(), default=0.0)
     numbers: dict[int, int] = {}
     picked: list[tuple[str, int]] = []
-    for i in sorted(score, key=lambda i: (candidates[i][0] if ENTRY_ORDER else 0,
-                                          -score[i], i)):
+    turn: dict[int, int] = {}  # sentence -> the round it takes a place in
+    if ENTRY_ORDER:
+        within: dict[int, int] = {}
+        for i in sorted(score, key=lambda i: (-score[i], i)):
+            position = candidates[i][0]
+            within[position] = within.get(position, 0) + 1
+            late = within[position] > ENTRY_PLACES
+            turn[i] = position + (len(entries) if late else 0)
+    for i in sorted(score, key=lambda i: (turn.get(i, 0), -score[i], i)):
         position, text = candidates[i]
         if (score[i] < floor or len(picked) >= MAX_SENTENCES) and (
                 position not in stale or position in numbers or score[i] <= 0):
