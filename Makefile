@@ -45,6 +45,7 @@ eval: $(STAMP)
 	WIKI_DATA="$(DATA)" WIKI_EMBED_MODEL=none $(BIN)/python -m evals.staleness
 	WIKI_DATA="$(DATA)" WIKI_EMBED_MODEL=none $(BIN)/python -m evals.changed
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.ask_gaps
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.answers --cli-runs 8
 	$(MAKE) eval-llm
 
 ## make eval-llm: the LLM walk on the handbook dev questions (skips without `make setup-llm`)

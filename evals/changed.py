@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import tempfile
 import time
@@ -48,28 +47,7 @@ from evals.datasets import (
     handbook_questions,
     read_jsonl,
 )
-
-_WORD = re.compile(r"[a-z0-9][a-z0-9.$]*[a-z0-9]|[a-z0-9]")
-STOP = frozenset({"a", "an", "and", "are", "as", "at", "be", "by", "do", "for", "from",
-                  "if", "in", "is", "it", "its", "it's", "of", "on", "or", "that",
-                  "the", "this", "to", "we", "with", "who", "your", "you", "may",
-                  "not", "can", "use"})
-
-
-def words(text: str) -> set[str]:
-    """Lower-case word tokens (``cloud.gov`` and ``$25`` stay one token)."""
-    return set(_WORD.findall(text.lower().replace("**", "").replace("`", "")))
-
-
-def keys(words_: set[str]) -> set[str]:
-    """``words_`` less stop words and link fragments."""
-    return {w for w in words_ if w not in STOP and not w.startswith(("http", "www."))
-            and not w.endswith((".htm", ".html"))}
-
-
-def _squash(text: str) -> str:
-    """Lower-case words of ``text`` joined by single spaces (markup dropped)."""
-    return " ".join(_WORD.findall(text.lower().replace("**", "").replace("`", "")))
+from evals.keywords import keys, squash, words
 
 
 def _show(repo: Path, commit: str, path: str) -> str:
@@ -84,7 +62,7 @@ def score(question: dict, answer, repo: Path, head: str, ids: dict[str, set[str]
     before = " ".join(q["quote"] for q in question["support_before"])
     after = " ".join(q["quote"] for q in question["support_after"])
     added = keys(words(after) - words(before))
-    still = _squash(before) in _squash(_show(repo, head, page))
+    still = squash(before) in squash(_show(repo, head, page))
     removed = set() if still else keys(words(before) - words(after))
     text = " ".join(t for t, _ in answer.sentences)
     found = words(text)

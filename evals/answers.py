@@ -1,0 +1,302 @@
+"""Extractive answer quality of ``wiki ask`` on the handbook dev questions.
+
+Every dev question is asked through :func:`wiki.ask.ask` (the product path: hybrid
+retrieval with the default legs, the gap rule, sentence extraction, the answer-type check;
+no model, no revalidation) over the wiki built at the checkpoint
+(:func:`evals.datasets.cached_handbook`), once per *variant* of the sentence picker. A
+variant sets the picker's constants of :mod:`wiki.ask` for its run (``ENTRY_ORDER``,
+``RANK_DISCOUNT``, ``RELATIVE_FLOOR``), may give every candidate entry its best sentence
+(the rule stale candidates get), and may score sentences by a fusion of BM25 and cosine
+(:func:`fused_ranker`: not in the product, so it is installed here in place of
+``wiki.ask.rank_passages``; it encodes the query a second time, about 10 ms, and every
+candidate sentence in one batch with the product's embedder).
+
+Per answerable question (35, each with ``support: [{page, quote}]``):
+
+* **support recall**: the share of its support quotes whose key words
+  (:mod:`evals.keywords`: content words, stop words and link fragments left out) are at
+  least half present in the answer's sentences; averaged over the questions (a false gap
+  counts 0);
+* **covered**: at least one support quote held; **gold cited**: a citation's entry comes
+  from a support page;
+* **sentences**, **characters**: of the answer (mean over the answered questions);
+* **p50 ms**: median in-process ``ask`` wall time over all 41 questions (one warm-up ask
+  first, so the model load is not counted);
+* with ``--cli-runs N``: the median wall time of N ``wiki ask`` processes (bench section
+  6's question, the embedding server as configured) for the product and the first fused
+  variant.
+
+The 6 unanswerable questions count the evidence gaps (should stay 6/6), the answerable
+ones the false gaps. The questions are a *dev* set: the variants were chosen and compared
+on them, so the numbers are optimistic for unseen questions.
+
+    python -m evals.answers [--data DIR] [--out evals/results] [--cli-runs 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evals.datasets import QUESTIONS, cached_handbook, data_dir, read_jsonl
+from evals.keywords import holds
+from evals.metrics import percentile
+from evals.report import header, md_table, now, project_commit, write
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A setting of the sentence picker: ``settings`` are :mod:`wiki.ask` constants."""
+
+    name: str
+    what: str
+    settings: dict = field(default_factory=dict)
+    each_entry: bool = False
+    """Every candidate entry contributes its best sentence (as a stale one does)."""
+    vector_weight: float = 0.0
+    """Above 0: sentences scored by :func:`fused_ranker` with this weight of the cosine."""
+
+
+BEFORE = {"ENTRY_ORDER": False, "RANK_DISCOUNT": 0.5, "RELATIVE_FLOOR": 0.4,
+          "ENTRY_PLACES": 4}
+"""The picker before evals/answers.py existed: BM25 ÷ √(1 + entry position), floor 0.4,
+the places filled by that score across the entries."""
+RANK = {**BEFORE, "RANK_DISCOUNT": 1.0}
+ENTRY_ORDER = {**BEFORE, "ENTRY_ORDER": True, "ENTRY_PLACES": 3}
+VARIANTS = [
+    Variant("bm25-sqrt", "BM25, ÷√(1+rank), floor 0.4 (before)", BEFORE),
+    Variant("bm25-entry-order", "BM25, ÷√(1+rank), floor 0.4, places entry by entry, at "
+            "most 3 per entry before the lower entries' turn", ENTRY_ORDER),
+    Variant("bm25-entry-order-4", "BM25, ÷√(1+rank), floor 0.4, places entry by entry",
+            {**ENTRY_ORDER, "ENTRY_PLACES": 4}),
+    Variant("bm25-no-discount", "BM25, no rank discount", {**BEFORE, "RANK_DISCOUNT": 0.0}),
+    Variant("bm25-rank^0.75", "BM25, ÷(1+rank)^0.75", {**BEFORE, "RANK_DISCOUNT": 0.75}),
+    Variant("bm25-rank", "BM25, ÷(1+rank), floor 0.4", RANK),
+    Variant("bm25-rank^1.5", "BM25, ÷(1+rank)^1.5", {**BEFORE, "RANK_DISCOUNT": 1.5}),
+    Variant("bm25-rank^2", "BM25, ÷(1+rank)^2", {**BEFORE, "RANK_DISCOUNT": 2.0}),
+    Variant("bm25-floor-0.3", "BM25, ÷√(1+rank), floor 0.3",
+            {**BEFORE, "RELATIVE_FLOOR": 0.3}),
+    Variant("bm25-each-entry", "BM25, ÷√(1+rank), every entry's best sentence", BEFORE,
+            each_entry=True),
+    Variant("fused-0.3", "0.7 BM25 + 0.3 cosine, ÷√(1+rank), floor 0.4", BEFORE,
+            vector_weight=0.3),
+    Variant("fused-0.5", "½ BM25 + ½ cosine, ÷√(1+rank), floor 0.4", BEFORE,
+            vector_weight=0.5),
+    Variant("fused-0.5-no-discount", "½ BM25 + ½ cosine, no rank discount, floor 0.4",
+            {**BEFORE, "RANK_DISCOUNT": 0.0}, vector_weight=0.5),
+    Variant("fused-0.3-floor-0.6", "0.7 BM25 + 0.3 cosine, ÷√(1+rank), floor 0.6",
+            {**BEFORE, "RELATIVE_FLOOR": 0.6}, vector_weight=0.3),
+    Variant("fused-0.5-floor-0.6", "½ BM25 + ½ cosine, ÷√(1+rank), floor 0.6",
+            {**BEFORE, "RELATIVE_FLOOR": 0.6}, vector_weight=0.5),
+    Variant("fused-0.3-rank", "0.7 BM25 + 0.3 cosine, ÷(1+rank), floor 0.4", RANK,
+            vector_weight=0.3),
+    Variant("fused-0.3-entry-order", "0.7 BM25 + 0.3 cosine, ÷√(1+rank), floor 0.4, "
+            "places entry by entry", ENTRY_ORDER, vector_weight=0.3),
+]
+
+
+def fused_ranker(weight: float):
+    """A stand-in for :func:`indexes.passages.rank_passages`: ``(passage index, score)`` of
+    *every* passage, best first, score = ``(1 - weight) × BM25 / best BM25 + weight ×
+    cosine / best cosine`` (cosines below 0 count 0), the passages encoded in one batch by
+    the configured embedder (:func:`wiki.embedding.get_embedder`)."""
+    import numpy as np
+
+    from indexes.passages import rank_passages
+    from wiki.embedding import get_embedder, model_name
+
+    embedder = get_embedder(model_name())
+
+    def rank(query: str, passages, *, limit: int = 10) -> list[tuple[int, float]]:
+        lexical = np.zeros(len(passages))
+        for i, score in rank_passages(query, passages, limit=len(passages)):
+            lexical[i] = score
+        vectors = embedder.encode([query, *passages])
+        cosine = np.clip(vectors[1:] @ vectors[0], 0.0, None)
+        fused = ((1 - weight) * lexical / max(lexical.max(), 1e-9)
+                 + weight * cosine / max(cosine.max(), 1e-9))
+        return sorted(((i, float(v)) for i, v in enumerate(fused)), key=lambda p: -p[1])
+
+    return rank
+
+
+@contextlib.contextmanager
+def applied(variant: Variant):
+    """``wiki.ask`` with ``variant``'s constants and functions for the block."""
+    import wiki.ask as module
+
+    saved = {name: getattr(module, name) for name in variant.settings}
+    extract, ranker = module._extract, module.rank_passages
+    for name, value in variant.settings.items():
+        setattr(module, name, value)
+    if variant.each_entry:
+        module._extract = lambda result, answer, entries, stale=frozenset(): extract(
+            result, answer, entries, set(range(len(entries))))
+    if variant.vector_weight:
+        module.rank_passages = fused_ranker(variant.vector_weight)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+        module._extract, module.rank_passages = extract, ranker
+
+
+def run_variant(wiki, variant: Variant, answerable: list[dict],
+                unanswerable: list[dict]) -> dict:
+    """One variant's rows and totals (see the module docstring)."""
+    from wiki.ask import ask
+
+    rows, seconds = [], []
+    with applied(variant):
+        ask(wiki, answerable[0]["question"], synthesize=False, revalidate=False)  # warm-up
+        for question in [*answerable, *unanswerable]:
+            started = time.perf_counter()
+            answer = ask(wiki, question["question"], synthesize=False, revalidate=False)
+            seconds.append(time.perf_counter() - started)
+            text = " ".join(t for t, _ in answer.sentences)
+            support = question.get("support") or []
+            held = [holds(s["quote"], text) for s in support]
+            pages = {f"git:{s['page']}" for s in support} | {
+                f"git:{p}" for p in question.get("gold") or []}
+            rows.append({"id": question["id"], "answerable": bool(support),
+                         "gap": answer.gap, "held": held,
+                         "recall": sum(held) / len(held) if held else None,
+                         "gold_cited": any(pages & set(c.sources) for c in answer.citations),
+                         "sentences": len(answer.sentences), "chars": len(text),
+                         "answer": [[t, n] for t, n in answer.sentences]})
+    asked = [r for r in rows if r["answerable"]]
+    answered = [r for r in asked if not r["gap"]]
+    return {"variant": variant.name, "what": variant.what, "settings": variant.settings,
+            "each_entry": variant.each_entry, "vector_weight": variant.vector_weight,
+            "support_recall": statistics.mean(r["recall"] for r in asked),
+            "covered": sum(any(r["held"]) for r in asked), "answerable": len(asked),
+            "gold_cited": sum(r["gold_cited"] for r in asked),
+            "sentences": statistics.mean(r["sentences"] for r in answered),
+            "chars": statistics.mean(r["chars"] for r in answered),
+            "false_gaps": sum(r["gap"] for r in asked),
+            "gaps": sum(r["gap"] for r in rows if not r["answerable"]),
+            "unanswerable": len(rows) - len(asked),
+            "p50_ms": 1000 * percentile(seconds, 50), "rows": rows}
+
+
+CHILD = """import sys
+sys.path.insert(0, sys.argv[4])
+from evals.answers import VARIANTS, applied
+variant = {v.name: v for v in VARIANTS}[sys.argv[1]]
+sys.argv = ["wiki", "-C", sys.argv[2], "ask", sys.argv[3]]
+from wiki_cli.app import main
+with applied(variant):
+    main()
+"""
+
+
+def cli_latency(repo: Path, names: list[str], runs: int) -> dict[str, float]:
+    """Median wall seconds of ``runs`` ``wiki ask`` processes per variant in ``names``
+    (bench section 6's question; the runs alternate between the variants, after one
+    untimed run each)."""
+    from evals.bench import ASK_QUESTION, run_child
+
+    walls: dict[str, list[float]] = {name: [] for name in names}
+    saved = os.environ.get("WIKI_EMBED_SERVER")
+    os.environ["WIKI_EMBED_SERVER"] = "auto"  # as `wiki ask` runs by default
+    try:
+        for attempt in range(runs + 1):
+            for name in names:
+                wall = run_child([sys.executable, "-c", CHILD, name, str(repo), ASK_QUESTION,
+                                  str(Path(__file__).resolve().parent.parent)])[0]
+                if attempt:
+                    walls[name].append(wall)
+    finally:
+        if saved is None:
+            os.environ.pop("WIKI_EMBED_SERVER", None)
+        else:
+            os.environ["WIKI_EMBED_SERVER"] = saved
+    return {name: statistics.median(values) for name, values in walls.items()}
+
+
+def markdown(results: list[dict], product: str) -> str:
+    """The variants table and the per-question support held, before vs the product."""
+    table = md_table(
+        ["variant", "picker", "support recall", "≥1 quote held", "gold cited",
+         "sentences", "chars", "false gaps", "gaps (unanswerable)", "p50 ask ms"],
+        [[f"**{r['variant']}** (product)" if r["variant"] == product else r["variant"],
+          r["what"],
+          r["support_recall"], f"{r['covered']}/{r['answerable']}",
+          f"{r['gold_cited']}/{r['answerable']}", f"{r['sentences']:.2f}",
+          f"{r['chars']:.0f}", f"{r['false_gaps']}/{r['answerable']}",
+          f"{r['gaps']}/{r['unanswerable']}", f"{r['p50_ms']:.0f}"] for r in results])
+    first, chosen = results[0], next(r for r in results if r["variant"] == product)
+    changed = [[a["id"], "".join("x" if h else "." for h in a["held"]),
+                "".join("x" if h else "." for h in b["held"])]
+               for a, b in zip(first["rows"], chosen["rows"], strict=True)
+               if a["answerable"] and a["held"] != b["held"]]
+    return "\n".join([
+        "Support quotes held per question where the product differs from the first row "
+        f"(`x` held, `.` not; {first['variant']} → {product}):", "",
+        md_table(["question", first["variant"], product], changed) if changed else "(none)",
+        "", table])
+
+
+def product_variant() -> str:
+    """The name of the variant whose settings are :mod:`wiki.ask`'s current constants."""
+    import wiki.ask as module
+
+    for variant in VARIANTS:
+        if not variant.vector_weight and not variant.each_entry and all(
+                getattr(module, k) == v for k, v in variant.settings.items()):
+            return variant.name
+    return "?"
+
+
+def main() -> None:
+    """Run every variant; write evals/results/answers.md and .json."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=None)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--cli-runs", type=int, default=0,
+                        help="also time N `wiki ask` processes, product vs fused-0.3-floor-0.6")
+    args = parser.parse_args()
+    data = data_dir(args.data)
+    path, _ = cached_handbook(data)
+    from wiki.workspace import Wiki
+
+    wiki = Wiki(path)
+    answerable = read_jsonl(data / QUESTIONS / "answerable.jsonl")
+    unanswerable = read_jsonl(data / QUESTIONS / "unanswerable.jsonl")
+    results = [run_variant(wiki, v, answerable, unanswerable) for v in VARIANTS]
+    product = product_variant()
+    for result in results[1:]:  # answer texts of the first row and the product only
+        for row in result["rows"] if result["variant"] != product else ():
+            row.pop("answer")
+    cli = cli_latency(path, [product, "fused-0.3-floor-0.6"], args.cli_runs) \
+        if args.cli_runs else {}
+    text = "\n".join([
+        header("Extractive answers of `wiki ask` (handbook dev)",
+               {"date": now(), "project commit": project_commit(),
+                "questions": f"{len(answerable)} answerable, {len(unanswerable)} "
+                             "unanswerable (dev set: variants chosen on it)",
+                "retrieval": f"default legs, embedding model "
+                             f"{os.environ.get('WIKI_EMBED_MODEL', 'all-MiniLM-L6-v2')}; "
+                             "no LLM, no revalidation",
+                "support recall": "share of a question's support quotes with ≥ half "
+                                  "their key words in the answer, mean over questions"}),
+        "", markdown(results, product)])
+    if cli:
+        text += "\n\n" + "\n".join([
+            f"`wiki ask` as a process (bench section 6's question, {args.cli_runs} runs "
+            "each, alternating, through the embedding server as by default):", "",
+            md_table(["variant", "median s"], [[k, f"{v:.3f}"] for k, v in cli.items()])])
+    write(Path(args.out), "answers", text,
+          {"product": product, "cli_median_s": cli, "variants": results})
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
