@@ -23,7 +23,7 @@ from indexes.passages import rank_passages
 from indexes.vectors import Progress
 from wiki.entry import now_iso
 from wiki.markdown_text import sentences, word_count
-from wiki.revalidate import CITATION_FIELDS
+from wiki.revalidate import Revalidated
 from wiki.revalidate import revalidate as check_sources
 from wiki.search import SearchResult, filters_for, search
 from wiki.workspace import Wiki
@@ -51,8 +51,9 @@ question answered by two atomic entries (docs/decisions.md, "Extractive answers"
 
 
 @dataclass
-class Citation:
-    """A cited entry: ``number`` as used in ``[n]``, its id, path, title and source uris."""
+class Citation(Revalidated):
+    """A cited entry: ``number`` as used in ``[n]``, its id, path, title and source uris,
+    and what revalidation found for it (:class:`wiki.revalidate.Revalidated`)."""
 
     number: int
     entry_id: str
@@ -61,17 +62,6 @@ class Citation:
     sources: list[str]
     changed_sources: list[str] = field(default_factory=list)
     """Cited files changed since the entry was written (marked by the git hook)."""
-    checked: bool = False
-    """Revalidation (:mod:`wiki.revalidate`): some source was checked now."""
-    stale: bool = False
-    """A source changed where the entry came from: the entry is out of date."""
-    unverifiable: bool = False
-    """A source is missing or unreadable: the entry's text could not be verified."""
-    current_source_used: bool = False
-    """The cited sentences come from the current source text, not the entry."""
-    reason: str = ""
-    """One line on the revalidation, for people (empty when every source is unchanged)."""
-    stale_sources: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -251,8 +241,8 @@ def _annotate(answer: Answer, checks) -> None:
     """Copy each cited entry's revalidation onto its citation."""
     for citation in answer.citations:
         check = checks.entries.get(citation.path)
-        for name in () if check is None else CITATION_FIELDS:
-            setattr(citation, name, getattr(check, name))
+        if check is not None:
+            citation.take_revalidation(check)
     answer.revalidation = checks.summary()
 
 

@@ -25,7 +25,7 @@ flagged **unverifiable**. A scheme no adapter knows is not checked (as in lint).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from wiki.adapters import Recorded, Sources, scheme_of, sources_for
@@ -41,26 +41,36 @@ from wiki.workspace import Wiki
 
 UPDATABLE = ("git", "file")
 """Schemes whose sources ``wiki ingest`` (and so :func:`propose_update`) can re-read."""
-CITATION_FIELDS = ("checked", "stale", "unverifiable", "current_source_used", "reason",
-                   "stale_sources")
-"""The :class:`EntryCheck` fields that :class:`wiki.ask.Citation` carries too."""
+@dataclass(kw_only=True)
+class Revalidated:
+    """What ask-time revalidation found for one entry, carried by :class:`EntryCheck` and
+    by the answer's :class:`wiki.ask.Citation`: ``checked`` (some source had an adapter),
+    ``stale`` (a source changed where the entry came from: the answer uses the current
+    source), ``unverifiable`` (a source is missing or unreadable: the entry's text is
+    kept), ``current_source_used`` (its sentences come from the current source text),
+    ``reason`` (one line for people; empty when every source is unchanged) and
+    ``stale_sources`` (uris)."""
 
-
-@dataclass
-class EntryCheck:
-    """The revalidation of one candidate entry: ``checked`` (some source had an adapter),
-    ``stale`` (a source changed where the entry came from: the answer uses ``current``),
-    ``unverifiable`` (a source is missing or unreadable: the entry's text is kept),
-    ``current_source_used`` (its sentences come from the current source text),
-    ``stale_sources`` / ``changed_sources`` (uris) and ``reason`` (one line for people)."""
-
-    entry: Entry
     checked: bool = False
     stale: bool = False
     unverifiable: bool = False
     current_source_used: bool = False
     reason: str = ""
     stale_sources: list[str] = field(default_factory=list)
+
+    def take_revalidation(self, other: Revalidated) -> None:
+        """Copy ``other``'s revalidation fields onto this one."""
+        for item in fields(Revalidated):
+            setattr(self, item.name, getattr(other, item.name))
+
+
+@dataclass
+class EntryCheck(Revalidated):
+    """The revalidation of one candidate entry (:class:`Revalidated`), with its
+    ``changed_sources`` (uris) and the ``current`` entry built from the changed sources'
+    text when it is stale."""
+
+    entry: Entry
     changed_sources: list[str] = field(default_factory=list)
     current: Entry | None = None
 
