@@ -61,6 +61,9 @@ class Variant:
     """Every candidate entry contributes its best sentence (as a stale one does)."""
     vector_weight: float = 0.0
     """Above 0: sentences scored by :func:`fused_ranker` with this weight of the cosine."""
+    synthesize: bool = False
+    """The configured model writes the answer from the cited entries (only its verified
+    sentences are kept, :mod:`wiki.synthesis`); ``--llm MODEL`` adds such a variant."""
 
 
 BEFORE = {"ENTRY_ORDER": False, "RANK_DISCOUNT": 0.5, "RELATIVE_FLOOR": 0.4,
@@ -155,10 +158,12 @@ def run_variant(wiki, variant: Variant, answerable: list[dict],
 
     rows, seconds = [], []
     with applied(variant):
-        ask(wiki, answerable[0]["question"], synthesize=False, revalidate=False)  # warm-up
+        ask(wiki, answerable[0]["question"], synthesize=variant.synthesize,
+            revalidate=False)  # warm-up
         for question in [*answerable, *unanswerable]:
             started = time.perf_counter()
-            answer = ask(wiki, question["question"], synthesize=False, revalidate=False)
+            answer = ask(wiki, question["question"], synthesize=variant.synthesize,
+                         revalidate=False)
             seconds.append(time.perf_counter() - started)
             text = " ".join(t for t, _ in answer.sentences)
             support = question.get("support") or []
@@ -170,6 +175,7 @@ def run_variant(wiki, variant: Variant, answerable: list[dict],
                          "recall": sum(held) / len(held) if held else None,
                          "gold_cited": any(pages & set(c.sources) for c in answer.citations),
                          "sentences": len(answer.sentences), "chars": len(text),
+                         "mode": answer.mode, "note": answer.note,
                          "answer": [[t, n] for t, n in answer.sentences]})
     asked = [r for r in rows if r["answerable"]]
     answered = [r for r in asked if not r["gap"]]
@@ -260,6 +266,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--llm", metavar="MODEL", default=None,
+                        help="only the product picker, extractive and written by MODEL "
+                             "(e.g. local/qwen2.5-coder-1.5b): writes answers-llm.md")
     parser.add_argument("--cli-runs", type=int, default=0,
                         help="also time N `wiki ask` processes, product vs fused-0.3-floor-0.6")
     args = parser.parse_args()
@@ -270,8 +279,16 @@ def main() -> None:
     wiki = Wiki(path)
     answerable = read_jsonl(data / QUESTIONS / "answerable.jsonl")
     unanswerable = read_jsonl(data / QUESTIONS / "unanswerable.jsonl")
-    results = [run_variant(wiki, v, answerable, unanswerable) for v in VARIANTS]
     product = product_variant()
+    variants, stem = VARIANTS, "answers"
+    if args.llm:
+        os.environ["WIKI_MODEL"] = args.llm
+        base = next(v for v in VARIANTS if v.name == product)
+        variants, stem = [base, Variant(f"llm {args.llm}", "the model writes the answer from "
+                                        "the product picker's cited entries; only verified "
+                                        "sentences kept", base.settings, synthesize=True)], \
+            "answers-llm"
+    results = [run_variant(wiki, v, answerable, unanswerable) for v in variants]
     for result in results[1:]:  # answer texts of the first row and the product only
         for row in result["rows"] if result["variant"] != product else ():
             row.pop("answer")
@@ -284,7 +301,8 @@ def main() -> None:
                              "unanswerable (dev set: variants chosen on it)",
                 "retrieval": f"default legs, embedding model "
                              f"{os.environ.get('WIKI_EMBED_MODEL', 'all-MiniLM-L6-v2')}; "
-                             "no LLM, no revalidation",
+                             f"{'model: ' + args.llm if args.llm else 'no LLM'}, no "
+                             "revalidation",
                 "support recall": "share of a question's support quotes with ≥ half "
                                   "their key words in the answer, mean over questions"}),
         "", markdown(results, product)])
@@ -293,7 +311,7 @@ def main() -> None:
             f"`wiki ask` as a process (bench section 6's question, {args.cli_runs} runs "
             "each, alternating, through the embedding server as by default):", "",
             md_table(["variant", "median s"], [[k, f"{v:.3f}"] for k, v in cli.items()])])
-    write(Path(args.out), "answers", text,
+    write(Path(args.out), stem, text,
           {"product": product, "cli_median_s": cli, "variants": results})
     print(text)
 
