@@ -129,6 +129,15 @@ class GitSource:
             return Check(uri, error=f"is unreadable ({exc.reason})")
         return Check(uri, self.env.fingerprint(text), validators={"blob": sha})
 
+    def local_path(self, uri: str) -> Path:
+        """The real work-tree file of ``uri`` when the policy allows reading it (see
+        :meth:`_local`); raises :class:`SourceNotAllowedError` otherwise, or when the
+        repository is bare."""
+        path = self._allowed_path(uri)
+        if self._root is None:
+            raise SourceNotAllowedError(uri, "a bare repository has no work tree")
+        return self._local(uri, path)
+
     def _allowed_path(self, uri: str) -> str:
         """The repository path of ``uri``; raises :class:`SourceNotAllowedError` when it
         leaves the repository or lies in the ``.git`` folder."""
