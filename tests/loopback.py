@@ -33,8 +33,10 @@ class Site:
 
 
 @pytest.fixture(name="site")
-def site_fixture() -> Iterator[Site]:
-    """A running server whose ``pages`` a test fills; ``answered`` logs (path, status)."""
+def site_fixture(monkeypatch) -> Iterator[Site]:
+    """A running server whose ``pages`` a test fills; ``answered`` logs (path, status).
+    The reader allows this one server (``WIKI_ALLOW_PRIVATE_NETWORK=127.0.0.1:<port>``):
+    loopback is refused by the source policy otherwise (tests/test_source_policy.py)."""
     state = Site("")
 
     class Handler(BaseHTTPRequestHandler):
@@ -72,6 +74,7 @@ def site_fixture() -> Iterator[Site]:
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("WIKI_ALLOW_PRIVATE_NETWORK", f"127.0.0.1:{server.server_address[1]}")
     try:
         yield state
     finally:

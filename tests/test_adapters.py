@@ -10,16 +10,19 @@ import pytest
 
 from tests.conftest import git, write
 from tests.loopback import Page, Site, site_fixture  # noqa: F401  (fixture)
-from wiki.adapters import ADAPTERS, Check, Recorded, SourceEnv, Sources, register
+from wiki.adapters import ADAPTERS, Check, Recorded, SourceEnv, SourcePolicy, Sources, register
 from wiki.config import IngestConfig, SourcesConfig, WikiConfig
 from wiki.errors import SourceError
 from wiki.gitrepo import open_repository
 from wiki.sources import fingerprint
 
 
-def env(repo: Path | None, **settings) -> SourceEnv:
+def env(repo: Path | None, policy: SourcePolicy | None = None, **settings) -> SourceEnv:
+    """Adapters over ``repo`` under ``policy`` (default: the reader's, from the
+    environment: the loopback fixture allows its own server there)."""
     config = WikiConfig(sources=SourcesConfig(**settings))
-    return SourceEnv(open_repository(repo) if repo else None, repo, config)
+    return SourceEnv(open_repository(repo) if repo else None, repo, config,
+                     policy or SourcePolicy.load())
 
 
 def fp(text: str) -> str:
@@ -108,7 +111,8 @@ def test_git_source_errors_are_reported_not_raised(repo: Path) -> None:
     sources = Sources(SourceEnv(open_repository(repo), repo, config))
     assert "too large: 200 bytes" in sources.check("git:big.md").error
     assert "binary" in sources.check("git:bin.md").error
-    assert sources.check("git:../outside.md").error == "the path leaves the repository"
+    assert sources.check("git:../outside.md").error == \
+        "is unverifiable (not allowed: the path leaves the repository)"
 
 
 def test_git_rename_detection_follows_a_chain(repo: Path) -> None:
@@ -134,10 +138,11 @@ def test_git_rename_detection_follows_a_chain(repo: Path) -> None:
 
 def test_file_source(tmp_path: Path) -> None:
     page = write(tmp_path / "café note.md", "\ufeffText.\r\n")
-    sources = Sources(env(None))
+    allowed = SourcePolicy(roots=(tmp_path.resolve(),))
+    sources = Sources(env(None, allowed))
     assert sources.check(page.as_uri()).fingerprint == fp("Text.")
     page.unlink()
-    assert Sources(env(None)).check(page.as_uri()).error == "no longer exists"
+    assert Sources(env(None, allowed)).check(page.as_uri()).error == "no longer exists"
 
 
 # -- http(s): a real server on loopback -------------------------------------------------------
@@ -175,7 +180,7 @@ def test_http_404_and_server_error_are_errors(site: Site) -> None:
 
 def test_http_timeout_and_refused_connection(site: Site) -> None:
     site.pages["/slow"] = Page(b"late", slow=True)
-    with Sources(env(None, timeout=0.2)) as sources:
+    with Sources(env(None, SourcePolicy(private=True), timeout=0.2)) as sources:
         assert sources.check(f"{site.url}/slow").error == "timed out after 0.2 s"
         site.release.set()
         refused = sources.check("http://127.0.0.1:9/none")

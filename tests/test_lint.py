@@ -72,8 +72,9 @@ def test_w002_missing_source(wiki: Wiki, repo: Path) -> None:
     assert finding.severity == "error" and "no longer exists" in finding.message
 
 
-def test_w002_file_uri_and_escape(wiki: Wiki, tmp_path: Path) -> None:
+def test_w002_file_uri_and_escape(wiki: Wiki, tmp_path: Path, monkeypatch) -> None:
     outside = write(tmp_path / "outside.md", "text\n")
+    monkeypatch.setenv("WIKI_SOURCE_ROOTS", str(tmp_path))  # the reader reads file: there
     entries(wiki, a=entry_text("e-a", "A", "x", sources=f"[{{uri: '{outside.as_uri()}'}}]"),
             b=entry_text("e-b", "B", "x", sources="[{uri: 'git:../../etc/passwd'}]"))
     found = codes(wiki, "W002")

@@ -47,6 +47,12 @@ class SourceError(WikiError):
         super().__init__(f"{path}: {message}")
 
 
+class SourceNotAllowedError(SourceError):
+    """The reader's source policy (:mod:`wiki.adapters.policy`) refuses to read a source:
+    a file outside the reader's source roots, a ``git:`` path leaving the repository, an
+    address that is not public. Raised before anything is read or connected to."""
+
+
 class NotFoundError(WikiError):
     """An entry, proposal or path does not exist."""
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from wiki import markdown_text as md
 from wiki.adapters.git_source import work_tree_blobs
+from wiki.adapters.policy import remember_roots
 from wiki.config import IngestConfig, WikiConfig
 from wiki.entry import Entry, Source, new_id, now_iso
 from wiki.errors import EntryError, SecretError, SourceError
@@ -88,8 +89,15 @@ class _Candidate:
 
 def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None = None,
            author: Identity | None = None, dry_run: bool = False,
-           redact: bool = False, distiller: Distiller | None = None) -> IngestReport:
+           redact: bool = False, distiller: Distiller | None = None,
+           remember: bool = True) -> IngestReport:
     """Compile the sources under ``paths`` and propose the resulting entry changes.
+
+    The paths are the reader's own choice, so with ``remember`` (and not ``dry_run``)
+    those outside the repository's work tree become source roots of this clone
+    (:func:`wiki.adapters.policy.remember_roots`, git config ``wiki.sourceRoots``): the
+    reader who ingested them may revalidate them later. Callers that re-ingest uris
+    recorded in entries pass ``remember=False``.
 
     Returns an :class:`IngestReport`; ``report.proposal`` is ``None`` when nothing changed
     (or with ``dry_run``). A source holding a secret is skipped with the kind and place in
@@ -108,6 +116,9 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
     taken = set(snapshot.files)
     ids = {e.id for e in entries}
     report = IngestReport()
+    paths = list(paths)
+    if remember and not dry_run:
+        remember_roots(wiki.repo, wiki.root, paths)
     candidates, folders = _collect(paths, config.ingest, report)
     pending = _pending(wiki, snapshot)
     blobs = work_tree_blobs(wiki.repo) if wiki.root is not None and candidates else {}

@@ -265,21 +265,24 @@ def _summary(body: str, entry: Entry) -> str:
 
 
 def local_paths(wiki: Wiki, uris: Iterable[str]) -> list[Path]:
-    """The local files of ``git:`` and ``file:`` ``uris`` that exist now (others skipped)."""
-    from wiki.adapters.file_source import FileSource
-    from wiki.adapters.git_source import GitSource
+    """The local files of ``git:`` and ``file:`` ``uris`` that exist now and that the
+    reader's source policy allows reading (:mod:`wiki.adapters.policy`); others are
+    skipped, so a refused source is never re-ingested into a proposal."""
+    from wiki.errors import ConfigError
 
     found: list[Path] = []
-    for uri in uris:
-        scheme = scheme_of(uri)
-        path = None
-        if scheme == "git" and wiki.root is not None:
-            relative = GitSource.relative(uri)
-            path = wiki.root / relative if relative else None
-        elif scheme == "file":
-            path = FileSource.path(uri)
-        if path is not None and path.is_file() and path not in found:
-            found.append(path)
+    with sources_for(wiki, WikiConfig()) as sources:
+        for uri in uris:
+            if scheme_of(uri) not in UPDATABLE:
+                continue
+            adapter = sources.adapter(uri)
+            try:
+                path = (adapter.local_path(uri) if scheme_of(uri) == "git"
+                        else adapter.allowed(uri))
+            except (SourceError, ConfigError):
+                continue
+            if path.is_file() and path not in found:
+                found.append(path)
     return found
 
 
@@ -292,4 +295,4 @@ def propose_update(wiki: Wiki, uris: Iterable[str], *, author: Identity | None =
     paths = local_paths(wiki, uris)
     if not paths:
         return IngestReport()
-    return ingest(wiki, paths, author=author)
+    return ingest(wiki, paths, author=author, remember=False)

@@ -12,20 +12,28 @@ recorded is unchanged without being read. Only the others are read and compared 
 fingerprint of their canonical text, so an edit confined to frontmatter or whitespace is
 still not a content change.
 
+Policy (:mod:`wiki.adapters.policy`): a path is read only inside the repository: no
+``..`` out of it, nothing in the ``.git`` folder, in the work tree nothing resolving
+through a symbolic link outside it and no file git ignores; a refused path is a
+:class:`Check` with ``refused`` set, never read.
+
 Renames: :meth:`GitSource.renamed` follows git's rename detection for paths that no
 longer exist (see docs/decisions.md).
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import git
 
 from wiki.adapters.file_source import file_check
+from wiki.adapters.policy import git_path_refusal
 from wiki.adapters.registry import Check, Recorded, SourceEnv, register
-from wiki.errors import ConfigError, SourceError
+from wiki.errors import ConfigError, SourceError, SourceNotAllowedError
 from wiki.sources import decode_text, read_text, too_large
 
 _SKIPPED_MODES = ("160000",)  # submodules are not files
@@ -99,19 +107,19 @@ class GitSource:
     # -- the adapter --------------------------------------------------------------------
     def fingerprint(self, uri: str, recorded: Recorded) -> Check:
         """The source's fingerprint now (unchanged without a read when its blob id equals
-        the recorded one), or why it is missing."""
-        path = self.relative(uri)
-        if path is None:
-            return Check(uri, error="the path leaves the repository")
+        the recorded one), or why it is missing or may not be read."""
+        try:
+            path = self._allowed_path(uri)
+        except SourceNotAllowedError as exc:
+            return Check.not_allowed(exc)
         sha = self.blobs().get(path)
         if sha and recorded.blob == sha and recorded.fingerprint:
             return Check(uri, recorded.fingerprint, validators={"blob": sha}, unchanged=True)
         if self.ref is None:
-            local = self._root / path
-            if self._modes.get(path, "120000") == "120000":  # untracked, or a link: resolve
-                local = local.resolve()
-                if not local.is_relative_to(self._root):
-                    return Check(uri, error="the path leaves the repository")
+            try:
+                local = self._local(uri, path)
+            except SourceNotAllowedError as exc:
+                return Check.not_allowed(exc)
             return file_check(self.env, uri, local, {"blob": sha} if sha else None)
         if sha is None:
             return Check(uri, error=f"no longer exists at {self.ref}")
@@ -120,6 +128,42 @@ class GitSource:
         except SourceError as exc:
             return Check(uri, error=f"is unreadable ({exc.reason})")
         return Check(uri, self.env.fingerprint(text), validators={"blob": sha})
+
+    def local_path(self, uri: str) -> Path:
+        """The real work-tree file of ``uri`` when the policy allows reading it (see
+        :meth:`_local`); raises :class:`SourceNotAllowedError` otherwise, or when the
+        repository is bare."""
+        path = self._allowed_path(uri)
+        if self._root is None:
+            raise SourceNotAllowedError(uri, "a bare repository has no work tree")
+        return self._local(uri, path)
+
+    def _allowed_path(self, uri: str) -> str:
+        """The repository path of ``uri``; raises :class:`SourceNotAllowedError` when it
+        leaves the repository or lies in the ``.git`` folder."""
+        path = self.relative(uri)
+        if path is None:
+            raise SourceNotAllowedError(uri, "the path leaves the repository")
+        reason = git_path_refusal(path)
+        if reason is not None:
+            raise SourceNotAllowedError(uri, reason)
+        return path
+
+    def _local(self, uri: str, path: str) -> Path:
+        """The real work-tree file of the repository ``path``: symbolic links resolved, it
+        must stay inside the work tree, and a file git does not know (or knows with
+        changes) must not be one git ignores (``.env``). Raises
+        :class:`SourceNotAllowedError`."""
+        local = Path(os.path.realpath(self._root / path))
+        if not local.is_relative_to(self._root):
+            raise SourceNotAllowedError(uri, "the path leaves the repository (through a "
+                                             "symbolic link)")
+        if path not in self.blobs():
+            status, _, _ = self.env.repo.git.check_ignore(
+                "-q", "--", path, with_extended_output=True, with_exceptions=False)
+            if status == 0:
+                raise SourceNotAllowedError(uri, "a file git ignores in this repository")
+        return local
 
     def _read_blob(self, path: str, sha: str) -> str:
         if self._modes.get(path) == "120000":
@@ -133,13 +177,12 @@ class GitSource:
         return decode_text(data, path, max_lines=limits.max_lines)
 
     def read(self, uri: str) -> str:
-        """The source's text at the ref or in the work tree (raises :class:`SourceError`)."""
-        path = self.relative(uri)
-        if path is None:
-            raise SourceError(uri, "the path leaves the repository")
+        """The source's text at the ref or in the work tree (raises :class:`SourceError`,
+        :class:`SourceNotAllowedError` for a path the policy refuses)."""
+        path = self._allowed_path(uri)
         limits = self.env.config.ingest
         if self.ref is None:
-            return read_text(self.env.root / path, max_bytes=limits.max_bytes,
+            return read_text(self._local(uri, path), max_bytes=limits.max_bytes,
                              max_lines=limits.max_lines)
         sha = self.blobs().get(path)
         if sha is None:

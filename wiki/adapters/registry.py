@@ -6,6 +6,11 @@ what the wiki recorded) and :meth:`Adapter.read` (its canonical-ready text). A f
 reach or read a source is never raised by ``fingerprint``: it comes back as
 :attr:`Check.error`, one line, so one bad source never stops a run. New schemes (Notion,
 Drive, ...) plug in with :func:`register` without touching lint or ingest.
+
+What may be read at all is the reader's decision (:mod:`wiki.adapters.policy`): every
+adapter gets the run's :class:`SourcePolicy` in its :class:`SourceEnv` and answers a
+refused source with a :class:`Check` whose ``refused`` is set and whose ``error`` reads
+``is unverifiable (not allowed: ...)``, before reading or connecting to anything.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from wiki.adapters.policy import SourcePolicy, refused_text
 from wiki.config import WikiConfig
-from wiki.errors import SourceError
+from wiki.errors import SourceError, SourceNotAllowedError
 from wiki.sources import fingerprint as text_fingerprint
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
@@ -54,23 +60,34 @@ class Check:
     missing or unreadable: ``no longer exists``, ``answers HTTP 404``, ``timed out after
     10 s``); ``validators`` (``blob`` / ``etag`` / ``last_modified`` -> value) to record
     with that fingerprint; ``unchanged`` when a validator proved it equal to the record
-    without reading it (a git object id, an HTTP 304)."""
+    without reading it (a git object id, an HTTP 304); ``refused`` when the reader's
+    source policy did not allow reading it (``error``: ``is unverifiable (not allowed:
+    <reason>)``; nothing was read)."""
 
     uri: str
     fingerprint: str | None = None
     error: str | None = None
     validators: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     unchanged: bool = False
+    refused: bool = False
+
+    @classmethod
+    def not_allowed(cls, error: SourceNotAllowedError) -> Check:
+        """The check of a source the policy refused (``error.path`` is its uri)."""
+        return cls(error.path, error=refused_text(error.reason), refused=True)
 
 
 @dataclass(frozen=True)
 class SourceEnv:
     """What adapters may use: the git ``repo`` holding the wiki (a ``git.Repo``), its work
-    tree ``root`` (``None`` when bare) and the wiki's ``config``."""
+    tree ``root`` (``None`` when bare), the wiki's ``config`` and the reader's source
+    ``policy`` (default: nothing but ``git:`` paths inside the repository and public
+    http(s) addresses; :func:`wiki.adapters.sources_for` loads the reader's own)."""
 
     repo: Any
     root: Path | None
     config: WikiConfig
+    policy: SourcePolicy = field(default_factory=SourcePolicy)
 
     def fingerprint(self, text: str) -> str:
         """The fingerprint of ``text`` under the wiki's ``[sources]`` settings."""
