@@ -23,9 +23,9 @@ from indexes.filters import Filters
 from indexes.fusion import rrf
 from indexes.names import replace_names, search_names
 from indexes.passages import TOKENIZER
-from indexes.query import match_expression
+from indexes.query import match_expression, normalize
 from indexes.substrings import search_substrings
-from indexes.text import no_space_runs
+from indexes.text import code_tokens, no_space_runs
 from indexes.vectors import CHUNK_WORDS, OVERLAP_WORDS, VectorStore, chunk_texts
 
 BUSY_TIMEOUT_MS = 30_000
@@ -34,6 +34,38 @@ COLUMNS = ("title", "aliases", "tags", "summary", "body")
 DEFAULT_WEIGHTS = (8.0, 6.0, 3.0, 3.0, 1.0)
 """BM25 column weights for (title, aliases, tags, summary, body); tuned on the handbook
 dev questions (docs/decisions.md)."""
+
+_FTS_TRIGGERS = """
+    CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN
+        INSERT INTO docs_fts(rowid, title, aliases, tags, summary, body)
+        VALUES (new.rowid, wiki_fts(new.title), wiki_fts(new.aliases), wiki_fts(new.tags),
+                wiki_fts(new.summary), wiki_fts(new.body));
+        INSERT INTO docs_tri(rowid, title, aliases, summary, body)
+        VALUES (new.rowid, new.title, new.aliases, new.summary, new.body);
+    END;
+    CREATE TRIGGER docs_ad AFTER DELETE ON docs BEGIN
+        INSERT INTO docs_fts(docs_fts, rowid, title, aliases, tags, summary, body)
+        VALUES ('delete', old.rowid, wiki_fts(old.title), wiki_fts(old.aliases),
+                wiki_fts(old.tags), wiki_fts(old.summary), wiki_fts(old.body));
+        INSERT INTO docs_tri(docs_tri, rowid, title, aliases, summary, body)
+        VALUES ('delete', old.rowid, old.title, old.aliases, old.summary, old.body);
+    END;
+    CREATE TRIGGER docs_au AFTER UPDATE ON docs BEGIN
+        INSERT INTO docs_fts(docs_fts, rowid, title, aliases, tags, summary, body)
+        VALUES ('delete', old.rowid, wiki_fts(old.title), wiki_fts(old.aliases),
+                wiki_fts(old.tags), wiki_fts(old.summary), wiki_fts(old.body));
+        INSERT INTO docs_tri(docs_tri, rowid, title, aliases, summary, body)
+        VALUES ('delete', old.rowid, old.title, old.aliases, old.summary, old.body);
+        INSERT INTO docs_fts(rowid, title, aliases, tags, summary, body)
+        VALUES (new.rowid, wiki_fts(new.title), wiki_fts(new.aliases), wiki_fts(new.tags),
+                wiki_fts(new.summary), wiki_fts(new.body));
+        INSERT INTO docs_tri(rowid, title, aliases, summary, body)
+        VALUES (new.rowid, new.title, new.aliases, new.summary, new.body);
+    END;
+"""
+"""The FTS triggers since migration 5: the unicode61 table gets each column through
+``wiki_fts`` (:func:`indexes.text.code_tokens`, registered on every connection by
+:class:`SearchIndex`), the trigram table the stored text itself."""
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: documents, FTS5 (unicode61) and trigram indexes kept in step by triggers
@@ -119,6 +151,25 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE docs SET content_hash = '';
     DELETE FROM meta;
     """,
+    # 5: code-like names (C++, C#, F#, .NET) indexed with a spelled-out token
+    # (indexes.text.code_tokens, the SQL function wiki_fts): the FTS table and its triggers
+    # are rebuilt with it, names are re-folded by a full re-index from the branch
+    """
+    DROP TRIGGER docs_ai;
+    DROP TRIGGER docs_ad;
+    DROP TRIGGER docs_au;
+    DROP TABLE docs_fts;
+    CREATE VIRTUAL TABLE docs_fts USING fts5(
+        title, aliases, tags, summary, body,
+        content='docs', content_rowid='rowid', tokenize="{tokenizer}"
+    );
+    INSERT INTO docs_fts(rowid, title, aliases, tags, summary, body)
+    SELECT rowid, wiki_fts(title), wiki_fts(aliases), wiki_fts(tags), wiki_fts(summary),
+        wiki_fts(body) FROM docs;
+    """.replace("{tokenizer}", TOKENIZER) + _FTS_TRIGGERS + """
+    UPDATE docs SET content_hash = '';
+    DELETE FROM meta;
+    """,
 )
 
 
@@ -141,6 +192,7 @@ class SearchIndex:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.create_function("wiki_fts", 1, _fts_text, deterministic=True)
         self.db = sqlite_utils.Database(conn)
         self.conn = conn
         self._migrate()
@@ -345,7 +397,7 @@ class SearchIndex:
         bm25 = self.search_bm25(query, limit=limit, filters=filters)
         for hit in bm25:
             hit.legs["bm25"] = (hit.rank, hit.score)
-        cjk = bool(no_space_runs(query))
+        cjk = bool(no_space_runs(normalize(query)))  # as stored: NFKC
         if not cjk and bm25:
             return bm25
         trigram = self.search_trigram(query, limit=limit, filters=filters,
@@ -370,6 +422,11 @@ def _statements(script: str) -> list[str]:
     if current.strip():
         statements.append(current.strip())
     return statements
+
+
+def _fts_text(text: str | None) -> str | None:
+    """The SQL function ``wiki_fts``: a column value as the unicode61 table indexes it."""
+    return code_tokens(text) if isinstance(text, str) else text
 
 
 def _nfkc(text: str) -> str:
