@@ -3,6 +3,7 @@ staged or committed, a plain move with the same content); nothing is retracted."
 
 from __future__ import annotations
 
+import json
 import os
 import unicodedata
 from pathlib import Path
@@ -131,3 +132,15 @@ def test_renamed_back_and_unchanged_is_a_no_op_after_landing(wiki: Wiki, repo: P
     ingest_and_land(wiki, repo / "kb")
     again = ingest(wiki, [repo / "kb"], author=ALICE)
     assert (again.changed, again.proposal, again.renamed) == (0, None, {})
+
+
+def test_cli_ingest_names_the_rename(wiki: Wiki, repo: Path, cli) -> None:
+    write(repo / "kb" / "a.md", "# A\n\nAlpha text here.\n")
+    ingest_and_land(wiki, repo / "kb")
+    (repo / "kb" / "a.md").rename(repo / "kb" / "b.md")
+    result = cli("ingest", str(repo / "kb"), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert "renamed git:kb/a.md -> git:kb/b.md: its entries keep their ids" in result.stderr
+    data = json.loads(result.stdout)
+    assert data["renamed"] == {"git:kb/b.md": "git:kb/a.md"}
+    assert (data["added"], data["retracted"], data["updated"]) == (0, 0, 1)
