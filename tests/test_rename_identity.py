@@ -144,3 +144,22 @@ def test_cli_ingest_names_the_rename(wiki: Wiki, repo: Path, cli) -> None:
     data = json.loads(result.stdout)
     assert data["renamed"] == {"git:kb/b.md": "git:kb/a.md"}
     assert (data["added"], data["retracted"], data["updated"]) == (0, 0, 1)
+
+
+def test_hostile_uris_in_the_branch_neither_crash_nor_pair(wiki: Wiki, repo: Path) -> None:
+    """Uris written by others: a name too long for the file system, a path leaving the
+    repository, a file elsewhere on the disk; ingest of a new file is unaffected."""
+    from conftest import BOB, entry_text
+
+    from wiki.proposals import approve, propose
+
+    long_name = "git:kb/" + "a" * 5000 + ".md"
+    seeded = {f"kb/e{i}.md": entry_text(f"h{i}", f"Hostile {i}", "Text.", sources=(
+        f'[{{uri: "{uri}", fingerprint: "sha256:{"0" * 64}"}}]'))
+        for i, uri in enumerate([long_name, "git:../../etc/hosts", "file:///etc/hosts"])}
+    proposal, _ = propose(wiki, {p: t.encode() for p, t in seeded.items()}, kind="seed",
+                          subject="seed", author=ALICE)
+    approve(wiki, proposal.name, approver=BOB)
+    write(repo / "kb" / "new.md", "# New\n\nA new text.\n")
+    report = ingest(wiki, [repo / "kb"], author=ALICE)
+    assert (report.added, report.renamed, report.skipped) == (1, {}, [])

@@ -25,7 +25,7 @@ from wiki.errors import EntryError, SecretError, SourceError
 from wiki.frontmatter import parse as parse_frontmatter
 from wiki.gitrepo import Identity
 from wiki.proposals import Proposal, get_proposal, list_proposals, propose
-from wiki.renames import carry_renames
+from wiki.renames import carry_renames, git_file_exists
 from wiki.safety import screen
 from wiki.sections import compile_sections
 from wiki.slug import slug_path, slugify, unique_path
@@ -195,8 +195,7 @@ def _vanished(wiki: Wiki, candidates: list[_Candidate], folders: list[Path],
     prefixes = tuple(source_uri(f, wiki.root).rstrip("/") + "/" for f in folders)
     for uri, entries in sorted(by_uri.items()):
         if prefixes and uri.startswith(prefixes) and uri not in present:
-            local = wiki.root / uri[4:] if uri.startswith("git:") and wiki.root else None
-            if local is not None and local.exists():
+            if git_file_exists(wiki, uri):
                 continue  # still there, only excluded (extension, hidden): not deleted
             for entry in entries:
                 if entry.status != "retracted":

@@ -30,6 +30,7 @@ import git
 
 from wiki.adapters import sources_for
 from wiki.adapters.file_source import FileSource
+from wiki.adapters.git_source import GitSource
 from wiki.config import WikiConfig
 from wiki.entry import Entry
 from wiki.errors import SourceError, WikiError
@@ -49,7 +50,9 @@ def carry_renames(wiki, config: WikiConfig, paths: Iterable[Path],
     if not orphans or not absent:
         return {}
     pairs = _same_nfc(orphans, absent)
-    gone = [uri for uri in absent if uri not in pairs.values() and _missing(wiki, uri)]
+    folders = {path.resolve().parent for path in present.values()}
+    gone = [uri for uri in absent
+            if uri not in pairs.values() and _missing(wiki, uri, folders)]
     pairs.update(_git_renames(wiki, config, [u for u in orphans if u not in pairs], gone))
     gone = [uri for uri in gone if uri not in pairs.values()]
     left = {uri: path for uri, path in orphans.items() if uri not in pairs}
@@ -73,12 +76,31 @@ def _same_nfc(orphans: dict[str, Path], absent: list[str]) -> dict[str, str]:
             if len(found) == 1 and len(olds.get(key, [])) == 1}
 
 
-def _missing(wiki, uri: str) -> bool:
-    """Whether the file of a ``git:`` or ``file://`` source is gone from disk."""
-    if uri.startswith("git:"):
-        return wiki.root is not None and not (wiki.root / uri[4:]).exists()
-    if uri.startswith("file:"):
-        return not FileSource.path(uri).exists()
+def git_file_exists(wiki, uri: str) -> bool:
+    """Whether the work-tree file of ``git:`` source ``uri`` exists inside the repository
+    (``False`` for a uri leaving it, a name the file system refuses, no work tree)."""
+    relative = GitSource.relative(uri) if uri.startswith("git:") else None
+    if wiki.root is None or relative is None:
+        return False
+    try:
+        return (wiki.root / relative).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _missing(wiki, uri: str, folders: set[Path]) -> bool:
+    """Whether the file of a ``git:`` source (inside the repository) or of a ``file://``
+    source (in a folder this run reads: a uri from the branch never makes ingest look
+    elsewhere on the disk) is gone."""
+    try:
+        if uri.startswith("git:"):
+            return wiki.root is not None and GitSource.relative(uri) is not None and \
+                not git_file_exists(wiki, uri)
+        if uri.startswith("file:"):
+            path = FileSource.path(uri)
+            return path.is_absolute() and path.parent in folders and not path.exists()
+    except (OSError, ValueError):
+        pass
     return False
 
 
