@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,12 +19,13 @@ import sqlite_utils
 from indexes.documents import Document, Hit, hits_from_rows
 from indexes.errors import IndexBusyError, IndexSchemaError
 from indexes.filters import Filters
+from indexes.fts_triggers import REBUILD_FTS, fts_text
 from indexes.fusion import rrf
 from indexes.names import replace_names, search_names
 from indexes.passages import TOKENIZER
 from indexes.query import match_expression, normalize
 from indexes.substrings import search_substrings
-from indexes.text import code_tokens, no_space_runs
+from indexes.text import no_space_runs
 from indexes.vectors import CHUNK_WORDS, OVERLAP_WORDS, VectorStore, chunk_texts
 
 BUSY_TIMEOUT_MS = 30_000
@@ -34,38 +34,6 @@ COLUMNS = ("title", "aliases", "tags", "summary", "body")
 DEFAULT_WEIGHTS = (8.0, 6.0, 3.0, 3.0, 1.0)
 """BM25 column weights for (title, aliases, tags, summary, body); tuned on the handbook
 dev questions (docs/decisions.md)."""
-
-_FTS_TRIGGERS = """
-    CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN
-        INSERT INTO docs_fts(rowid, title, aliases, tags, summary, body)
-        VALUES (new.rowid, wiki_fts(new.title), wiki_fts(new.aliases), wiki_fts(new.tags),
-                wiki_fts(new.summary), wiki_fts(new.body));
-        INSERT INTO docs_tri(rowid, title, aliases, summary, body)
-        VALUES (new.rowid, new.title, new.aliases, new.summary, new.body);
-    END;
-    CREATE TRIGGER docs_ad AFTER DELETE ON docs BEGIN
-        INSERT INTO docs_fts(docs_fts, rowid, title, aliases, tags, summary, body)
-        VALUES ('delete', old.rowid, wiki_fts(old.title), wiki_fts(old.aliases),
-                wiki_fts(old.tags), wiki_fts(old.summary), wiki_fts(old.body));
-        INSERT INTO docs_tri(docs_tri, rowid, title, aliases, summary, body)
-        VALUES ('delete', old.rowid, old.title, old.aliases, old.summary, old.body);
-    END;
-    CREATE TRIGGER docs_au AFTER UPDATE ON docs BEGIN
-        INSERT INTO docs_fts(docs_fts, rowid, title, aliases, tags, summary, body)
-        VALUES ('delete', old.rowid, wiki_fts(old.title), wiki_fts(old.aliases),
-                wiki_fts(old.tags), wiki_fts(old.summary), wiki_fts(old.body));
-        INSERT INTO docs_tri(docs_tri, rowid, title, aliases, summary, body)
-        VALUES ('delete', old.rowid, old.title, old.aliases, old.summary, old.body);
-        INSERT INTO docs_fts(rowid, title, aliases, tags, summary, body)
-        VALUES (new.rowid, wiki_fts(new.title), wiki_fts(new.aliases), wiki_fts(new.tags),
-                wiki_fts(new.summary), wiki_fts(new.body));
-        INSERT INTO docs_tri(rowid, title, aliases, summary, body)
-        VALUES (new.rowid, new.title, new.aliases, new.summary, new.body);
-    END;
-"""
-"""The FTS triggers since migration 5: the unicode61 table gets each column through
-``wiki_fts`` (:func:`indexes.text.code_tokens`, registered on every connection by
-:class:`SearchIndex`), the trigram table the stored text itself."""
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: documents, FTS5 (unicode61) and trigram indexes kept in step by triggers
@@ -152,24 +120,7 @@ MIGRATIONS: tuple[str, ...] = (
     DELETE FROM meta;
     """,
     # 5: code-like names (C++, C#, F#, .NET) indexed with a spelled-out token
-    # (indexes.text.code_tokens, the SQL function wiki_fts): the FTS table and its triggers
-    # are rebuilt with it, names are re-folded by a full re-index from the branch
-    """
-    DROP TRIGGER docs_ai;
-    DROP TRIGGER docs_ad;
-    DROP TRIGGER docs_au;
-    DROP TABLE docs_fts;
-    CREATE VIRTUAL TABLE docs_fts USING fts5(
-        title, aliases, tags, summary, body,
-        content='docs', content_rowid='rowid', tokenize="{tokenizer}"
-    );
-    INSERT INTO docs_fts(rowid, title, aliases, tags, summary, body)
-    SELECT rowid, wiki_fts(title), wiki_fts(aliases), wiki_fts(tags), wiki_fts(summary),
-        wiki_fts(body) FROM docs;
-    """.replace("{tokenizer}", TOKENIZER) + _FTS_TRIGGERS + """
-    UPDATE docs SET content_hash = '';
-    DELETE FROM meta;
-    """,
+    REBUILD_FTS,
 )
 
 
@@ -192,7 +143,7 @@ class SearchIndex:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
-        conn.create_function("wiki_fts", 1, _fts_text, deterministic=True)
+        conn.create_function("wiki_fts", 1, fts_text, deterministic=True)
         self.db = sqlite_utils.Database(conn)
         self.conn = conn
         self._migrate()
@@ -424,15 +375,6 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
-def _fts_text(text: str | None) -> str | None:
-    """The SQL function ``wiki_fts``: a column value as the unicode61 table indexes it."""
-    return code_tokens(text) if isinstance(text, str) else text
-
-
-def _nfkc(text: str) -> str:
-    return unicodedata.normalize("NFKC", text)
-
-
 def _row(doc: Document) -> dict:
     extra = dict(doc.extra)
     extra["tags"] = list(doc.tags)
@@ -440,11 +382,11 @@ def _row(doc: Document) -> dict:
     return {
         "key": doc.key,
         "doc_id": doc.doc_id,
-        "title": _nfkc(doc.title),
-        "aliases": _nfkc("\n".join(doc.aliases)),
-        "tags": _nfkc(" ".join(doc.tags)),
-        "summary": _nfkc(doc.summary),
-        "body": _nfkc(doc.body),
+        "title": normalize(doc.title),
+        "aliases": normalize("\n".join(doc.aliases)),
+        "tags": normalize(" ".join(doc.tags)),
+        "summary": normalize(doc.summary),
+        "body": normalize(doc.body),
         "status": doc.status,
         "category": doc.category,
         "doc_type": doc.doc_type,
