@@ -34,8 +34,8 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-## make fuzz: fuzz the FTS query builder and the frontmatter parser with hypothesis for
-## FUZZ_SECONDS in all (default 60; scripts/fuzz.py)
+## make fuzz: fuzz the FTS query builder (code-like tokens, mixed scripts) and the
+## frontmatter parser with hypothesis for FUZZ_SECONDS in all (default 60; scripts/fuzz.py)
 FUZZ_SECONDS ?= 60
 fuzz: $(STAMP)
 	$(BIN)/python scripts/fuzz.py --seconds $(FUZZ_SECONDS)

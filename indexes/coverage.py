@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from indexes.confidence import idf, weighted_coverage
-from indexes.query import query_words, quote
+from indexes.query import phrase, query_words
 from indexes.store import Filters, SearchIndex
 from indexes.text import no_space_runs
 
@@ -18,7 +18,7 @@ def word_matches(index: SearchIndex, word: str, key: str | None = None) -> tuple
                                  "|| ' ' || d.body, ?) > 0" for _ in runs)
         base, params = f"SELECT d.rowid FROM docs d WHERE {condition}", list(runs)
     else:  # the FTS table alone: its rowids are the docs' rowids
-        base, params = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?", [quote(word)]
+        base, params = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?", [phrase(word)]
     df = index.conn.execute(f"SELECT count(*) FROM ({base})", params).fetchone()[0]
     found = key is not None and index.conn.execute(
         f"SELECT 1 FROM ({base}) WHERE rowid = (SELECT rowid FROM docs WHERE key = ?)",

@@ -16,14 +16,18 @@ from collections.abc import Iterable
 
 from indexes.documents import Hit
 from indexes.query import STOPWORDS
+from indexes.text import code_tokens
 
 MAX_SPAN_WORDS = 8
 _SEPARATORS = re.compile(r"[\W_]+")
 
 
 def fold_name(text: str) -> str:
-    """The comparable form of a title, alias or query span."""
-    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
+    """The comparable form of a title, alias or query span. Code-like names keep what
+    tells them apart (``C++`` folds to ``c cplusplus``, ``C#`` to ``c csharp``;
+    :func:`indexes.text.code_tokens`), so they are not all the name ``c``."""
+    text = code_tokens(unicodedata.normalize("NFKC", text))
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
     plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return _SEPARATORS.sub(" ", plain).strip()
 

@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from indexes.query import match_expression
+from indexes.text import code_tokens
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -24,7 +25,7 @@ def rank_passages(query: str, passages: Sequence[str], *,
     try:
         conn.execute(f"CREATE VIRTUAL TABLE p USING fts5(text, tokenize=\"{TOKENIZER}\")")
         conn.executemany("INSERT INTO p(rowid, text) VALUES (?, ?)",
-                         [(i, text) for i, text in enumerate(passages)])
+                         [(i, code_tokens(text)) for i, text in enumerate(passages)])
         rows = conn.execute("SELECT rowid, bm25(p) AS s FROM p WHERE p MATCH ? "
                             "ORDER BY s, rowid LIMIT ?", [expression, limit]).fetchall()
     finally:

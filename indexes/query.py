@@ -14,10 +14,11 @@ import re
 import unicodedata
 
 from indexes.errors import EmptyQueryError
-from indexes.text import has_token, no_space_runs
+from indexes.text import code_tokens, has_token, no_space_runs
 
 MAX_WORDS = 64
-"""Words kept from a query; the rest are ignored (a 20,000-character query stays cheap)."""
+"""Words kept from a query; the rest are ignored (a 20,000-character query stays cheap),
+and the CLI says so (:func:`truncation`)."""
 
 MAX_WORD_CHARS = 256
 """Longer words are cut; no index token is that long in practice."""
@@ -41,8 +42,9 @@ punctuation."""
 
 def query_words(query: str) -> list[str]:
     """The distinct searchable words of ``query``, in order, without :data:`STOPWORDS`
-    (unless nothing else is left), bounded by :data:`MAX_WORDS`. The query is NFKC
-    normalised (full-width ``ｔｒａｖｅｌ`` is ``travel``), as indexed text is.
+    (unless nothing else is left), bounded by :data:`MAX_WORDS` (:func:`truncation` says
+    how many were left out). The query is NFKC normalised (full-width ``ｔｒａｖｅｌ`` is
+    ``travel``), as indexed text is.
 
     A possessive ending is dropped (``TTS's`` searches ``TTS``): quoted, ``TTS's`` would
     be the two-token phrase ``tts s``, which only a page spelling ``TTS's`` matches, so
@@ -51,9 +53,42 @@ def query_words(query: str) -> list[str]:
 
     Raises :class:`EmptyQueryError` when no word carries a token.
     """
+    return _all_words(query)[:MAX_WORDS]
+
+
+def truncation(query: str) -> dict[str, int] | None:
+    """``{"kept": MAX_WORDS, "dropped": N}`` when ``query`` has more than
+    :data:`MAX_WORDS` searchable words (counted as :func:`query_words` counts them:
+    distinct, stopwords left out), so that the ``N`` words past the limit are ignored;
+    ``None`` otherwise (and for a query without words)."""
+    try:
+        words = _all_words(query)
+    except EmptyQueryError:
+        return None
+    if len(words) <= MAX_WORDS:
+        return None
+    return {"kept": MAX_WORDS, "dropped": len(words) - MAX_WORDS}
+
+
+def truncation_note(query: str) -> str | None:
+    """A one-line notice for :func:`truncation`, or ``None`` when nothing was left out."""
+    cut = truncation(query)
+    if cut is None:
+        return None
+    return (f"note: the query has {cut['kept'] + cut['dropped']} words; only the first "
+            f"{cut['kept']} were searched ({cut['dropped']} ignored)")
+
+
+def normalize(text: str) -> str:
+    """``text`` in the Unicode form the index stores (NFKC: composed Hangul syllables,
+    full-width katakana, Thai SARA AM as NIKHAHIT + SARA AA, ``ｔｅｘｔ`` as ``text``)."""
+    return unicodedata.normalize("NFKC", text)
+
+
+def _all_words(query: str) -> list[str]:
     seen: set[str] = set()
     words: list[str] = []
-    for word in unicodedata.normalize("NFKC", query).split():
+    for word in normalize(query).split():
         word = _POSSESSIVE.sub("", word[:MAX_WORD_CHARS]) or word[:MAX_WORD_CHARS]
         key = word.casefold()
         if not has_token(word) or key in seen:
@@ -63,7 +98,7 @@ def query_words(query: str) -> list[str]:
     if not words:
         raise EmptyQueryError("the query has no searchable words")
     content = [w for w in words if w.casefold().strip(_EDGE_PUNCTUATION) not in STOPWORDS]
-    return (content or words)[:MAX_WORDS]
+    return content or words
 
 
 _EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}<>"
@@ -75,16 +110,27 @@ def quote(text: str) -> str:
     return '"' + text.replace("\x00", "").replace('"', '""') + '"'
 
 
+def phrase(word: str) -> str:
+    """One query word as the FTS5 string the unicode61 table matches: the word with its
+    code-like names spelled out exactly as indexed text is (``C++`` -> the phrase
+    ``c cplusplus``; :func:`indexes.text.code_tokens`), quoted."""
+    return quote(code_tokens(word))
+
+
 def match_expression(query: str) -> str:
     """FTS5 MATCH expression for the unicode61 table: quoted words joined by ``OR``."""
-    return " OR ".join(quote(word) for word in query_words(query))
+    return " OR ".join(phrase(word) for word in query_words(query))
 
 
 def substring_terms(query: str, *, include_latin: bool) -> list[str]:
     """Terms for the trigram path: runs of space-less scripts, and with ``include_latin``
     every word of three or more characters. Terms shorter than three characters cannot be
-    matched by a trigram index and are returned for a LIKE scan instead.
+    matched by a trigram index and are returned for a LIKE scan instead. The query is
+    NFKC normalised first, like the stored text the terms are looked for in: a Korean word
+    typed as conjoining jamo (NFD, as macOS file names and some input methods give it),
+    half-width katakana or Thai with SARA AM is otherwise never found inside unspaced text.
     """
+    query = normalize(query)
     terms = list(dict.fromkeys(no_space_runs(query)))
     if include_latin:
         for word in query.split():

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,10 +19,11 @@ import sqlite_utils
 from indexes.documents import Document, Hit, hits_from_rows
 from indexes.errors import IndexBusyError, IndexSchemaError
 from indexes.filters import Filters
+from indexes.fts_triggers import REBUILD_FTS, fts_text
 from indexes.fusion import rrf
 from indexes.names import replace_names, search_names
 from indexes.passages import TOKENIZER
-from indexes.query import match_expression
+from indexes.query import match_expression, normalize
 from indexes.substrings import search_substrings
 from indexes.text import no_space_runs
 from indexes.vectors import CHUNK_WORDS, OVERLAP_WORDS, VectorStore, chunk_texts
@@ -119,6 +119,8 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE docs SET content_hash = '';
     DELETE FROM meta;
     """,
+    # 5: code-like names (C++, C#, F#, .NET) indexed with a spelled-out token
+    REBUILD_FTS,
 )
 
 
@@ -141,6 +143,7 @@ class SearchIndex:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.create_function("wiki_fts", 1, fts_text, deterministic=True)
         self.db = sqlite_utils.Database(conn)
         self.conn = conn
         self._migrate()
@@ -345,7 +348,7 @@ class SearchIndex:
         bm25 = self.search_bm25(query, limit=limit, filters=filters)
         for hit in bm25:
             hit.legs["bm25"] = (hit.rank, hit.score)
-        cjk = bool(no_space_runs(query))
+        cjk = bool(no_space_runs(normalize(query)))  # as stored: NFKC
         if not cjk and bm25:
             return bm25
         trigram = self.search_trigram(query, limit=limit, filters=filters,
@@ -372,10 +375,6 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
-def _nfkc(text: str) -> str:
-    return unicodedata.normalize("NFKC", text)
-
-
 def _row(doc: Document) -> dict:
     extra = dict(doc.extra)
     extra["tags"] = list(doc.tags)
@@ -383,11 +382,11 @@ def _row(doc: Document) -> dict:
     return {
         "key": doc.key,
         "doc_id": doc.doc_id,
-        "title": _nfkc(doc.title),
-        "aliases": _nfkc("\n".join(doc.aliases)),
-        "tags": _nfkc(" ".join(doc.tags)),
-        "summary": _nfkc(doc.summary),
-        "body": _nfkc(doc.body),
+        "title": normalize(doc.title),
+        "aliases": normalize("\n".join(doc.aliases)),
+        "tags": normalize(" ".join(doc.tags)),
+        "summary": normalize(doc.summary),
+        "body": normalize(doc.body),
         "status": doc.status,
         "category": doc.category,
         "doc_type": doc.doc_type,

@@ -11,10 +11,13 @@ from __future__ import annotations
 import re
 
 _TOKEN = re.compile(r"[^\W_]")
-# Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer, Myanmar: written without word spaces.
+# Han, Hiragana, Katakana, Hangul (syllables and jamo), Thai, Lao, Khmer, Myanmar: written
+# without word spaces (or, for Korean, with particles glued to the word). Jamo and the
+# half-width forms stay in the set for text NFKC cannot compose (old Hangul).
 _NO_SPACE_SCRIPT = re.compile(
-    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+    "[\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff\u3130-\u318f"
+    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
+    "\uf900-\ufaff\uff66-\uffdc\U00020000-\U0003134f]+"
 )
 
 
@@ -26,3 +29,38 @@ def has_token(word: str) -> bool:
 def no_space_runs(text: str) -> list[str]:
     """Runs of characters from scripts written without spaces (CJK, Thai, ...)."""
     return _NO_SPACE_SCRIPT.findall(text)
+
+
+_CODE_TOKEN = re.compile(
+    r"(?<![\w.+#-])(?P<word>[^\W\d_][^\W_]{0,15})(?P<op>\+\+|#)(?![+#])"
+    r"|(?<![\w.])(?P<dot>\.)(?P<net>net)(?![\w])", re.IGNORECASE)
+_SPELLED = {"++": "plusplus", "#": "sharp"}
+
+
+def code_tokens(text: str) -> str:
+    """``text`` with a spelled-out token after each code-like name whose symbols the
+    unicode61 tokenizer drops: ``C++`` -> ``C++ cplusplus``, ``C#`` -> ``C# csharp``,
+    ``F#`` -> ``F# fsharp``, ``g++`` -> ``g++ gplusplus``, ``.NET`` -> ``.NET dotnet``.
+
+    Applied identically to indexed text (the FTS column values, through the SQLite
+    function ``wiki_fts``) and to each query word before it is quoted, so the phrase a
+    query word becomes is exactly the token run the index holds: ``C++`` is the phrase
+    ``c cplusplus``, which "appendix C" or "vitamin C" never match, while the letter ``c``
+    still matches every text naming C++ (the original tokens are kept). ``#`` counts only
+    after a name of one or two letters (``C#``, ``F#``, ``J#``), so a URL fragment such
+    as ``docs#install`` is left alone; ``++`` after a name of up to 16 characters
+    (``Notepad++``, ``i++``). ``node.js`` needs nothing: it is the phrase ``node js`` on
+    both sides already.
+    """
+    if "+" not in text and "#" not in text and "." not in text:
+        return text
+    return _CODE_TOKEN.sub(_spell, text)
+
+
+def _spell(match: re.Match) -> str:
+    if match.group("dot"):
+        return f"{match.group(0)} dot{match.group('net')} "
+    word, op = match.group("word"), match.group("op")
+    if op == "#" and len(word) > 2:
+        return match.group(0)
+    return f"{match.group(0)} {word}{_SPELLED[op]} "  # the space keeps ``C++17``'s 17 apart

@@ -1,4 +1,5 @@
-"""``make fuzz``: hypothesis-driven fuzzing of the FTS query builder and the frontmatter
+"""``make fuzz``: hypothesis-driven fuzzing of the FTS query builder (with code-like tokens
+such as ``c++``, ``std::vector<int>``, ``@scope/pkg`` and mixed scripts) and the frontmatter
 parser, for a bounded time (default 60 s in all, split between the targets).
 
 Each target is a ``fuzz_*`` property of tests/test_properties.py, run over and over with

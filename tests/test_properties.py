@@ -52,7 +52,10 @@ QUERY_TEXT = st.one_of(
     st.text(max_size=300),
     st.lists(st.sampled_from(['"', "'", "-", "*", ":", "(", ")", "^", "+", "NEAR", "OR",
                               "AND", "NOT", "NEAR/2", "{", "}", "?", "%", ",", "\\", "\x00",
-                              "dec-0054", "v1.2.3", "旅行", "\u200b", " ", "\t", "\n"]),
+                              "dec-0054", "v1.2.3", "旅行", "\u200b", " ", "\t", "\n",
+                              "c++", "C#", "f#", ".NET", "->", "::", "std::vector<int>",
+                              "@scope/pkg", "x86-64", "한국어", "ｶﾀｶﾅ", "น้ำ", "\u1100\u1161",
+                              "e\u0301"]),
              max_size=30).map("".join),
 )
 
@@ -97,6 +100,41 @@ def test_a_word_of_an_entry_finds_it(words: list[str], data) -> None:
         assert "x.md" in [h.key for h in index.search(word)]
         if query_words(f"{word} zzqxmissing") != ["zzqxmissing"]:  # not a stopword
             assert "x.md" in [h.key for h in index.search(f"{word} zzqxmissing")]
+
+
+CODE_WORD = st.sampled_from([
+    "c++", "C++", "C#", "f#", "J#", ".NET", "ASP.NET", "node.js", "x86-64", "->", "::",
+    "std::vector<int>", "@scope/pkg", "g++", "Notepad++", "C++17", "i++", "--flag",
+    "#include", "<T>", "0x1F", "obj->field", "ns::Type", "c+++", "a+b", "C#.", "docs#install"])
+SCRIPT_PART = st.sampled_from([
+    "東京", "Tower", "한국어", unicodedata.normalize("NFD", "한국어"), "ｶﾀｶﾅ", "カタカナ",
+    "น้ำ", "café", unicodedata.normalize("NFD", "café"), "Ωmega", "Москва", "दिल्ली",
+    "क़िला", "2026", "ß", "ﬁle", "ＡＢＣ", "\u1100\u1161\u11a8"])
+MIXED_WORD = st.one_of(
+    CODE_WORD,
+    st.lists(SCRIPT_PART, min_size=1, max_size=3).map("".join),
+    st.tuples(CODE_WORD, SCRIPT_PART).map("".join),
+    st.tuples(SCRIPT_PART, CODE_WORD).map("".join))
+
+
+@given(st.lists(MIXED_WORD, min_size=1, max_size=6), st.data())
+@example(["C++", "vitamin"], None)
+def fuzz_code_and_script_words(words: list[str], data) -> None:
+    """Code-like tokens and mixed scripts: the index and the query tokenise a word the same
+    way, so any word of a document finds it (and SQLite accepts every query)."""
+    word = data.draw(st.sampled_from(words)) if data is not None else words[0]
+    assume(has_token(word))
+    with tempfile.TemporaryDirectory() as folder, \
+            SearchIndex(Path(folder) / "i.sqlite") as index:
+        index.upsert([Document("x.md", "ex", "Entry", "", " ".join(words)),
+                      Document("y.md", "ey", "Other", "", "vitamin C and appendix C")])
+        assert "x.md" in [h.key for h in index.search(word)], match_expression(word)
+        index.search(" ".join(words), limit=5)
+        index.search_names(word, limit=5)
+
+
+def test_code_and_script_words_find_their_entry() -> None:
+    fuzz_code_and_script_words()
 
 
 # -- frontmatter ----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from wiki.errors import EntryError, SecretError, SourceError
 from wiki.frontmatter import parse as parse_frontmatter
 from wiki.gitrepo import Identity
 from wiki.proposals import Proposal, get_proposal, list_proposals, propose
+from wiki.renames import carry_renames, git_file_exists
 from wiki.safety import screen
 from wiki.sections import compile_sections
 from wiki.slug import slug_path, slugify, unique_path
@@ -60,6 +61,8 @@ class IngestReport:
     skipped: list[Skipped] = field(default_factory=list)
     proposal: Proposal | None = None
     proposal_created: bool = False
+    renamed: dict[str, str] = field(default_factory=dict)
+    """``new uri -> old uri`` of sources found renamed; their entries kept their ids."""
 
     @property
     def changed(self) -> int:
@@ -120,6 +123,7 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
     if remember and not dry_run:
         remember_roots(wiki.repo, wiki.root, paths)
     candidates, folders = _collect(paths, config.ingest, report)
+    report.renamed = carry_renames(wiki, config, [c.path for c in candidates], by_uri)
     pending = _pending(wiki, snapshot)
     blobs = work_tree_blobs(wiki.repo) if wiki.root is not None and candidates else {}
     waiting: list[str] = []
@@ -202,8 +206,7 @@ def _vanished(wiki: Wiki, candidates: list[_Candidate], folders: list[Path],
     prefixes = tuple(source_uri(f, wiki.root).rstrip("/") + "/" for f in folders)
     for uri, entries in sorted(by_uri.items()):
         if prefixes and uri.startswith(prefixes) and uri not in present:
-            local = wiki.root / uri[4:] if uri.startswith("git:") and wiki.root else None
-            if local is not None and local.exists():
+            if git_file_exists(wiki, uri):
                 continue  # still there, only excluded (extension, hidden): not deleted
             for entry in entries:
                 if entry.status != "retracted":
@@ -295,7 +298,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     live = [e for e in existing if e.status != "retracted"]
     current = any(e.sources[0].fingerprint == fp for e in atomic)  # distilled at fp
     if current and (distiller is not None or not live) or \
-            distiller is None and live and all(e.sources[0].fingerprint == fp for e in live):
+            distiller is None and live and all(e.sources[0].fingerprint == fp and
+                                               e.sources[0].uri == uri for e in live):
         return None
     title = md.inline_plain(_scalar(front.data.get("title"))) or \
         md.first_heading(front.body) or path.stem

@@ -70,6 +70,8 @@ def ingest(
                                                "llm": distiller.llm()} if distiller else {})})
     for skipped in result.skipped:
         report(f"skipped {skipped.path}: {skipped.reason}")
+    for new, old in result.renamed.items():
+        report(plain(f"renamed {old} -> {new}: its entries keep their ids"))
     if distiller is not None:
         _report_distilled(distiller)
     report(f"{result.sources} sources read ({result.unchanged_sources} unchanged), "

@@ -45,9 +45,19 @@ def hit_payload(hit, sources: list[dict], *, explain: bool = True) -> dict[str, 
     return data
 
 
+def truncated(query: str) -> dict[str, int] | None:
+    """``{"kept": 64, "dropped": N}`` when the query's words past the limit were ignored
+    (:func:`indexes.query.truncation`), else ``None``."""
+    from indexes.query import truncation
+
+    return truncation(query)
+
+
 def search_payload(result, *, explain: bool = True) -> dict[str, Any]:
-    """A :class:`wiki.search.SearchResult` as JSON values."""
+    """A :class:`wiki.search.SearchResult` as JSON values (``truncated``: see
+    :func:`truncated`)."""
     return {"query": result.query, "commit": result.commit,
+            "truncated": truncated(result.query),
             "confidence": round(result.confidence, 4), "gap": result.gap,
             "top_cosine": None if result.top_cosine is None else round(result.top_cosine, 4),
             "legs": list(result.legs), "skipped": dict(result.skipped),
@@ -58,12 +68,14 @@ def search_payload(result, *, explain: bool = True) -> dict[str, Any]:
 
 def answer_payload(answer) -> dict[str, Any]:
     """A :class:`wiki.ask.Answer` as JSON values (``gap`` true: the wiki does not say;
-    ``warnings``: one line per cited entry found out of date or unverifiable at ask time)."""
+    ``warnings``: one line per cited entry found out of date or unverifiable at ask time;
+    ``truncated``: see :func:`truncated`)."""
     fields = {k: v for k, v in vars(answer).items() if k != "sentences"}
     warnings = [f"entry {c.entry_id} is "
                 f"{'out of date' if c.stale else 'unverifiable'}: {c.reason}"
                 for c in answer.citations if c.stale or c.unverifiable]
     return to_jsonable({**fields, "gap": answer.gap, "warnings": warnings,
+                        "truncated": truncated(answer.question),
                         "sentences": [{"text": t, "citation": n} for t, n in answer.sentences]})
 
 

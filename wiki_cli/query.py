@@ -61,6 +61,7 @@ def search(
                      filters=filters_for(include_superseded=include_superseded,
                                          category=category, tags=tuple(tag or ()),
                                          scope=scope, include_expired=include_expired))
+    report_truncation(query)
     for leg, reason in result.skipped.items():
         report(f"note: {leg} leg skipped: {reason}")
     report_llm(result.llm, verbose)
@@ -134,6 +135,7 @@ def ask(
                      budget=budget, include_superseded=include_superseded, progress=progress,
                      revalidate=not no_revalidate, rerank=rerank,
                      synthesize=not extractive, route=route)
+    report_truncation(question)
     report_llm(answer.llm, verbose)
     saved = _save(wiki, answer, extractive, redact) if save and not answer.gap else None
     if explain and answer.route is not None:
@@ -196,6 +198,15 @@ def _report_saved(saved, verbose: bool) -> None:
     if saved.llm:
         report_llm(saved.llm, verbose)
     report_proposal(saved.proposal, saved.created, saved.existing, nothing="nothing to save")
+def report_truncation(query: str) -> None:
+    """On stderr, when the query's words past the limit were ignored (JSON: ``truncated``)."""
+    from indexes.query import truncation_note
+
+    note = truncation_note(query)
+    if note is not None:
+        report(note)
+
+
 def report_route(route: dict) -> None:
     """The route on stderr: the folders searched, how they were chosen, the best scores."""
     scores = ", ".join(f"{s['folder']} {s['score']:.3f}" for s in route["scores"][:5])
