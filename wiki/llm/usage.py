@@ -92,3 +92,25 @@ class Budget:
             raise BudgetExceededError(f"the LLM budget of {reason} per question is spent "
                                       "(raise [llm] max_calls/max_tokens/max_seconds in "
                                       "wiki.toml)")
+
+
+@dataclass
+class Deadline:
+    """One wall-clock deadline shared by every model call of a command (``[llm] timeout``,
+    docs/llm.md): ``seconds`` counted from the first call that goes to the provider
+    (:meth:`start`; cache hits do not start it). A call may use at most what is left, and
+    none starts once it is spent."""
+
+    seconds: float
+    started: float | None = None
+
+    def start(self) -> None:
+        """Start the clock (a no-op once started)."""
+        if self.started is None:
+            self.started = time.monotonic()
+
+    def remaining(self) -> float:
+        """Seconds left (the whole ``seconds`` before :meth:`start`; may be negative)."""
+        if self.started is None:
+            return self.seconds
+        return self.seconds - (time.monotonic() - self.started)
