@@ -23,6 +23,7 @@ from wiki.adapters.git_source import work_tree_blobs
 from wiki.config import IngestConfig, WikiConfig
 from wiki.entry import Entry, Source, new_id, now_iso
 from wiki.errors import EntryError, SecretError, SourceError
+from wiki.frontmatter import TEXT_FIELDS
 from wiki.frontmatter import parse as parse_frontmatter
 from wiki.gitrepo import Identity
 from wiki.merge_markers import conflict_line
@@ -278,7 +279,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     fp = fingerprint(text, ignore_frontmatter=config.sources.ignore_frontmatter,
                      ignore_whitespace=config.sources.ignore_whitespace)
     text, _ = screen(text, shown, redact_secrets=redact)  # the fingerprint is the source's
-    front = parse_frontmatter(text, shown)
+    front = parse_frontmatter(text, shown, text_fields=TEXT_FIELDS.union(
+        config.ingest.tag_fields, config.ingest.alias_fields))
     if not md.plain_text(front.body).strip():
         raise SourceError(shown, "no text to compile (empty, or frontmatter only)")
     uri = source_uri(path, wiki.root)
