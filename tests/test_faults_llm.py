@@ -124,6 +124,18 @@ def test_search_with_the_llm_leg_falls_back_to_the_other_legs(populated, silent,
     assert seconds < BOUND, seconds
 
 
+def test_each_ask_of_a_long_lived_wiki_has_its_own_deadline(populated, silent) -> None:
+    """Library use (evals ask many questions of one ``Wiki``): the deadline is one
+    question's, not the object's lifetime."""
+    from wiki.ask import ask
+
+    for _ in range(2):
+        answer, seconds = timed(ask, populated, QUESTION)
+        assert answer.mode == "extractive" and "did not answer" in answer.note
+        assert seconds < BOUND, seconds
+    assert len(silent.accepted) == 2
+
+
 def test_a_client_without_a_shared_deadline_times_out_each_call_once(silent) -> None:
     client = LLMClient("openai/stuck", timeout=1)
     started = time.monotonic()

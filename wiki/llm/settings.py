@@ -9,18 +9,14 @@ answers). Limits and the walk's sizes come from ``[llm]`` in ``wiki.toml``.
 from __future__ import annotations
 
 import os
-import weakref
 
 from wiki.config import LLMConfig
 from wiki.llm.cache import FILE_NAME, ResponseCache
 from wiki.llm.client import LLMClient
 from wiki.llm.errors import ModelNotConfiguredError
-from wiki.llm.usage import Deadline, Limits
+from wiki.llm.usage import Limits, command_deadline
 
 OFF = ("", "none", "off")
-_deadlines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-"""One :class:`Deadline` per :class:`wiki.workspace.Wiki` object: a command (the CLI, one
-MCP tool call) opens one ``Wiki``, so every client it opens shares one deadline."""
 HINT = ("set WIKI_MODEL (e.g. WIKI_MODEL=local/qwen2.5-coder-1.5b after `make setup-llm`, "
         "or any litellm model name) or [llm] model in wiki.toml")
 
@@ -41,24 +37,15 @@ def open_client(wiki, config: LLMConfig | None = None, *,
                 model: str | None = None) -> LLMClient | None:
     """A client for the configured (or given) model with the response cache in the
     wiki's derived state, or ``None`` when no model is configured. Every client opened
-    for the same ``wiki`` object shares one deadline of ``[llm] timeout`` seconds
-    (:func:`command_deadline`)."""
+    within one :func:`wiki.llm.usage.command_scope` shares one deadline of ``[llm]
+    timeout`` seconds."""
     config = config or _branch_config(wiki)
     name = model or model_name(wiki, config)
     if name is None:
         return None
     return LLMClient(name, cache=ResponseCache(wiki.state_dir / FILE_NAME),
                      timeout=config.timeout, limits=limits_of(config),
-                     deadline=command_deadline(wiki, config.timeout))
-
-
-def command_deadline(wiki, seconds: float) -> Deadline:
-    """The model deadline of the command working on ``wiki`` (created with ``seconds``
-    the first time it is asked for)."""
-    deadline = _deadlines.get(wiki)
-    if deadline is None:
-        deadline = _deadlines[wiki] = Deadline(seconds)
-    return deadline
+                     deadline=command_deadline(config.timeout))
 
 
 def require_client(wiki, config: LLMConfig | None = None) -> LLMClient:
