@@ -117,7 +117,19 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
     entries' sources are checked first (:mod:`wiki.revalidate`). With a model configured
     and ``synthesize``, the model writes the answer from the cited entries and only its
     verified sentences are kept (:mod:`wiki.synthesis`). ``route``: as in
-    :func:`wiki.search.search`; the route is in ``answer.route``."""
+    :func:`wiki.search.search`; the route is in ``answer.route``. All its model calls
+    share one ``[llm] timeout`` (:func:`wiki.llm.usage.command_scope`)."""
+    from wiki.llm.usage import command_scope
+
+    with command_scope():
+        return _ask(wiki, question, include_superseded, category, legs, progress, as_of,
+                    scope, include_expired, budget, revalidate, rerank, synthesize, route)
+
+
+def _ask(wiki: Wiki, question: str, include_superseded: bool, category: str | None,
+         legs: tuple[str, ...] | None, progress: Progress | None, as_of: dt.datetime | None,
+         scope: str | None, include_expired: bool, budget: int | None, revalidate: bool,
+         rerank: bool, synthesize: bool, route: bool | None) -> Answer:
     result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
                     rerank=rerank, route=route,
                     filters=filters_for(include_superseded=include_superseded,

@@ -52,7 +52,7 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
     snapshot = wiki.snapshot()
     text = _screened(text, source_name, redact)
     try:
-        draft = Entry.parse(source_name, _with_id(text))
+        draft = _draft(source_name, text)
     except EntryError as exc:
         if not exc.reason.startswith("no frontmatter"):
             raise
@@ -129,7 +129,7 @@ def supersede_entry(wiki: Wiki, target: str, text: bytes, *,
     snapshot = wiki.snapshot()
     old = find_entry(wiki, target)
     text = _screened(text, "new.md", redact)
-    draft = Entry.parse("new.md", _with_id(text))
+    draft = _draft("new.md", text)
     if draft.id == old.id:
         raise ConfigError(f"the replacement needs its own id, not {old.id}")
     new, retired = supersession(old, draft, set(snapshot.files), now_iso())
@@ -218,6 +218,19 @@ def _screened(text: bytes, name: str, redact: bool, before: bytes | None = None)
     """``text`` after the write-time secret check, so that a refusal names the caller's
     own file and line (the proposal checks again, and flags instruction-like content)."""
     return screen_bytes(text, name, redact_secrets=redact, before=before)[0]
+
+
+def _draft(name: str, text: bytes) -> Entry:
+    """The entry ``text`` (``id`` generated when absent) parsed; an :class:`EntryError`
+    names the line of ``text`` as its author wrote it, not of the text with the id."""
+    with_id = _with_id(text)
+    try:
+        return Entry.parse(name, with_id)
+    except EntryError as exc:
+        if with_id == text or not exc.line or exc.line < 2:
+            raise
+        line = exc.line - 1 if exc.line > 2 else None  # 2: the generated id line itself
+        raise EntryError(exc.path, exc.reason, field=exc.field, line=line) from None
 
 
 def _with_id(text: bytes) -> bytes:

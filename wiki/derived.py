@@ -178,10 +178,17 @@ def rebuild(wiki: Wiki) -> SyncReport:
 
 def commit_as_of(wiki: Wiki, when: dt.datetime) -> str:
     """The wiki commit that was the head at ``when`` (the newest first-parent commit
-    committed at or before it). Raises ``NotFoundError`` if the wiki did not exist then."""
+    committed at or before it). Raises ``NotFoundError`` if the wiki did not exist then,
+    :class:`wiki.shallow.ShallowHistoryError` when a shallow clone lacks that time."""
+    from wiki.shallow import ShallowHistoryError, is_cut
+
+    commit = None
     for commit in wiki.repo.iter_commits(wiki.require_head(), first_parent=True):
         if commit.committed_datetime <= when:
             return commit.hexsha
+    if commit is not None and is_cut(wiki.repo, commit):
+        raise ShallowHistoryError(commit.hexsha, "the wiki's history",
+                                  needed=f"--as-of {when.isoformat()}")
     raise NotFoundError(f"the wiki branch '{wiki.branch}' did not exist yet at "
                         f"{when.isoformat()}")
 

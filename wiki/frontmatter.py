@@ -8,6 +8,13 @@ byte ranges of top-level keys (docs/decisions.md).
 
 Parsing is strict: duplicate keys, tabs, aliases such as ``title: *Italic*`` and
 unterminated blocks are errors that carry the file line.
+
+Text fields keep the text the author wrote: PyYAML follows YAML 1.1, where a plain
+``yes``/``no``/``on``/``off`` is a bool, ``12:30`` a base-60 int (750) and ``2026-01-01`` a
+date. For the fields that hold text (:data:`TEXT_FIELDS`, and whatever a caller adds, such
+as ingest's ``tag_fields``) a plain scalar, alone or as an item of a list, is read as the
+string it is written as; only a null (``~``, ``null``, nothing) stays a null. Other fields
+(``confidence``, ``created``, ``facts``, unknown ones) resolve as before.
 """
 
 from __future__ import annotations
@@ -52,6 +59,35 @@ def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool 
 
 StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
+TEXT_FIELDS = frozenset({"id", "title", "summary", "type", "status", "tags", "aliases",
+                         "scope", "supersedes", "superseded_by"})
+"""Top-level fields whose plain scalars (and list items) keep their written text."""
+_STR_TAG = "tag:yaml.org,2002:str"
+_NULL_TAG = "tag:yaml.org,2002:null"
+
+
+def load_yaml(raw: str, text_fields: frozenset[str] = TEXT_FIELDS):
+    """The YAML document ``raw`` loaded with :class:`StrictLoader`, except that a plain
+    scalar under a top-level key in ``text_fields`` (directly or as a list item) is the
+    string written, not a YAML 1.1 bool, number or date. Raises ``yaml.YAMLError``."""
+    loader = StrictLoader(raw)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.value in text_fields:
+                    items = value_node.value if isinstance(value_node, yaml.SequenceNode) \
+                        else [value_node]
+                    for item in items:
+                        if isinstance(item, yaml.ScalarNode) and not item.style \
+                                and item.tag not in (_STR_TAG, _NULL_TAG):
+                            item.tag = _STR_TAG
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
 
 def normalize_newlines(text: str) -> str:
     """Drop a leading BOM and turn CRLF / CR into LF."""
@@ -74,6 +110,7 @@ class Frontmatter:
     preamble: str = ""
     key_lines: dict[str, int] = field(default_factory=dict)
     _verified: bool | None = field(default=None, repr=False)
+    text_fields: frozenset[str] = field(default=TEXT_FIELDS, repr=False)
 
     @property
     def chunks(self) -> dict[str, str] | None:
@@ -82,12 +119,14 @@ class Frontmatter:
         if self.raw is None:
             return None
         if self._verified is None:
-            self._verified = _verify(self.candidate_chunks, self.data)
+            self._verified = _verify(self.candidate_chunks, self.data, self.text_fields)
         return self.candidate_chunks if self._verified else None
 
 
-def parse(text: str, path: str, *, required: bool = False) -> Frontmatter:
-    """Split and parse ``text`` (already newline-normalised). Raises :class:`EntryError`
+def parse(text: str, path: str, *, required: bool = False,
+          text_fields: frozenset[str] = TEXT_FIELDS) -> Frontmatter:
+    """Split and parse ``text`` (already newline-normalised); the plain scalars of
+    ``text_fields`` keep their text (:func:`load_yaml`). Raises :class:`EntryError`
     with the file line for malformed YAML, a non-mapping block, an unclosed block, or a
     missing block when ``required``."""
     if not _FENCE_OPEN.match(text) and text.rstrip(" \t") != "---":
@@ -103,7 +142,7 @@ def parse(text: str, path: str, *, required: bool = False) -> Frontmatter:
     body_start = close.end() + 1 if close.end() < len(text) else close.end()
     body = text[body_start:]
     try:
-        data = yaml.load(raw, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+        data = load_yaml(raw, text_fields)
     except RecursionError:
         raise EntryError(path, "invalid YAML: recursive anchor/alias", line=2) from None
     except yaml.YAMLError as exc:
@@ -121,7 +160,8 @@ def parse(text: str, path: str, *, required: bool = False) -> Frontmatter:
         kind = type(data).__name__
         raise EntryError(path, f"frontmatter must be a mapping of fields, got {kind}", line=2)
     preamble, chunks, key_lines = _chunks(raw)
-    return Frontmatter(data, body, raw, chunks, preamble, key_lines)
+    return Frontmatter(data, body, raw, chunks, preamble, key_lines,
+                       text_fields=text_fields)
 
 
 def _chunks(raw: str) -> tuple[str, dict[str, str], dict[str, int]]:
@@ -158,12 +198,12 @@ def _chunks(raw: str) -> tuple[str, dict[str, str], dict[str, int]]:
     return preamble, chunks, key_lines
 
 
-def _verify(chunks: dict[str, str], data: dict) -> bool:
+def _verify(chunks: dict[str, str], data: dict,
+            text_fields: frozenset[str] = TEXT_FIELDS) -> bool:
     """True when each run, parsed alone, gives exactly its key and value."""
     try:
         return set(chunks) == set(data) and all(
-            yaml.load(text, Loader=StrictLoader) == {key: data[key]}  # noqa: S506
-            for key, text in chunks.items())
+            load_yaml(text, text_fields) == {key: data[key]} for key, text in chunks.items())
     except (yaml.YAMLError, RecursionError):
         return False
 

@@ -4,6 +4,9 @@ renames, with who proposed and who approved it (``wiki history``).
 Only the first-parent chain of the wiki branch is read: each commit on it is ``init`` or a
 landing merge whose trailers name the proposal, its proposers and its approver; a commit
 made by hand on the branch shows its author as the proposer and no approver.
+
+In a shallow clone a walk that reaches the edge of the fetched history raises
+:class:`wiki.shallow.ShallowHistoryError` carrying what it found (:mod:`wiki.shallow`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 
 from wiki.errors import NotFoundError
 from wiki.lookup import find_entry
+from wiki.shallow import ShallowHistoryError, boundary, is_cut
 from wiki.workspace import Wiki
 
 
@@ -52,20 +56,32 @@ def _landing(commit) -> Landing:
 
 
 def log(wiki: Wiki, *, limit: int | None = None) -> list[Landing]:
-    """Landings on the wiki branch, newest first. Raises ``NotInitializedError``."""
+    """Landings on the wiki branch, newest first (at most ``limit``). Raises
+    ``NotInitializedError``, and :class:`ShallowHistoryError` (``partial``: the landings
+    found) when a shallow clone lacks landings that ``limit`` asks for."""
     head = wiki.require_head()
-    commits = wiki.repo.iter_commits(head, first_parent=True, max_count=limit)
-    return [_landing(c) for c in commits]
+    commits = list(wiki.repo.iter_commits(head, first_parent=True, max_count=limit))
+    landings = [_landing(c) for c in commits]
+    if commits and (limit is None or len(commits) < limit) \
+            and is_cut(wiki.repo, commits[-1]):
+        raise ShallowHistoryError(commits[-1].hexsha, "the wiki's history", landings)
+    return landings
 
 
 def history(wiki: Wiki, target: str) -> tuple[str, list[Revision]]:
     """``(entry id, revisions newest first)`` of the entry with id or path ``target``,
     following renames (git's rename detection) back to when it was added. Raises
-    ``NotFoundError`` when no current entry matches."""
+    ``NotFoundError`` when no current entry matches, and :class:`ShallowHistoryError`
+    (``partial``: the ``(entry id, revisions)`` found) when a shallow clone lacks the
+    commits before the entry was added."""
     entry = find_entry(wiki, target)
     path = entry.path
     revisions: list[Revision] = []
+    edge = boundary(wiki.repo)
     for commit in wiki.repo.iter_commits(wiki.require_head(), first_parent=True):
+        if is_cut(wiki.repo, commit, edge):
+            raise ShallowHistoryError(commit.hexsha, f"the history of {path}",
+                                      (entry.id, revisions))
         parent = commit.parents[0].hexsha if commit.parents else None
         change = _change_of(wiki, parent, commit.hexsha, path)
         if change is None:

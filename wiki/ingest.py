@@ -8,7 +8,8 @@ source's folder, and ``sources:`` with the uri, fingerprint and time. A source w
 fingerprint is unchanged is skipped; a changed one updates its entries in place (same id
 and path); sections that disappeared are marked ``retracted``, never deleted. The result
 is one proposal. A bad file is reported and skipped; it never stops the run. So is a file
-holding a secret (:mod:`wiki.safety`), unless ``redact`` replaces its secrets.
+holding a secret (:mod:`wiki.safety`), unless ``redact`` replaces its secrets, and a file
+left half-merged with conflict markers (:mod:`wiki.merge_markers`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from wiki.adapters.policy import remember_roots
 from wiki.config import IngestConfig, WikiConfig
 from wiki.entry import Entry, Source, new_id, now_iso
 from wiki.errors import EntryError, SecretError, SourceError
+from wiki.frontmatter import TEXT_FIELDS
 from wiki.frontmatter import parse as parse_frontmatter
 from wiki.gitrepo import Identity
+from wiki.merge_markers import conflict_line
 from wiki.proposals import Proposal, get_proposal, list_proposals, propose
 from wiki.renames import carry_renames, git_file_exists
 from wiki.safety import screen
@@ -284,10 +287,14 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     path = candidate.path
     text = read_text(path, max_bytes=config.ingest.max_bytes, max_lines=config.ingest.max_lines)
     shown = _display(path)
+    if (line := conflict_line(text)) is not None:
+        raise SourceError(shown, f"unresolved merge-conflict markers at line {line} "
+                                 "(finish the merge, then ingest it)")
     fp = fingerprint(text, ignore_frontmatter=config.sources.ignore_frontmatter,
                      ignore_whitespace=config.sources.ignore_whitespace)
     text, _ = screen(text, shown, redact_secrets=redact)  # the fingerprint is the source's
-    front = parse_frontmatter(text, shown)
+    front = parse_frontmatter(text, shown, text_fields=TEXT_FIELDS.union(
+        config.ingest.tag_fields, config.ingest.alias_fields))
     if not md.plain_text(front.body).strip():
         raise SourceError(shown, "no text to compile (empty, or frontmatter only)")
     uri = source_uri(path, wiki.root)

@@ -116,8 +116,11 @@ class WikiGroup(TyperGroup):
     unexpected ones to a log file and exit 70, so no user error shows a traceback."""
 
     def invoke(self, ctx):
+        from wiki.llm.usage import command_scope  # light: no model library
+
         try:
-            return super().invoke(ctx)
+            with command_scope():  # one [llm] timeout for the whole command
+                return super().invoke(ctx)
         except (WikiError, IndexesError) as error:
             report(f"error: {error}")
             raise typer.Exit(exit_code_for(error)) from None

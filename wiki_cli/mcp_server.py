@@ -317,7 +317,9 @@ def _guarded(tools: WikiTools, method):
 
     @functools.wraps(method)
     def call(*args, **kwargs):
-        with tools.lock:
+        from wiki.llm.usage import command_scope
+
+        with tools.lock, command_scope():  # one [llm] timeout per tool call
             try:
                 return method(*args, **kwargs)
             except (WikiError, IndexesError) as error:

@@ -120,10 +120,21 @@ def log(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 20,
     json_output: JsonOption = False,
 ) -> None:
-    """Landings on the wiki branch, newest first: proposal, proposers, approver."""
+    """Landings on the wiki branch, newest first: proposal, proposers, approver. In a
+    shallow clone that lacks some of them: those it has, then an error (exit 1)."""
     from wiki.history import log as run
+    from wiki.shallow import ShallowHistoryError
 
-    landings = run(open_wiki(), limit=limit)
+    try:
+        landings = run(open_wiki(), limit=limit)
+    except ShallowHistoryError as exc:
+        if exc.partial or json_output:
+            _print_landings(exc.partial, json_output)
+        raise
+    _print_landings(landings, json_output)
+
+
+def _print_landings(landings, json_output: bool) -> None:
     if json_output:
         print_json(landings)
         return
@@ -139,10 +150,21 @@ def history(
     target: Annotated[str, typer.Argument(help="Entry id or path.")],
     json_output: JsonOption = False,
 ) -> None:
-    """Every revision of one entry across renames, with who proposed and approved it."""
+    """Every revision of one entry across renames, with who proposed and approved it. In
+    a shallow clone that lacks its beginning: the revisions it has, then an error (exit 1)."""
     from wiki.history import history as run
+    from wiki.shallow import ShallowHistoryError
 
-    entry_id, revisions = run(open_wiki(), target)
+    try:
+        entry_id, revisions = run(open_wiki(), target)
+    except ShallowHistoryError as exc:
+        if exc.partial[1] or json_output:
+            _print_revisions(*exc.partial, json_output)
+        raise
+    _print_revisions(entry_id, revisions, json_output)
+
+
+def _print_revisions(entry_id: str, revisions, json_output: bool) -> None:
     if json_output:
         print_json({"id": entry_id, "revisions": revisions})
         return

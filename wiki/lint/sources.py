@@ -51,7 +51,21 @@ def renamed_sources(ctx: LintContext) -> dict[str, str]:
                     missing[path] = uri
         moved = git_adapter.renamed(missing) if missing else {}
         ctx.cache["renames"] = {missing[old]: f"git:{new}" for old, new in moved.items()}
+        if missing.keys() - moved.keys():
+            ctx.cache["unfollowed"] = (set(missing[p] for p in missing.keys() - moved.keys()),
+                                       _shallow_note(ctx))
     return ctx.cache["renames"]
+
+
+def _shallow_note(ctx: LintContext) -> str:
+    """Why a rename may have been missed: the clone is shallow (``""`` when it is not)."""
+    from wiki.shallow import HINT, boundary
+
+    edge = boundary(ctx.wiki.repo)
+    if not edge:
+        return ""
+    return (f" (this clone is shallow: a rename before commit {min(edge)[:12]} cannot be "
+            f"followed; {HINT})")
 
 
 def stage_source_fix(ctx: LintContext, entry: Entry, number: int, changes: dict[str, str],
@@ -104,11 +118,15 @@ def stale_source(ctx: LintContext):
 @rule("W002", "missing-source", ERROR)
 def missing_source(ctx: LintContext):
     """A source that no longer exists, cannot be reached or cannot be read. A ``git:``
-    source that was renamed is W011's, not this rule's."""
+    source that was renamed is W011's, not this rule's; in a shallow clone, where a
+    rename older than the fetched history cannot be followed, the message says so."""
     renamed = renamed_sources(ctx)
+    unfollowed, note = ctx.cache.get("unfollowed", (set(), ""))
     for entry, _, uri, _, check in source_checks(ctx):
         if check is not None and check.error and uri not in renamed:
-            yield Finding("W002", ERROR, entry.path, f"source {uri} {check.error}", entry.id)
+            why = note if uri in unfollowed else ""
+            yield Finding("W002", ERROR, entry.path, f"source {uri} {check.error}{why}",
+                          entry.id)
 
 
 @rule("W011", "renamed-source", WARNING)

@@ -8,8 +8,10 @@ and adds what the product needs around it:
   answered from the cache and is not a provider call;
 * usage accounting (:class:`~wiki.llm.usage.Usage`) and per-question budgets
   (:meth:`LLMClient.budget`) that refuse a call once calls, tokens or seconds are spent;
-* a timeout per call; provider failures become :class:`LLMCallError` /
-  :class:`LLMTimeoutError`, never a traceback;
+* one deadline (:class:`~wiki.llm.usage.Deadline`, ``[llm] timeout``) for all the calls
+  of a command, and no provider retries: a provider that accepts the connection and never
+  answers costs the command at most the deadline, not a timeout per retry; provider
+  failures become :class:`LLMCallError` / :class:`LLMTimeoutError`, never a traceback;
 * :func:`~wiki.llm.redaction.redact_outbound` on every message before it is sent;
 * scored yes/no judgements (:meth:`LLMClient.judge`) from the log-probabilities of the
   first answer token, and JSON-constrained choices (:meth:`LLMClient.choose`).
@@ -30,7 +32,7 @@ from wiki.llm import backend, prompts
 from wiki.llm.cache import ResponseCache, cache_key
 from wiki.llm.errors import LLMCallError, LLMTimeoutError
 from wiki.llm.redaction import redact_outbound
-from wiki.llm.usage import Budget, Limits, Usage
+from wiki.llm.usage import Budget, Deadline, Limits, Usage
 
 YES = frozenset({"yes", "y", "true"})
 NO = frozenset({"no", "n", "false"})
@@ -62,17 +64,21 @@ class LLMClient:
     ``openai/gpt-4o-mini``).
 
     ``cache``: a :class:`ResponseCache` (``None``: no caching); ``timeout``: seconds per
-    call; ``limits``: the default per-question caps used by :meth:`budget`;
+    call; ``deadline``: a :class:`Deadline` shared with the command's other clients
+    (:func:`wiki.llm.settings.open_client` gives one) that bounds all the calls
+    together; ``limits``: the default per-question caps used by
+    :meth:`budget`;
     ``litellm_kwargs``: extra keyword arguments for every ``litellm.completion`` call
     (``api_base``, ``mock_response`` in tests, ...). Not thread-safe: one per thread.
     """
 
     def __init__(self, model: str, *, cache: ResponseCache | None = None,
                  timeout: float = 30.0, limits: Limits | None = None,
-                 litellm_kwargs: dict | None = None):
+                 litellm_kwargs: dict | None = None, deadline: Deadline | None = None):
         self.model = model
         self.cache = cache
         self.timeout = timeout
+        self.deadline = deadline
         self.limits = limits or Limits()
         self.litellm_kwargs = dict(litellm_kwargs or {})
         self.usage = Usage()
@@ -93,8 +99,16 @@ class LLMClient:
             self._budgets.remove(opened)
 
     def _admit(self, max_tokens: int) -> tuple[int, float]:
-        """Check every open budget; the completion tokens and timeout this call may use."""
+        """Check the deadline and every open budget; the completion tokens and timeout this
+        call may use. Raises :class:`LLMTimeoutError` once the deadline is spent."""
         timeout = self.timeout
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline.remaining())
+            if timeout <= 0:
+                self.usage.errors += 1
+                raise LLMTimeoutError(f"{self.model}: the [llm] timeout of "
+                                      f"{self.deadline.seconds:g} s for this command is "
+                                      "spent; nothing sent")
         for budget in self._budgets:
             budget.check(self.usage)
             left = budget.remaining_tokens(self.usage)
@@ -125,6 +139,8 @@ class LLMClient:
                 self.usage.cache_hits += 1
                 return Completion(**hit, cached=True)
         max_tokens, timeout = self._admit(max_tokens)
+        if self.deadline is not None:
+            self.deadline.start()
         result = self._call(clean, max_tokens, temperature, response_format, top_logprobs,
                             timeout)
         if use_cache and self.cache is not None:
@@ -139,8 +155,9 @@ class LLMClient:
     def _call(self, messages: list[dict], max_tokens: int, temperature: float,
               response_format: dict | None, top_logprobs: int, timeout: float) -> Completion:
         litellm = backend.prepare(self.model)
+        # no retries: a retry would wait the timeout again (the deadline is the command's)
         kwargs = {"max_tokens": max_tokens, "temperature": temperature, "timeout": timeout,
-                  **self.litellm_kwargs}
+                  "max_retries": 0, "num_retries": 0, **self.litellm_kwargs}
         if response_format is not None:
             kwargs["response_format"] = response_format
         if top_logprobs and self._supports_logprobs(litellm):
@@ -151,7 +168,11 @@ class LLMClient:
             response = litellm.completion(model=self.model, messages=messages, **kwargs)
         except litellm.Timeout as exc:
             self.usage.errors += 1
-            raise LLMTimeoutError(f"{self.model}: no answer within {timeout:.1f} s") from exc
+            scope = ("" if self.deadline is None else
+                     f" ([llm] timeout = {self.deadline.seconds:g} s for all of the "
+                     "command's model calls)")
+            raise LLMTimeoutError(f"{self.model}: no answer within {timeout:.1f} s{scope}"
+                                  ) from exc
         except Exception as exc:  # any provider failure: one line, the caller decides
             self.usage.errors += 1
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]

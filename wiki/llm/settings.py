@@ -14,7 +14,7 @@ from wiki.config import LLMConfig
 from wiki.llm.cache import FILE_NAME, ResponseCache
 from wiki.llm.client import LLMClient
 from wiki.llm.errors import ModelNotConfiguredError
-from wiki.llm.usage import Limits
+from wiki.llm.usage import Limits, command_deadline
 
 OFF = ("", "none", "off")
 HINT = ("set WIKI_MODEL (e.g. WIKI_MODEL=local/qwen2.5-coder-1.5b after `make setup-llm`, "
@@ -36,13 +36,16 @@ def model_name(wiki, config: LLMConfig | None = None) -> str | None:
 def open_client(wiki, config: LLMConfig | None = None, *,
                 model: str | None = None) -> LLMClient | None:
     """A client for the configured (or given) model with the response cache in the
-    wiki's derived state, or ``None`` when no model is configured."""
+    wiki's derived state, or ``None`` when no model is configured. Every client opened
+    within one :func:`wiki.llm.usage.command_scope` shares one deadline of ``[llm]
+    timeout`` seconds."""
     config = config or _branch_config(wiki)
     name = model or model_name(wiki, config)
     if name is None:
         return None
     return LLMClient(name, cache=ResponseCache(wiki.state_dir / FILE_NAME),
-                     timeout=config.timeout, limits=limits_of(config))
+                     timeout=config.timeout, limits=limits_of(config),
+                     deadline=command_deadline(config.timeout))
 
 
 def require_client(wiki, config: LLMConfig | None = None) -> LLMClient:

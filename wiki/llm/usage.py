@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 
 from wiki.llm.errors import BudgetExceededError
@@ -92,3 +95,54 @@ class Budget:
             raise BudgetExceededError(f"the LLM budget of {reason} per question is spent "
                                       "(raise [llm] max_calls/max_tokens/max_seconds in "
                                       "wiki.toml)")
+
+
+@dataclass
+class Deadline:
+    """One wall-clock deadline shared by every model call of a command (``[llm] timeout``,
+    docs/llm.md): ``seconds`` counted from the first call that goes to the provider
+    (:meth:`start`; cache hits do not start it). A call may use at most what is left, and
+    none starts once it is spent."""
+
+    seconds: float
+    started: float | None = None
+
+    def start(self) -> None:
+        """Start the clock (a no-op once started)."""
+        if self.started is None:
+            self.started = time.monotonic()
+
+    def remaining(self) -> float:
+        """Seconds left (the whole ``seconds`` before :meth:`start`; may be negative)."""
+        if self.started is None:
+            return self.seconds
+        return self.seconds - (time.monotonic() - self.started)
+
+
+_COMMAND: ContextVar[list[Deadline] | None] = ContextVar("wiki_llm_command", default=None)
+
+
+@contextmanager
+def command_scope() -> Iterator[None]:
+    """One command (a CLI invocation, an MCP tool call, one :func:`wiki.ask.ask`): within
+    the block, every client :func:`wiki.llm.settings.open_client` opens shares one
+    :class:`Deadline`. A scope inside another is the outer one."""
+    if _COMMAND.get() is not None:
+        yield
+        return
+    token = _COMMAND.set([])
+    try:
+        yield
+    finally:
+        _COMMAND.reset(token)
+
+
+def command_deadline(seconds: float) -> Deadline:
+    """The deadline of the current :func:`command_scope` (made with ``seconds`` by its
+    first client), or a new one of ``seconds`` outside any scope."""
+    holder = _COMMAND.get()
+    if holder is None:
+        return Deadline(seconds)
+    if not holder:
+        holder.append(Deadline(seconds))
+    return holder[0]
