@@ -104,7 +104,7 @@ def embedding_progress(quiet: bool):
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"wiki {__version__}")
+        out.print(f"wiki {__version__}")
         raise typer.Exit()
 
 
