@@ -50,7 +50,7 @@ class InertConsole(Console):
     rich markup or emoji codes: stored text is shown as written."""
 
     def __init__(self, **kwargs) -> None:
-        super().__init__(markup=False, emoji=False, **kwargs)
+        super().__init__(**{**kwargs, "markup": False, "emoji": False})
         self.push_render_hook(InertHook())
 
     def render_str(self, text: str, **kwargs) -> Text:
