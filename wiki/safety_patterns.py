@@ -103,6 +103,19 @@ def _base64(text: str, match: re.Match[str]) -> bool:
             and separators * 12 <= len(blob) and len(set(blob)) > 16)
 
 
+def _url_password(text: str, match: re.Match[str]) -> bool:
+    """The password of ``scheme://user:password@host`` (the user may be empty; the password
+    runs to the authority's last ``@``, so an unencoded ``@`` in it is masked whole). Not a
+    finding: a placeholder (:func:`is_placeholder`: ``pass``, ``****``, ``<password>``,
+    ``${DB_PASS}``, a one- or two-letter ``u:p``), a word built on "password"
+    (``mysecretpassword``, ``db_password``: documentation's stand-ins) or the user name
+    again (``guest:guest``, ``postgres:postgres``: a product's published default)."""
+    value = _secret(text, match)
+    folded = value.lower()
+    return not (is_placeholder(value) or "password" in folded or "passwd" in folded
+                or folded == match.group("user").lower())
+
+
 _CLAIMS = {"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "scope", "scp", "role", "roles",
            "email", "user", "user_id", "uid", "azp", "client_id", "sid", "token_type"}
 
@@ -214,9 +227,10 @@ PATTERNS: tuple[Pattern, ...] = (
          _EDGE + r"(?P<secret>eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{16,})"
          + _END, group="secret", accept=_jwt,
          hints=("eyj",)),
-    _row("S015", "connection-string", "a URL with a password (postgres://user:pass@host)",
-         r"://[^\s:/@'\"]{1,100}:(?P<secret>[^\s@/'\"]{1,200})@"
-         r"[^\s/@'\"]+", group="secret", accept=_not_placeholder,
+    _row("S015", "connection-string",
+         "a URL with a password (postgres://user:pass@host, https://user:token@host)",
+         r"://(?P<user>[^\s:/@'\"]{0,100}):(?P<secret>[^\s/?'\"]{1,200})@"
+         r"[^\s/@'\"]+", group="secret", accept=_url_password,
          hints=("://",)),
     _row("S016", "bearer-token", "a bearer token in an Authorization header",
          r"\bbearer[ \t]+(?P<secret>[A-Za-z0-9_~+/.=-]{20,})", group="secret",

@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from wiki_cli import __version__
 from wiki_cli.errors import EXIT_CODE_MEANINGS, USAGE, WikiGroup, report, talk
+from wiki_cli.inert import masked_note, shown, tally
 from wiki_cli.payloads import as_of_time
 from wiki_cli.payloads import require_text as check_text
 from wiki_cli.render import err, out
@@ -103,7 +104,7 @@ def embedding_progress(quiet: bool):
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"wiki {__version__}")
+        out.print(f"wiki {__version__}")
         raise typer.Exit()
 
 
@@ -128,6 +129,8 @@ def main_options(
         report("error: --quiet and --verbose cannot be used together")
         raise typer.Exit(USAGE)
     set_talk(-1 if quiet else 1 if verbose else 0, ctx)
+    tally.reset()
+    ctx.call_on_close(_report_masked)
     if repo != Path("."):
         try:  # like `git -C`: relative paths given to commands are read from there
             os.chdir(repo)
@@ -136,6 +139,21 @@ def main_options(
             raise typer.Exit(USAGE) from None
     state.repo = Path(".")
     state.branch = branch
+
+
+def _report_masked() -> None:
+    """Say once, at the end of the command, how many secrets its output masked."""
+    note = masked_note()
+    if note:
+        report(note)
+
+
+class InertFormatter(logging.Formatter):
+    """Library log lines on stderr with secrets masked and control characters inert
+    (a log message may quote stored text)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return shown(super().format(record))
 
 
 def set_talk(level: int, ctx: typer.Context | None = None) -> None:
@@ -148,7 +166,7 @@ def set_talk(level: int, ctx: typer.Context | None = None) -> None:
     if level > 0 and handler is None:
         handler = logging.StreamHandler(sys.stderr)
         handler.wiki_cli = True  # type: ignore[attr-defined]
-        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        handler.setFormatter(InertFormatter("%(name)s: %(message)s"))
         for name in ("wiki", "indexes"):
             logging.getLogger(name).addHandler(handler)
             logging.getLogger(name).setLevel(logging.INFO)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.text import Text
 
 from wiki_cli.common import JsonOption, app, state
 from wiki_cli.errors import FINDINGS
@@ -32,7 +31,7 @@ def doctor(
     else:
         grid = table("check", "status", "found", "fix")
         for check in checks:
-            grid.add_row(check.name, Text(check.level, style=STYLES[check.level]),
+            grid.add_row(check.name, plain(check.level, STYLES[check.level]),
                          plain(check.message), plain(check.fix))
         out.print(grid)
     if has_errors(checks):

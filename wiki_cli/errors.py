@@ -45,6 +45,7 @@ from wiki.errors import (
     StaleProposalError,
     WikiError,
 )
+from wiki_cli.inert import shown
 
 OK, FINDINGS, USAGE, GAP, CONFLICT, REFUSED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 4, 5, 70, 130
 
@@ -105,10 +106,11 @@ def exit_code_for(error: Exception) -> int:
 
 
 def report(message: str) -> None:
-    """Write one line of talk to stderr (with ``--quiet``, only errors and warnings)."""
+    """Write one line of talk to stderr (with ``--quiet``, only errors and warnings); stored
+    text in it is shown safely (secrets masked, control characters inert)."""
     if talk.level < 0 and not message.startswith(LOUD):
         return
-    typer.echo(message, err=True)
+    typer.echo(shown(message), err=True)
 
 
 class WikiGroup(TyperGroup):
@@ -133,7 +135,7 @@ class WikiGroup(TyperGroup):
             # a bug: keep the details, show one line
             log = _write_crash_log()
             if talk.level > 0:
-                typer.echo(traceback.format_exc().rstrip(), err=True)
+                typer.echo(shown(traceback.format_exc().rstrip()), err=True)
             report(f"internal error: {type(error).__name__}: {error} (details in {log}; "
                    "please report it)")
             raise typer.Exit(INTERNAL) from None

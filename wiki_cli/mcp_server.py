@@ -32,6 +32,7 @@ from indexes.errors import IndexesError
 from wiki.errors import ConfigError, WikiError
 from wiki_cli import __version__
 from wiki_cli.errors import REFUSED, exit_code_for
+from wiki_cli.inert import mask_secrets, masked_values
 from wiki_cli.payloads import (
     answer_payload,
     as_of_time,
@@ -103,8 +104,8 @@ def _refusal(name: str, arguments: dict[str, Any]) -> str | None:
 def _error_result(error: Exception) -> CallToolResult:
     """The CLI's one-line message as a tool error, with its kind and exit code."""
     return CallToolResult(
-        content=[TextContent(type="text", text=f"error: {error}")], is_error=True,
-        structured_content={"error": str(error), "kind": type(error).__name__,
+        content=[TextContent(type="text", text=mask_secrets(f"error: {error}"))], is_error=True,
+        structured_content={"error": mask_secrets(str(error)), "kind": type(error).__name__,
                             "exit_code": exit_code_for(error)})
 
 
@@ -313,7 +314,9 @@ def build_server(repo: Path, branch: str | None = None) -> tuple[WikiMCPServer, 
 
 
 def _guarded(tools: WikiTools, method):
-    """``method`` run under the tools' lock, with domain errors as tool errors."""
+    """``method`` run under the tools' lock, with domain errors as tool errors and the
+    secrets in every string of the result masked (``[REDACTED:<kind>]``, as the CLI does):
+    an entry that landed with a secret does not hand it to an agent."""
 
     @functools.wraps(method)
     def call(*args, **kwargs):
@@ -321,7 +324,7 @@ def _guarded(tools: WikiTools, method):
 
         with tools.lock, command_scope():  # one [llm] timeout per tool call
             try:
-                return method(*args, **kwargs)
+                return masked_values(method(*args, **kwargs))
             except (WikiError, IndexesError) as error:
                 return _error_result(error)
 

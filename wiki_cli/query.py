@@ -28,7 +28,7 @@ from wiki_cli.common import (
 )
 from wiki_cli.errors import FINDINGS, GAP, report
 from wiki_cli.payloads import answer_payload, entry_payload, saved_payload, search_payload
-from wiki_cli.render import out, plain, print_json, table
+from wiki_cli.render import out, plain, print_json, table, write_raw
 
 
 @app.command()
@@ -229,7 +229,7 @@ def show(
     wiki = open_wiki()
     raw = None if json_output else raw_file(wiki, target)
     if raw is not None:  # any file on the branch, valid entry or not, shown as stored
-        out.file.write(raw.decode("utf-8", "replace"))
+        write_raw(raw.decode("utf-8", "replace"))
         with contextlib.suppress(WikiError):  # not an entry (index.md, wiki.toml) or bad
             _report_links(wiki, find_entry(wiki, target))
         return
@@ -239,7 +239,7 @@ def show(
         print_json({**entry_payload(entry),
                     "relations": {"outgoing": outgoing, "incoming": incoming}})
         return
-    out.file.write(entry.to_bytes().decode("utf-8"))
+    write_raw(entry.to_bytes().decode("utf-8"))
     _report_links(wiki, entry)
 
 
