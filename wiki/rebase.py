@@ -16,7 +16,7 @@ from pathlib import Path
 
 import git
 
-from wiki import indextree
+from wiki import approval_policy, indextree
 from wiki.entry import Entry
 from wiki.errors import EntryError, StaleProposalError
 from wiki.gitrepo import Identity, current_identity
@@ -52,7 +52,7 @@ def rebase(wiki: Wiki, name: str, rebaser: Identity | None = None) -> Proposal:
     message = (f"{proposal.subject}\n\nRebased onto {head[:12]} by {rebaser}.\n\n"
                f"{PROPOSAL_TRAILER}: {proposal.name}\n{BASE_TRAILER}: {head}\n")
     commit = wiki.store.commit(tree, [head, proposal.tip], message, author=author,
-                               committer=rebaser)
+                               committer=rebaser, sign=approval_policy.signing(wiki))
     wiki.store.update_ref(proposal.ref, commit, proposal.tip, f"wiki rebase {proposal.name}")
     return get_proposal(wiki, proposal.name)
 
