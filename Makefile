@@ -1,4 +1,5 @@
-# Every target sets up what it needs: a fresh machine only needs python3.11 and git.
+# Every target sets up what it needs: a fresh machine only needs python3.11, git and
+# ssh-keygen (openssh-client; the signing tests make real SSH keys; .ci/run installs it).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin

@@ -12,7 +12,7 @@ by the next block. The environment is pinned: a temp HOME with an empty git conf
 inherited ``GIT_*``/``WIKI_*`` variables, so identities are exactly what the guide sets
 (Alice by ``git config`` in the first block, Bob in his clone's config; a block speaks for
 Bob or Carol in Alice's repository by prefixing one command with their
-``GIT_AUTHOR_NAME``/``GIT_AUTHOR_EMAIL``); ``WIKI_EMBED_MODEL=none`` and
+``GIT_AUTHOR_*`` and ``GIT_COMMITTER_*`` variables); ``WIKI_EMBED_MODEL=none`` and
 ``WIKI_EMBED_SERVER=off`` (no model load); ``NO_COLOR=1``.
 
 Not run (blocks without the marker): ``make setup`` (installs), ``wiki cron ...`` (edits the

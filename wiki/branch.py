@@ -8,6 +8,7 @@ race gets :class:`RefMovedError` and nothing is overwritten.
 
 from __future__ import annotations
 
+import os
 import stat
 import subprocess
 import tempfile
@@ -20,7 +21,7 @@ from git.index.fun import write_tree_from_cache
 from git.index.typ import BaseIndexEntry
 from gitdb.base import IStream
 
-from wiki.errors import RefMovedError, WikiError
+from wiki.errors import RefMovedError, SigningError, WikiError
 from wiki.gitrepo import Identity
 
 ZERO_SHA = "0" * 40
@@ -174,12 +175,57 @@ class BranchStore:
         return binsha.hex()
 
     def commit(self, tree: str, parents: list[str], message: str, *,
-               author: Identity, committer: Identity | None = None) -> str:
-        """Create a commit object (no ref moves); returns its sha."""
+               author: Identity, committer: Identity | None = None,
+               sign: bool | None = None) -> str:
+        """Create a commit object (no ref moves); returns its sha.
+
+        ``sign``: ``True`` signs it with the user's signing key through git itself
+        (``git commit-tree -S``: ``gpg.format``, ``user.signingkey``), ``False`` never
+        signs, ``None`` (default) signs when git config ``commit.gpgsign`` is true, as
+        ``git commit`` would. Raises :class:`SigningError` when signing fails."""
         committer = committer or author
+        if sign is None:
+            sign = self.gpgsign()
+        if sign:
+            return self._signed_commit(tree, parents, message, author, committer)
         commit = git.Commit.create_from_tree(
             self.repo, git.Tree(self.repo, bytes.fromhex(tree)), message,
             parent_commits=[self.repo.commit(p) for p in parents], head=False,
             author=git.Actor(author.name, author.email),
             committer=git.Actor(committer.name, committer.email))
         return commit.hexsha
+
+    def gpgsign(self) -> bool:
+        """Whether git config ``commit.gpgsign`` asks for signed commits (false when unset
+        or not a boolean)."""
+        try:
+            value = self.repo.git.config("--type=bool", "--get", "commit.gpgsign")
+        except git.GitCommandError:
+            return False
+        return value.strip() == "true"
+
+    def _signed_commit(self, tree: str, parents: list[str], message: str, author: Identity,
+                       committer: Identity) -> str:
+        env = {**os.environ,
+               "GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email,
+               "GIT_COMMITTER_NAME": committer.name, "GIT_COMMITTER_EMAIL": committer.email}
+        args = ["git", f"--git-dir={self.repo.git_dir}", "commit-tree", tree]
+        for parent in parents:
+            args += ["-p", parent]
+        try:
+            done = subprocess.run([*args, "-S", "-F", "-"], input=message.encode("utf-8"),
+                                  capture_output=True, env=env,
+                                  cwd=self.repo.working_tree_dir or self.repo.git_dir)
+        except OSError as exc:
+            raise SigningError(f"git could not be started to sign a commit: {exc}") from exc
+        if done.returncode != 0:
+            reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise SigningError(
+                "git could not sign the commit"
+                + (f" ({reason[-1].removeprefix('fatal: ').removeprefix('error: ')})"
+                   if reason else "")
+                + ": set a signing key (`git config gpg.format ssh` and `git config "
+                "user.signingkey /path/to/key.pub`, or a GPG key), or turn off "
+                "commit.gpgsign; `[review] require_signatures` in wiki.toml asks for "
+                "signed proposals and approvals")
+        return done.stdout.decode().strip()

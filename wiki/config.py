@@ -52,11 +52,14 @@ class SourcesConfig:
 
 @dataclass(frozen=True)
 class ReviewConfig:
-    """Who may land a proposal: ``approvals_required`` (1) and whether an author may
-    approve their own proposal (``allow_self_approval``, for a one-person wiki)."""
+    """Who may land a proposal: ``approvals_required`` (1), whether an author may
+    approve their own proposal (``allow_self_approval``, for a one-person wiki) and
+    whether proposal, approval and landing commits must be signed by keys the approver's
+    git trusts (``require_signatures``; :mod:`wiki.approval_policy`, docs/review.md)."""
 
     approvals_required: int = 1
     allow_self_approval: bool = False
+    require_signatures: bool = False
 
 
 @dataclass(frozen=True)

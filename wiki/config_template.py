@@ -33,6 +33,10 @@ git_ref = ""
 [review]
 approvals_required = 1
 allow_self_approval = false
+# true: every proposal commit must carry a signature the approver's git trusts
+# (gpg.ssh.allowedSignersFile or GPG), by a key other than the approver's, and approvals
+# are signed; see docs/review.md, "Approver identity and signatures".
+require_signatures = false
 
 [search]
 # BM25 column weights: title, aliases, tags, summary, body.

@@ -87,7 +87,19 @@ class ReviewChangedError(WikiError):
 
 
 class SelfApprovalError(WikiError):
-    """The approver is one of the proposal's authors or committers."""
+    """Refused by the approval rule: the approver is one of the proposal's authors or
+    committers (normalised identities, see :mod:`wiki.approval_policy`)."""
+
+
+class SignaturePolicyError(SelfApprovalError):
+    """Refused by ``[review] require_signatures``: a proposal commit has no good signature,
+    the approver cannot sign, or the approver's key (or signer) signed the proposal.
+    A :class:`SelfApprovalError`, so it is refused (exit 5) wherever that is."""
+
+
+class SigningError(ConfigError):
+    """git could not sign a commit it was asked to sign (``commit.gpgsign`` or the review
+    policy): no ``user.signingkey``, no ``ssh-keygen``/``gpg``, an unreadable key."""
 
 
 class SecretError(WikiError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,34 +51,80 @@ def common_dir(repo: git.Repo) -> Path:
 
 @dataclass(frozen=True)
 class Identity:
-    """A git identity: ``name`` and ``email`` as git resolves them."""
+    """A git identity: ``name`` and ``email`` as git resolves them (self-declared: anyone
+    can set any name and email; only a signature binds a commit to a key)."""
 
     name: str
     email: str
 
     def key(self) -> str:
-        """What makes two identities the same person: the email, case-insensitively
-        (the name when there is no email)."""
-        return (self.email or self.name).strip().casefold()
+        """The normalised email (:func:`normalise_email`), or the normalised name when
+        there is no email: what the approval rule compares first."""
+        email = normalise_email(self.email)
+        return email or normalise_name(self.name)
+
+    def keys(self) -> frozenset[str]:
+        """Every normalised handle of this identity: ``email:<normalised email>`` and
+        ``name:<normalised name>`` (each only when not empty)."""
+        email, name = normalise_email(self.email), normalise_name(self.name)
+        return frozenset(([f"email:{email}"] if email else [])
+                         + ([f"name:{name}"] if name else []))
+
+    def same_person(self, other: Identity) -> str | None:
+        """Why ``other`` counts as the same person as this identity (``"the same email"``
+        or ``"the same name"``, compared normalised), or ``None`` when they differ."""
+        shared = self.keys() & other.keys()
+        if any(k.startswith("email:") for k in shared):
+            return "the same email"
+        return "the same name" if shared else None
 
     def __str__(self) -> str:
         return f"{self.name} <{self.email}>"
+
+
+def normalise_email(email: str) -> str:
+    """``email`` as a comparison key: Unicode NFKC, case-folded, surrounding spaces and
+    angle brackets dropped, and a ``+tag`` dropped from the local part
+    (``Alice+Laptop@Example.com`` -> ``alice@example.com``). ``""`` for an empty email."""
+    text = unicodedata.normalize("NFKC", email).strip().strip("<>").strip().casefold()
+    local, at, domain = text.rpartition("@")
+    if not at:
+        return text
+    return f"{local.split('+', 1)[0] or local}@{domain}"
+
+
+def normalise_name(name: str) -> str:
+    """``name`` as a comparison key: Unicode NFKC, case-folded, runs of white space made
+    one space (``"  alice   AUTHOR"`` -> ``"alice author"``). ``""`` for an empty name."""
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
 
 
 _IDENT = re.compile(r"^(?P<name>.*?) <(?P<email>[^>]*)> \d+ [+-]\d{4}$")
 
 
 def current_identity(repo: git.Repo) -> Identity:
-    """Who is acting now: ``git var GIT_AUTHOR_IDENT`` (environment, then config).
+    """Who is acting now as author: ``git var GIT_AUTHOR_IDENT`` (environment, then config).
 
     Raises :class:`IdentityError` when git cannot tell.
     """
+    return _git_identity(repo, "GIT_AUTHOR_IDENT")
+
+
+def current_committer(repo: git.Repo) -> Identity:
+    """Who is committing now: ``git var GIT_COMMITTER_IDENT`` (``GIT_COMMITTER_NAME`` /
+    ``GIT_COMMITTER_EMAIL``, then config). It differs from :func:`current_identity` when
+    only the author variables were changed. Raises :class:`IdentityError`."""
+    return _git_identity(repo, "GIT_COMMITTER_IDENT")
+
+
+def _git_identity(repo: git.Repo, variable: str) -> Identity:
     try:
-        line = repo.git.var("GIT_AUTHOR_IDENT")
+        line = repo.git.var(variable)
     except git.GitCommandError as exc:
         raise IdentityError(
             "git cannot tell who you are: set `git config user.name` and "
-            "`git config user.email` (or GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL)") from exc
+            "`git config user.email` (or GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL and "
+            "GIT_COMMITTER_NAME/GIT_COMMITTER_EMAIL)") from exc
     match = _IDENT.match(line.strip())
     if not match:
         raise IdentityError(f"unexpected identity from git: {line!r}")

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wiki import indextree
+from wiki import approval_policy, indextree
 from wiki.branch import TreeFile
 from wiki.entry import Entry
 from wiki.errors import (
@@ -31,7 +31,7 @@ from wiki.errors import (
     SelfApprovalError,
     StaleProposalError,
 )
-from wiki.gitrepo import Identity, current_identity
+from wiki.gitrepo import Identity, current_committer, current_identity
 from wiki.safety import Flag, screen, screen_changes
 from wiki.snapshot import Snapshot, with_indexes
 from wiki.workspace import Wiki
@@ -128,6 +128,9 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subje
     subject, found = screen(subject, "the proposal's subject", redact_secrets=redact)
     body, more = screen(body, "the proposal's message", redact_secrets=redact)
     flags += [Flag(f.rule, f.kind, "commit-message", f.line, f.column) for f in found + more]
+    # the committer is whoever runs this (GIT_COMMITTER_*), so changing only the author
+    # variables cannot hide the proposer from the approval rule (wiki.approval_policy)
+    committer = author or current_committer(wiki.repo)
     author = author or current_identity(wiki.repo)
     tree = wiki.store.write_tree(snapshot.files, with_indexes(snapshot, effective))
     for existing in list_proposals(wiki):
@@ -138,7 +141,8 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subje
     message = (f"{subject}\n\n{body.strip()}\n\n" if body.strip() else f"{subject}\n\n")
     message += "".join(f"{FLAG_TRAILER}: {flag}\n" for flag in flags[:MAX_FLAGS])
     message += f"{PROPOSAL_TRAILER}: {name}\n{BASE_TRAILER}: {head}\n"
-    commit = wiki.store.commit(tree, [head], message, author=author)
+    commit = wiki.store.commit(tree, [head], message, author=author, committer=committer,
+                               sign=approval_policy.signing(wiki))
     wiki.store.update_ref(wiki.proposal_prefix + name, commit, None, f"wiki propose {name}")
     return get_proposal(wiki, name), True
 
@@ -182,7 +186,7 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
     for item in wiki.repo.iter_commits(f"{base}..{tip}"):
         flags += [f for f in map(Flag.parse, _trailers(item.message, FLAG_TRAILER))
                   if f is not None and f not in flags]
-        if _trailer(item.message, APPROVAL_TRAILER):
+        if approval_policy.is_approval_record(item):
             approvals.append((Identity(item.author.name or "", item.author.email or ""),
                               _trailer(item.message, REVIEWED_TRAILER) or ""))
             continue
@@ -190,9 +194,9 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
             identity = Identity(actor.name or "", actor.email or "")
             if identity not in authors:
                 authors.append(identity)
-    if _trailer(commit.message, APPROVAL_TRAILER):
-        commit = next(c for c in wiki.repo.iter_commits(tip, first_parent=True)
-                      if not _trailer(c.message, APPROVAL_TRAILER))
+    if approval_policy.is_approval_record(commit):
+        commit = next((c for c in wiki.repo.iter_commits(tip, first_parent=True)
+                       if not approval_policy.is_approval_record(c)), commit)
     first = min((c.authored_datetime for c in wiki.repo.iter_commits(f"{base}..{tip}")),
                 default=commit.authored_datetime)
     paths = sorted(changed_paths(wiki.store.files(base), wiki.store.files(tip)))
@@ -216,7 +220,9 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     """Land proposal ``name`` on the wiki branch with compare-and-swap.
 
     Raises :class:`SelfApprovalError` when the approver authored or committed any of its
-    commits (unless ``[review] allow_self_approval``), :class:`StaleProposalError` when a
+    commits (unless ``[review] allow_self_approval``) and ``SignaturePolicyError`` when
+    ``[review] require_signatures`` is not met (:mod:`wiki.approval_policy`; the landing
+    commit is then signed by the approver), :class:`StaleProposalError` when a
     path it changes also changed on the wiki since its base, and :class:`RefMovedError`
     after :data:`LAND_ATTEMPTS` lost races. With ``expect``, refuses
     (:class:`ReviewChangedError`) unless the proposal's review hash still equals it. The
@@ -230,7 +236,7 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
             f"proposal {proposal.name} changed since it was reviewed, or the hash is mistyped "
             f"(review hash {reviewed}, expected {expect}); run `wiki diff {proposal.name}` "
             "again")
-    approver = approver or current_identity(wiki.repo)
+    approver = approval_policy.check_approver(wiki, proposal, approver, reviewed)
     where = wiki.checked_out_in(wiki.ref)
     if where is not None:
         raise BranchCheckedOutError(
@@ -238,10 +244,6 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
             "that worktree revert it on its next commit — use `git worktree add --detach` "
             "to browse the wiki, or switch that worktree away first")
     review = wiki.config().review
-    if not review.allow_self_approval and approver.key() in {a.key() for a in proposal.authors}:
-        raise SelfApprovalError(
-            f"{approver} cannot approve proposal {proposal.name}: they authored or committed "
-            "it; ask someone else to run `wiki approve`")
     valid = [who for who, seen in proposal.approvals if seen == reviewed]
     if approver.key() in {who.key() for who in valid}:
         raise SelfApprovalError(f"{approver} already approved proposal {proposal.name}; "
@@ -276,7 +278,8 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
                    f"Proposed-by: {proposers}\n"
                    + "".join(f"Approved-by: {who}\n" for who in approvers) +
                    f"{PROPOSAL_TRAILER}: {proposal.name}\n{REVIEWED_TRAILER}: {reviewed}\n")
-        commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver)
+        commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver,
+                                   sign=approval_policy.signing(wiki))
         try:  # the wiki moves and the proposal closes in one atomic ref transaction
             wiki.store.update_refs([(wiki.ref, commit, head), (proposal.ref, None, proposal.tip)],
                                    f"wiki approve {proposal.name}")
@@ -335,7 +338,8 @@ def _record_approval(wiki: Wiki, proposal: Proposal, approver: Identity, reviewe
     message = (f"Approve proposal {proposal.name} ({count} of the approvals needed)\n\n"
                f"{APPROVAL_TRAILER}: {approver}\n{REVIEWED_TRAILER}: {reviewed}\n"
                f"{BASE_TRAILER}: {proposal.base}\n")
-    commit = wiki.store.commit(tree, [proposal.tip], message, author=approver)
+    commit = wiki.store.commit(tree, [proposal.tip], message, author=approver,
+                               sign=approval_policy.signing(wiki))
     wiki.store.update_ref(proposal.ref, commit, proposal.tip, f"wiki approve {proposal.name}")
     return Landing(proposal.name, None, False, approver, landed=False, approvals=count)
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import git
 
-from wiki import indextree
+from wiki import approval_policy, indextree
 from wiki.entry import Entry
 from wiki.errors import EntryError, StaleProposalError
-from wiki.gitrepo import Identity, current_identity
+from wiki.gitrepo import Identity, current_committer, current_identity
 from wiki.proposals import BASE_TRAILER, PROPOSAL_TRAILER, Proposal, changed_paths, get_proposal
 from wiki.snapshot import Snapshot, with_indexes
 from wiki.workspace import Wiki
@@ -33,6 +33,7 @@ def rebase(wiki: Wiki, name: str, rebaser: Identity | None = None) -> Proposal:
     head = wiki.require_head()
     if proposal.base == head:
         return proposal
+    committer = rebaser or current_committer(wiki.repo)  # who really runs it
     rebaser = rebaser or current_identity(wiki.repo)
     base, tip, ours = (Snapshot(wiki.store, c) for c in (proposal.base, proposal.tip, head))
     merged: dict[str, bytes | None] = {}
@@ -52,7 +53,7 @@ def rebase(wiki: Wiki, name: str, rebaser: Identity | None = None) -> Proposal:
     message = (f"{proposal.subject}\n\nRebased onto {head[:12]} by {rebaser}.\n\n"
                f"{PROPOSAL_TRAILER}: {proposal.name}\n{BASE_TRAILER}: {head}\n")
     commit = wiki.store.commit(tree, [head, proposal.tip], message, author=author,
-                               committer=rebaser)
+                               committer=committer, sign=approval_policy.signing(wiki))
     wiki.store.update_ref(proposal.ref, commit, proposal.tip, f"wiki rebase {proposal.name}")
     return get_proposal(wiki, proposal.name)
 
