@@ -30,7 +30,7 @@ def team(tmp_path: Path, wiki: Wiki):
     bare = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
     git(wiki.root, "remote", "add", "origin", str(bare))
-    proposal, _ = propose(wiki, {"hr/leave.md": LEAVE.encode()}, kind="seed", subject="seed",
+    proposal, _ = propose(wiki, {"hr/leave.md": LEAVE.encode()}, base=None, kind="seed", subject="seed",
                           author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
     assert sync_remote(wiki).action == "created-remote"

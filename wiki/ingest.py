@@ -9,6 +9,13 @@ fingerprint is unchanged is skipped; a changed one updates its entries in place 
 and path); sections that disappeared are marked ``retracted``, never deleted. The result
 is one proposal. A bad file is reported and skipped; it never stops the run. So is a file
 holding a secret (:mod:`wiki.safety`), unless ``redact`` replaces its secrets.
+
+Every entry ingest writes records ``compiled:``, a hash of what it wrote
+(:func:`compiled_hash`). An entry whose content no longer matches it was edited since
+(by a person or another writer): a re-ingest that would change it leaves it alone and
+reports it in ``conflicts`` (a ``Wiki-Conflict: <path>: hand-edited since compiled``
+trailer on the proposal), unless ``overwrite``. When the source's text for it did not
+change, only its source fingerprint is refreshed and the edit stands.
 """
 
 from __future__ import annotations
@@ -19,12 +26,13 @@ from pathlib import Path
 
 from wiki import markdown_text as md
 from wiki.adapters.git_source import work_tree_blobs
+from wiki.compiled import COMPILED_FIELD, HAND_EDITED, hand_edited, stamped
 from wiki.config import IngestConfig, WikiConfig
 from wiki.entry import Entry, Source, new_id, now_iso
 from wiki.errors import EntryError, SecretError, SourceError
 from wiki.frontmatter import parse as parse_frontmatter
 from wiki.gitrepo import Identity
-from wiki.proposals import Proposal, get_proposal, list_proposals, propose
+from wiki.proposals import CONFLICT_TRAILER, Proposal, get_proposal, list_proposals, propose
 from wiki.safety import screen
 from wiki.sections import compile_sections
 from wiki.slug import slug_path, slugify, unique_path
@@ -59,6 +67,9 @@ class IngestReport:
     skipped: list[Skipped] = field(default_factory=list)
     proposal: Proposal | None = None
     proposal_created: bool = False
+    conflicts: list[str] = field(default_factory=list)
+    """Paths of entries edited since they were compiled that this ingest would have
+    changed and left alone (re-run with ``overwrite`` to replace them)."""
 
     @property
     def changed(self) -> int:
@@ -69,7 +80,8 @@ class IngestReport:
 class SourceText:
     """A screened source for a distiller: ``uri``, ``fingerprint``, the name ``shown`` in
     messages, ``title``, markdown ``body`` (no frontmatter), the wiki ``category`` its
-    entries go to and the git ``blob`` id of a ``git:`` source."""
+    entries go to, the git ``blob`` id of a ``git:`` source and the wiki commit the ingest
+    read (``base``: place drafts against it, the proposal is built on it)."""
 
     uri: str
     fingerprint: str
@@ -78,6 +90,24 @@ class SourceText:
     body: str
     category: str
     blob: str = ""
+    base: str = ""
+
+
+@dataclass
+class _Run:
+    """One ingest's settings and findings, shared by the per-source compile."""
+
+    base: str
+    overwrite: bool
+    conflicts: list[str] = field(default_factory=list)
+
+    def keeps(self, entry: Entry) -> bool:
+        """Whether ``entry`` is left alone (hand-edited and not ``overwrite``); records it."""
+        if self.overwrite or not hand_edited(entry):
+            return False
+        if entry.path not in self.conflicts:
+            self.conflicts.append(entry.path)
+        return True
 
 
 @dataclass
@@ -88,17 +118,21 @@ class _Candidate:
 
 def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None = None,
            author: Identity | None = None, dry_run: bool = False,
-           redact: bool = False, distiller: Distiller | None = None) -> IngestReport:
+           redact: bool = False, distiller: Distiller | None = None,
+           overwrite: bool = False) -> IngestReport:
     """Compile the sources under ``paths`` and propose the resulting entry changes.
 
     Returns an :class:`IngestReport`; ``report.proposal`` is ``None`` when nothing changed
     (or with ``dry_run``). A source holding a secret is skipped with the kind and place in
     ``report.skipped``; with ``redact`` it is ingested with ``[REDACTED:<kind>]`` instead.
     With ``distiller``, each new or changed source goes through it first (a source already
-    distilled at its fingerprint is unchanged). Raises ``NotInitializedError`` without a
+    distilled at its fingerprint is unchanged). Entries edited since compiled are left
+    alone and listed in ``report.conflicts`` unless ``overwrite`` (module docstring). The
+    proposal is built on the snapshot read here. Raises ``NotInitializedError`` without a
     wiki branch.
     """
     snapshot = wiki.snapshot()
+    run = _Run(snapshot.commit, overwrite)
     config = snapshot.config()
     entries, _ = snapshot.entries()
     by_uri: dict[str, list[Entry]] = {}
@@ -118,7 +152,7 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
         shown = _display(candidate.path)
         try:
             result = _compile(wiki, config, candidate, by_uri, taken, ids, pending, blobs,
-                              redact, distiller)
+                              run, redact, distiller)
         except (SourceError, EntryError, SecretError) as exc:
             report.skipped.append(Skipped(shown, getattr(exc, "reason", str(exc))
                                           if not isinstance(exc, EntryError) else str(exc)))
@@ -140,10 +174,14 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
             progress(done, len(candidates), shown)
     stamp = now_iso()
     for uri, old in _vanished(wiki, candidates, folders, by_uri):
-        changes[old.path] = old.updated_with(status="retracted", updated=stamp).to_bytes()
+        if run.keeps(old):
+            continue
+        changes[old.path] = stamped(old.updated_with(status="retracted", updated=stamp)
+                                     ).to_bytes()
         report.retracted += 1
         if uri not in touched:
             touched.append(f"{uri} (deleted)")
+    report.conflicts = run.conflicts
     if changes and not dry_run:
         subject = (f"ingest: {len(touched)} source{'s' * (len(touched) != 1)} "
                    f"({report.added} new, {report.updated} updated, "
@@ -151,9 +189,13 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
         body = "Sources:\n" + "\n".join(f"- {t}" for t in touched[:200])
         if len(touched) > 200:
             body += f"\n- ... and {len(touched) - 200} more"
+        if run.conflicts:
+            body += "\n\nLeft alone, edited since compiled (decide: edit by hand, or "
+            body += "`wiki ingest --overwrite`):\n\n" + "".join(
+                f"{CONFLICT_TRAILER}: {path}: {HAND_EDITED}\n" for path in run.conflicts)
         report.proposal, report.proposal_created = propose(
-            wiki, changes, kind="ingest", subject=subject, body=body, author=author,
-            redact=redact)
+            wiki, changes, base=snapshot.commit, kind="ingest", subject=subject, body=body,
+            author=author, redact=redact)
     elif waiting and not changes:
         report.proposal, report.proposal_created = get_proposal(wiki, waiting[0]), False
     return report
@@ -266,7 +308,7 @@ def _category(wiki: Wiki, candidate: _Candidate, config: IngestConfig) -> str:
 def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
              by_uri: dict[str, list[Entry]], taken: set[str], ids: set[str],
              pending: dict[str, tuple[str, str]], blobs: dict[str, tuple[str, str]],
-             redact: bool = False, distiller: Distiller | None = None):
+             run: _Run, redact: bool = False, distiller: Distiller | None = None):
     path = candidate.path
     text = read_text(path, max_bytes=config.ingest.max_bytes, max_lines=config.ingest.max_lines)
     shown = _display(path)
@@ -295,8 +337,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     stamp = now_iso()
     if distiller is not None:
         blob = blobs[uri[4:]][1] if uri.startswith("git:") and uri[4:] in blobs else ""
-        distilled = distiller(SourceText(uri, fp, shown, title, front.body, category, blob),
-                              taken, ids)
+        distilled = distiller(SourceText(uri, fp, shown, title, front.body, category, blob,
+                                         base=run.base), taken, ids)
         if distilled is not None:
             return distilled
     matched = {(e.sources[0].locator, _occurrence(e)): e for e in existing}
@@ -317,7 +359,12 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
         old = matched.get((draft.locator, draft.occurrence))
         if old is not None:
             used.add(old.path)
-            entry = old.updated_with(body=body, **fields)
+            entry = stamped(old.updated_with(body=body, **fields))
+            if hand_edited(old) and entry.meta.get(COMPILED_FIELD) == \
+                    old.meta.get(COMPILED_FIELD):  # its text unchanged: keep the edit
+                entry = old.updated_with(sources=[source, *(old.meta.get("sources") or [])[1:]])
+            elif run.keeps(old):
+                continue
             if entry.meta != old.meta or entry.body != old.body:
                 changes[old.path] = entry.to_bytes()
                 updated += 1
@@ -328,11 +375,12 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
         entry_id = new_id(f"{uri}\0{draft.locator}\0{draft.occurrence}", ids)
         meta = {"id": entry_id, **{k: v for k, v in fields.items() if v is not None},
                 "created": stamp}
-        changes[target] = Entry(target, meta, body).to_bytes()
+        changes[target] = stamped(Entry(target, meta, body)).to_bytes()
         added += 1
     for old in existing:
-        if old.path not in used and old.status != "retracted":
-            changes[old.path] = old.updated_with(status="retracted", updated=stamp).to_bytes()
+        if old.path not in used and old.status != "retracted" and not run.keeps(old):
+            changes[old.path] = stamped(old.updated_with(status="retracted", updated=stamp)
+                                         ).to_bytes()
             retracted += 1
     return changes, added, updated, retracted
 
