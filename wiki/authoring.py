@@ -22,7 +22,7 @@ from wiki.errors import ConfigError, DuplicateIdError, EntryError
 from wiki.frontmatter import render
 from wiki.gitrepo import Identity
 from wiki.lookup import find_entry
-from wiki.proposals import Proposal, propose, resolve_base
+from wiki.proposals import Proposal, propose
 from wiki.safety import screen_bytes
 from wiki.slug import slug_path, slugify, unique_path
 from wiki.snapshot import Snapshot
@@ -181,7 +181,7 @@ def _propose_edit(wiki: Wiki, snapshot: Snapshot, current: Entry, draft: Entry,
 def read_base(wiki: Wiki, base: str | None) -> Snapshot:
     """The snapshot a change is computed from: ``base`` (any revision of the wiki
     branch's history; ``ConfigError`` otherwise) or, without it, the head read now."""
-    return wiki.snapshot(resolve_base(wiki, base) if base else None)
+    return wiki.snapshot(wiki.resolve_base(base) if base else None)
 
 
 def near_duplicates(snapshot: Snapshot, entry: Entry) -> list[str]:

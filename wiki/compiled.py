@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field
 
 from wiki.entry import Entry
 
@@ -43,3 +44,21 @@ def hand_edited(entry: Entry) -> bool:
 def stamped(entry: Entry) -> Entry:
     """``entry`` with its ``compiled`` hash set to what it now says."""
     return entry.updated_with(**{COMPILED_FIELD: compiled_hash(entry)})
+
+
+@dataclass
+class Guard:
+    """One ingest's ``base`` commit, whether it may ``overwrite`` hand-edited entries, and
+    the paths it left alone (``conflicts``)."""
+
+    base: str
+    overwrite: bool
+    conflicts: list[str] = field(default_factory=list)
+
+    def keeps(self, entry: Entry) -> bool:
+        """Whether ``entry`` is left alone (hand-edited and not ``overwrite``); records it."""
+        if self.overwrite or not hand_edited(entry):
+            return False
+        if entry.path not in self.conflicts:
+            self.conflicts.append(entry.path)
+        return True

@@ -10,12 +10,8 @@ and path); sections that disappeared are marked ``retracted``, never deleted. Th
 is one proposal. A bad file is reported and skipped; it never stops the run. So is a file
 holding a secret (:mod:`wiki.safety`), unless ``redact`` replaces its secrets.
 
-Every entry ingest writes records ``compiled:``, a hash of what it wrote
-(:func:`compiled_hash`). An entry whose content no longer matches it was edited since
-(by a person or another writer): a re-ingest that would change it leaves it alone and
-reports it in ``conflicts`` (a ``Wiki-Conflict: <path>: hand-edited since compiled``
-trailer on the proposal), unless ``overwrite``. When the source's text for it did not
-change, only its source fingerprint is refreshed and the edit stands.
+Entries it writes record ``compiled:`` (:mod:`wiki.compiled`); one edited since is left
+alone and listed in ``conflicts`` (``Wiki-Conflict:`` trailers) unless ``overwrite``.
 """
 
 from __future__ import annotations
@@ -26,7 +22,7 @@ from pathlib import Path
 
 from wiki import markdown_text as md
 from wiki.adapters.git_source import work_tree_blobs
-from wiki.compiled import COMPILED_FIELD, HAND_EDITED, hand_edited, stamped
+from wiki.compiled import COMPILED_FIELD, HAND_EDITED, Guard, hand_edited, stamped
 from wiki.config import IngestConfig, WikiConfig
 from wiki.entry import Entry, Source, new_id, now_iso
 from wiki.errors import EntryError, SecretError, SourceError
@@ -67,9 +63,7 @@ class IngestReport:
     skipped: list[Skipped] = field(default_factory=list)
     proposal: Proposal | None = None
     proposal_created: bool = False
-    conflicts: list[str] = field(default_factory=list)
-    """Paths of entries edited since they were compiled that this ingest would have
-    changed and left alone (re-run with ``overwrite`` to replace them)."""
+    conflicts: list[str] = field(default_factory=list)  # hand-edited entries left alone
 
     @property
     def changed(self) -> int:
@@ -94,23 +88,6 @@ class SourceText:
 
 
 @dataclass
-class _Run:
-    """One ingest's settings and findings, shared by the per-source compile."""
-
-    base: str
-    overwrite: bool
-    conflicts: list[str] = field(default_factory=list)
-
-    def keeps(self, entry: Entry) -> bool:
-        """Whether ``entry`` is left alone (hand-edited and not ``overwrite``); records it."""
-        if self.overwrite or not hand_edited(entry):
-            return False
-        if entry.path not in self.conflicts:
-            self.conflicts.append(entry.path)
-        return True
-
-
-@dataclass
 class _Candidate:
     path: Path
     root: Path | None
@@ -126,13 +103,11 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
     (or with ``dry_run``). A source holding a secret is skipped with the kind and place in
     ``report.skipped``; with ``redact`` it is ingested with ``[REDACTED:<kind>]`` instead.
     With ``distiller``, each new or changed source goes through it first (a source already
-    distilled at its fingerprint is unchanged). Entries edited since compiled are left
-    alone and listed in ``report.conflicts`` unless ``overwrite`` (module docstring). The
-    proposal is built on the snapshot read here. Raises ``NotInitializedError`` without a
-    wiki branch.
+    distilled at its fingerprint is unchanged). ``overwrite``: see the module docstring.
+    Raises ``NotInitializedError`` without a wiki branch.
     """
     snapshot = wiki.snapshot()
-    run = _Run(snapshot.commit, overwrite)
+    run = Guard(snapshot.commit, overwrite)
     config = snapshot.config()
     entries, _ = snapshot.entries()
     by_uri: dict[str, list[Entry]] = {}
@@ -308,7 +283,7 @@ def _category(wiki: Wiki, candidate: _Candidate, config: IngestConfig) -> str:
 def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
              by_uri: dict[str, list[Entry]], taken: set[str], ids: set[str],
              pending: dict[str, tuple[str, str]], blobs: dict[str, tuple[str, str]],
-             run: _Run, redact: bool = False, distiller: Distiller | None = None):
+             run: Guard, redact: bool = False, distiller: Distiller | None = None):
     path = candidate.path
     text = read_text(path, max_bytes=config.ingest.max_bytes, max_lines=config.ingest.max_lines)
     shown = _display(path)

@@ -16,8 +16,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import git
-
 from wiki import indextree
 from wiki.branch import TreeFile
 from wiki.change_key import change_key
@@ -119,27 +117,23 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, base: str | None
             kind: str, subject: str, body: str = "", author: Identity | None = None,
             redact: bool = False) -> tuple[Proposal, bool]:
     """Record ``changes`` (path -> new bytes, ``None`` deletes) as a proposal built on
-    ``base``: the wiki commit the caller read when it computed them (DESIGN.md §7). ``base``
-    is required so that no writer can forget it; ``None`` means "the head, read now" and
-    is only right for a change that did not look at the wiki. When the wiki moved since
-    ``base`` the proposal is behind (``stale``) and lands only by approve's clean merge
-    (no path changed on both sides), else ``wiki rebase``. Raises ``ConfigError`` when
-    ``base`` is not a commit of the wiki branch.
+    ``base``, the wiki commit the caller read when it computed them (DESIGN.md §7;
+    required, ``None`` = the head read now). If the wiki moved since, the proposal is
+    behind (``stale``): it lands only by approve's clean merge, else ``wiki rebase``.
+    ``ConfigError`` when ``base`` is not a commit of the wiki branch.
 
     Returns ``(proposal, created)``; ``created`` is false when an open proposal makes the
-    same change (same paths, same content before, the same content after up to the stamps
-    ``created``/``updated``/``checked_at`` and generated ids: its ``Wiki-Change:`` key) and
-    is returned instead: a retried ``propose`` or two ingests at once give one proposal.
-    The check and the branch creation happen under the write lock (:mod:`wiki.locking`;
-    ``WriterBusyError`` after its bounded wait). Changes that leave a path as it is at
-    ``base`` are dropped; raises ``ValueError`` if nothing is left (callers check first).
+    same change (its ``Wiki-Change:`` key, :mod:`wiki.change_key`), returned instead;
+    checked and created under the write lock (:mod:`wiki.locking`, ``WriterBusyError``).
+    Changes that leave a path as it is at ``base`` are dropped; ``ValueError`` if nothing
+    is left (callers check first).
 
     Every proposal passes the write-time scan (:mod:`wiki.safety`): a secret new in a file,
     a path or the message raises ``SecretError`` before anything is written (with
     ``redact``, secrets are replaced by ``[REDACTED:<kind>]`` instead); instruction-like
     content is recorded as ``Wiki-Flag:`` trailers, listed in ``proposal.flags``."""
     head = wiki.require_head()
-    base = head if base is None else resolve_base(wiki, base, head)
+    base = head if base is None else wiki.resolve_base(base)
     snapshot = wiki.snapshot(base)
     effective = {p: d for p, d in changes.items() if snapshot.read(p) != d}
     if not effective:
@@ -168,21 +162,6 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, base: str | None
                 return existing, False
         wiki.store.update_ref(wiki.proposal_prefix + name, commit, None, f"wiki propose {name}")
     return get_proposal(wiki, name), True
-
-
-def resolve_base(wiki: Wiki, rev: str, head: str | None = None) -> str:
-    """The full sha of ``rev`` (a sha, possibly abbreviated, or any revision git
-    understands) when it is a commit of the wiki branch's history (the head or an
-    ancestor); raises ``ConfigError`` otherwise."""
-    head = head or wiki.require_head()
-    try:
-        sha = wiki.repo.rev_parse(rev.strip()).hexsha if rev.strip() else ""
-    except (ValueError, git.BadName, git.BadObject) as exc:
-        raise ConfigError(f"base {rev!r}: not a commit in this repository") from exc
-    if not sha or not (sha == head or wiki.repo.is_ancestor(sha, head)):
-        raise ConfigError(f"base {rev!r}: not a commit of the wiki branch '{wiki.branch}' "
-                          "(give the commit `wiki show` reported)")
-    return sha
 
 
 def list_proposals(wiki: Wiki) -> list[Proposal]:
