@@ -9,7 +9,7 @@ from wiki.workspace import Wiki
 
 def land(w: Wiki, files: dict[str, str], subject: str = "test entries") -> None:
     """Propose ``files`` (path -> text) as Alice and approve them as Bob."""
-    proposal, _ = propose(w, {p: t.encode() for p, t in files.items()}, kind="new",
+    proposal, _ = propose(w, {p: t.encode() for p, t in files.items()}, base=None, kind="new",
                           subject=subject, author=ALICE)
     approve(w, proposal.name, approver=BOB)
 

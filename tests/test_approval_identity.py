@@ -55,7 +55,7 @@ def acting(author: Identity, committer: Identity | None = None,
 def _propose(wiki: Wiki, path: str = "a.md", text: str | None = None, **kwargs):
     """Propose as whoever the environment says (the CLI's path: no explicit author)."""
     text = text or entry_text("a1", "A", "alpha")
-    proposal, created = propose(wiki, {path: text.encode()}, kind="edit",
+    proposal, created = propose(wiki, {path: text.encode()}, kind="edit", base=None,
                                 subject=f"edit {path}", **kwargs)
     assert created
     return proposal
@@ -67,7 +67,7 @@ def _set_review(wiki: Wiki, **settings: object) -> None:
     for key, value in settings.items():
         old = next(line for line in toml.splitlines() if line.startswith(f"{key} ="))
         toml = toml.replace(old, f"{key} = {str(value).lower()}")
-    proposal, _ = propose(wiki, {"wiki.toml": toml.encode()}, kind="config",
+    proposal, _ = propose(wiki, {"wiki.toml": toml.encode()}, kind="config", base=None,
                           subject="review policy", author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
 

@@ -49,7 +49,7 @@ def test_unicode_and_nested_branch_names_are_fine(repo: Path) -> None:
 
 def test_approve_refuses_while_the_wiki_is_checked_out(wiki: Wiki, tmp_path: Path) -> None:
     git(wiki.root, "worktree", "add", "-q", str(tmp_path / "view"), "wiki")
-    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()}, kind="e",
+    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()}, base=None, kind="e",
                           subject="s", author=ALICE)
     head = wiki.head()
     with pytest.raises(BranchCheckedOutError, match="--detach"):
@@ -134,10 +134,10 @@ def test_proposals_on_a_missing_branch_is_an_error(cli) -> None:
 
 
 def test_identity_switch_helper_really_switches(wiki: Wiki) -> None:
-    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()}, kind="e",
+    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()}, base=None, kind="e",
                           subject="s")
     assert proposal.authors == [ALICE]
     with acting_as(BOB):
-        proposal2, _ = propose(wiki, {"b.md": entry_text("b1", "B", "y").encode()}, kind="e",
+        proposal2, _ = propose(wiki, {"b.md": entry_text("b1", "B", "y").encode()}, base=None, kind="e",
                                subject="s")
     assert proposal2.authors == [BOB]

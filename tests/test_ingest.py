@@ -165,7 +165,7 @@ def test_dry_run_and_category_mapping(wiki: Wiki, repo: Path) -> None:
     from conftest import BOB
 
     from wiki.proposals import approve, propose
-    proposal, _ = propose(wiki, {"wiki.toml": config.encode()}, kind="config",
+    proposal, _ = propose(wiki, {"wiki.toml": config.encode()}, base=None, kind="config",
                           subject="map pages/ to the root", author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
     ingest_and_land(wiki, repo / "pages")

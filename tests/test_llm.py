@@ -44,7 +44,7 @@ QUESTION = "how much per diem for meals on travel days"
 
 
 def _land(wiki: Wiki, files: dict[str, str]) -> None:
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in files.items()}, kind="seed",
+    proposal, _ = propose(wiki, {p: t.encode() for p, t in files.items()}, base=None, kind="seed",
                           subject="seed", author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
 

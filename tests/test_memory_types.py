@@ -77,7 +77,7 @@ def test_lifetimes_follow_wiki_toml(wiki: Wiki) -> None:
     _wiki(wiki)
     text = wiki.snapshot().read(CONFIG_PATH).decode()
     text = text.replace('episode = "90d"', 'episode = "1000d"')
-    proposal, _ = propose(wiki, {CONFIG_PATH: text.encode()}, kind="config", subject="c")
+    proposal, _ = propose(wiki, {CONFIG_PATH: text.encode()}, base=None, kind="config", subject="c")
     approve(wiki, proposal.name, approver=BOB)
     assert "e-ep-old" in _keys(wiki)
 

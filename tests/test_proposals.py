@@ -14,7 +14,7 @@ CAROL = Identity("Carol", "carol@example.com")
 
 
 def _propose(wiki: Wiki, path: str, text: str, who: Identity = ALICE):
-    proposal, created = propose(wiki, {path: text.encode()}, kind="edit",
+    proposal, created = propose(wiki, {path: text.encode()}, base=None, kind="edit",
                                 subject=f"edit {path}", author=who)
     assert created
     return proposal
@@ -110,16 +110,16 @@ def test_disjoint_proposals_merge_onto_a_moved_wiki(wiki: Wiki) -> None:
 @pytest.mark.robustness("W1")
 def test_identical_proposal_is_a_noop_that_names_the_first(wiki: Wiki) -> None:
     first, created = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
-                             kind="edit", subject="s", author=ALICE)
+                             base=None, kind="edit", subject="s", author=ALICE)
     again, created_again = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
-                                   kind="edit", subject="s", author=ALICE)
+                                   base=None, kind="edit", subject="s", author=ALICE)
     assert created and not created_again and again.name == first.name
     assert len(list_proposals(wiki)) == 1
 
 
 def test_proposing_nothing_new_is_refused(wiki: Wiki) -> None:
     with pytest.raises(ValueError):
-        propose(wiki, {"wiki.toml": wiki.snapshot().read("wiki.toml")}, kind="edit",
+        propose(wiki, {"wiki.toml": wiki.snapshot().read("wiki.toml")}, base=None, kind="edit",
                 subject="same", author=ALICE)
 
 

@@ -30,7 +30,7 @@ def team(tmp_path: Path, wiki: Wiki):
     bare = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
     git(wiki.root, "remote", "add", "origin", str(bare))
-    proposal, _ = propose(wiki, {"hr/leave.md": LEAVE.encode()}, kind="seed", subject="seed",
+    proposal, _ = propose(wiki, {"hr/leave.md": LEAVE.encode()}, base=None, kind="seed", subject="seed",
                           author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
     assert sync_remote(wiki).action == "created-remote"
@@ -44,11 +44,11 @@ def team(tmp_path: Path, wiki: Wiki):
 def test_concurrent_edits_one_lands_other_stale_then_rebased(team) -> None:
     bobs, carols = team
     alice_edit = LEAVE.replace("summary: Leave basics.", "summary: Leave basics, updated.")
-    first, _ = propose(bobs, {"hr/leave.md": alice_edit.encode()}, kind="edit",
+    first, _ = propose(bobs, {"hr/leave.md": alice_edit.encode()}, base=None, kind="edit",
                        subject="summary", author=ALICE)
     with acting_as(CAROL):
         carol_edit = LEAVE.replace("Line three.", "Line three, clarified.")
-        second, _ = propose(carols, {"hr/leave.md": carol_edit.encode()}, kind="edit",
+        second, _ = propose(carols, {"hr/leave.md": carol_edit.encode()}, base=None, kind="edit",
                             subject="body")
         assert sync_remote(carols).pushed == [f"wiki-proposals/{second.name}"]
     assert f"wiki-proposals/{second.name}" in sync_remote(bobs).fetched
@@ -75,7 +75,7 @@ def test_robustness_i1_edits_and_deletions_pulled_from_a_remote_are_never_stale(
     bobs, carols = team
 
     def land(changes: dict[str, bytes | None]) -> None:  # by the tool, in the other clone
-        proposal, _ = propose(bobs, changes, kind="edit", subject="edit", author=ALICE)
+        proposal, _ = propose(bobs, changes, base=None, kind="edit", subject="edit", author=ALICE)
         approve(bobs, proposal.name, approver=BOB)
         git(bobs.root, "push", "-q", "origin", "wiki")
 
@@ -102,9 +102,9 @@ def test_robustness_i1_edits_and_deletions_pulled_from_a_remote_are_never_stale(
 def test_overlapping_edits_cannot_be_rebased(team) -> None:
     bobs, _ = team
     one, _ = propose(bobs, {"hr/leave.md": LEAVE.replace("Line two.", "Line 2a.").encode()},
-                     kind="edit", subject="a", author=ALICE)
+                     base=None, kind="edit", subject="a", author=ALICE)
     two, _ = propose(bobs, {"hr/leave.md": LEAVE.replace("Line two.", "Line 2b.").encode()},
-                     kind="edit", subject="b", author=CAROL)
+                     base=None, kind="edit", subject="b", author=CAROL)
     approve(bobs, one.name, approver=BOB)
     with pytest.raises(StaleProposalError, match="cannot be rebased"):
         rebase(bobs, two.name, rebaser=CAROL)
@@ -120,7 +120,7 @@ def test_force_pushed_remote_does_not_lose_local_landings(team, tmp_path: Path) 
         git(tmp_path / "cw", "commit", "-q", "--amend", "-m", "rewritten")
         git(tmp_path / "cw", "push", "-q", "--force", "origin", "HEAD:refs/heads/wiki")
     mine, _ = propose(bobs, {"hr/mine.md": entry_text("mn", "Mine", "Local.").encode()},
-                      kind="edit", subject="local", author=ALICE)
+                      base=None, kind="edit", subject="local", author=ALICE)
     approve(bobs, mine.name, approver=BOB)
     before = bobs.head()
     result = sync_remote(bobs)
@@ -135,12 +135,12 @@ def test_conflicting_divergence_becomes_a_proposal(team, tmp_path: Path) -> None
     bobs, carols = team
     with acting_as(CAROL):
         theirs, _ = propose(carols, {"hr/leave.md": LEAVE.replace("Line one.", "Remote.")
-                                     .encode()}, kind="edit", subject="remote")
+                                     .encode()}, base=None, kind="edit", subject="remote")
     approve(carols, theirs.name, approver=BOB)
     with acting_as(CAROL):
         sync_remote(carols)
     mine, _ = propose(bobs, {"hr/leave.md": LEAVE.replace("Line one.", "Local.").encode()},
-                      kind="edit", subject="local", author=ALICE)
+                      base=None, kind="edit", subject="local", author=ALICE)
     approve(bobs, mine.name, approver=BOB)
     result = sync_remote(bobs)
     assert result.action == "conflict-proposal" and result.proposal
@@ -153,9 +153,9 @@ def test_landed_and_rejected_proposals_stay_closed_across_clones(team) -> None:
     bobs, carols = team
     with acting_as(CAROL):
         landed, _ = propose(carols, {"x/a.md": entry_text("xa", "A", "a").encode()},
-                            kind="edit", subject="a")
+                            base=None, kind="edit", subject="a")
         dropped, _ = propose(carols, {"x/b.md": entry_text("xb", "B", "b").encode()},
-                             kind="edit", subject="b")
+                             base=None, kind="edit", subject="b")
         sync_remote(carols)
     sync_remote(bobs)
     approve(bobs, landed.name, approver=BOB)
@@ -183,10 +183,10 @@ def test_rebase_merges_entry_fields_and_updated_times(team, monkeypatch) -> None
     two = base.replace("Line three.", "Line THREE.")
     first, _ = propose(bobs, {"hr/leave.md": (one.replace("title: Annual leave",
                        "title: Annual leave\nupdated: '2026-01-01T00:00:01Z'")).encode()},
-                       kind="edit", subject="one", author=ALICE)
+                       base=None, kind="edit", subject="one", author=ALICE)
     second, _ = propose(bobs, {"hr/leave.md": (two.replace("title: Annual leave",
                         "title: Annual leave\nupdated: '2026-01-01T00:00:09Z'")).encode()},
-                        kind="edit", subject="two", author=CAROL)
+                        base=None, kind="edit", subject="two", author=CAROL)
     approve(bobs, first.name, approver=BOB)
     rebase(bobs, second.name, rebaser=CAROL)
     approve(bobs, second.name, approver=BOB)

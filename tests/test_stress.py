@@ -38,7 +38,7 @@ def test_fifty_proposals_approved_from_four_processes(wiki: Wiki) -> None:
     for i in range(50):
         proposal, _ = propose(wiki, {f"s/e{i:02}.md": entry_text(
             f"st{i:02}", f"Stress {i}", f"stress body {i}").encode()},
-            kind="stress", subject=f"stress {i}", author=ALICE)
+            base=None, kind="stress", subject=f"stress {i}", author=ALICE)
         names.append(proposal.name)
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()

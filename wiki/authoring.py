@@ -44,12 +44,16 @@ class Authored:
 
 
 def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str = "entry.md",
-              author: Identity | None = None, redact: bool = False) -> Authored:
+              author: Identity | None = None, redact: bool = False,
+              base: str | None = None) -> Authored:
     """Propose a new entry from markdown ``text`` (frontmatter needs ``title``; ``id`` is
     generated when absent). Raises ``EntryError`` for a malformed file,
     ``DuplicateIdError`` when the id is taken (use :func:`edit_entry`) and ``SecretError``
-    for a secret in ``text`` (with ``redact``, it is replaced by ``[REDACTED:<kind>]``)."""
-    snapshot = wiki.snapshot()
+    for a secret in ``text`` (with ``redact``, it is replaced by ``[REDACTED:<kind>]``).
+
+    ``base`` (every function here takes it) is the wiki commit the text was written
+    against (default: the head, read now); the proposal is built on it (DESIGN.md §7)."""
+    snapshot = read_base(wiki, base)
     text = _screened(text, source_name, redact)
     try:
         draft = _draft(source_name, text)
@@ -68,26 +72,31 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
         return Authored(None, existing=same)
     holder = _fact_holder(snapshot, draft)
     if holder is not None:  # a new value for a held fact key supersedes its holder
-        return supersede_entry(wiki, holder, text, author=author)
+        return supersede_entry(wiki, holder, text, author=author, base=snapshot.commit)
     taken = set(snapshot.files)
     path = unique_path(slug_path(category), slugify(draft.title), taken)
     stamp = now_iso()
     entry = Entry(path, draft.meta, draft.body, draft.original, None).updated_with(
         created=draft.meta.get("created") or stamp, updated=stamp)
     duplicates = near_duplicates(snapshot, entry)
-    proposal, created = propose(wiki, {path: entry.to_bytes()}, kind="new",
+    proposal, created = propose(wiki, {path: entry.to_bytes()}, base=snapshot.commit,
+                                kind="new",
                                 subject=f"new entry: {entry.title}",
                                 body=_duplicate_note(duplicates), author=author, redact=redact)
     return Authored(proposal, created, near_duplicates=duplicates)
 
 
 def edit_entry(wiki: Wiki, target: str, text: bytes, *,
-               author: Identity | None = None, redact: bool = False) -> Authored:
+               author: Identity | None = None, redact: bool = False,
+               base: str | None = None) -> Authored:
     """Propose ``text`` as the new content of entry ``target`` (id or path); its id must
     stay the same. Raises ``NotFoundError``, ``EntryError`` and ``SecretError`` (a secret
-    not already in the entry; ``redact`` replaces secrets instead)."""
-    snapshot = wiki.snapshot()
-    current = find_entry(wiki, target)
+    not already in the entry; ``redact`` replaces secrets instead). With ``base`` older
+    than the head, the edit is of the entry as it was there: a proposal that is behind,
+    landing only if nobody changed the entry since (:func:`wiki.basis.infer_base` finds
+    the base of a file exported earlier)."""
+    snapshot = read_base(wiki, base)
+    current = find_entry(wiki, target, snapshot)
     text = _screened(text, current.path, redact, before=current.to_bytes())
     draft = Entry.parse(current.path, text)
     if draft.id != current.id:
@@ -96,7 +105,7 @@ def edit_entry(wiki: Wiki, target: str, text: bytes, *,
     if _changes_a_fact(current, draft):  # a new value is a supersession, not an edit
         successor = draft.updated_with(id=None, created=None, updated=None)
         return supersede_entry(wiki, current.id, render(successor.meta, draft.body).encode(),
-                               author=author, redact=redact)
+                               author=author, redact=redact, base=snapshot.commit)
     other = _fact_holder(snapshot, draft)
     if other is not None:
         raise ConfigError(f"{current.path}: entry {other} holds a fact of this edit with "
@@ -105,37 +114,41 @@ def edit_entry(wiki: Wiki, target: str, text: bytes, *,
 
 
 def retract_entry(wiki: Wiki, target: str, reason: str, *,
-                  author: Identity | None = None, redact: bool = False) -> Authored:
+                  author: Identity | None = None, redact: bool = False,
+                  base: str | None = None) -> Authored:
     """Propose marking entry ``target`` retracted (kept in history, hidden from answers).
     A secret in ``reason`` raises ``SecretError`` unless ``redact``."""
     if not reason.strip():
         raise ConfigError("a retraction needs a reason (--reason TEXT)")
-    current = find_entry(wiki, target)
+    snapshot = read_base(wiki, base)
+    current = find_entry(wiki, target, snapshot)
     if current.status == "retracted":
         return Authored(None, existing=current.path)
     changed = current.updated_with(status="retracted", updated=now_iso())
-    proposal, created = propose(wiki, {current.path: changed.to_bytes()}, kind="retract",
+    proposal, created = propose(wiki, {current.path: changed.to_bytes()},
+                                base=snapshot.commit, kind="retract",
                                 subject=f"retract: {current.title}", body=reason,
                                 author=author, redact=redact)
     return Authored(proposal, created)
 
 
 def supersede_entry(wiki: Wiki, target: str, text: bytes, *,
-                    author: Identity | None = None, redact: bool = False) -> Authored:
+                    author: Identity | None = None, redact: bool = False,
+                    base: str | None = None) -> Authored:
     """Propose a new entry that replaces ``target``: the new one records ``supersedes``,
     the old one becomes ``superseded`` with ``superseded_by`` (kept, hidden by default,
     found with ``--include-superseded`` or ``--as-of``). ``SecretError`` as for
     :func:`new_entry`."""
-    snapshot = wiki.snapshot()
-    old = find_entry(wiki, target)
+    snapshot = read_base(wiki, base)
+    old = find_entry(wiki, target, snapshot)
     text = _screened(text, "new.md", redact)
     draft = _draft("new.md", text)
     if draft.id == old.id:
         raise ConfigError(f"the replacement needs its own id, not {old.id}")
     new, retired = supersession(old, draft, set(snapshot.files), now_iso())
     proposal, created = propose(wiki, {new.path: new.to_bytes(), old.path: retired.to_bytes()},
-                                kind="supersede", subject=f"supersede {old.title}",
-                                author=author, redact=redact)
+                                base=snapshot.commit, kind="supersede",
+                                subject=f"supersede {old.title}", author=author, redact=redact)
     return Authored(proposal, created)
 
 
@@ -158,10 +171,17 @@ def _propose_edit(wiki: Wiki, snapshot: Snapshot, current: Entry, draft: Entry,
     changed = current.updated_with(body=draft.body, **{
         **{k: None for k in current.meta if k not in draft.meta},
         **draft.meta, "updated": now_iso()})
-    proposal, created = propose(wiki, {current.path: changed.to_bytes()}, kind=verb,
+    proposal, created = propose(wiki, {current.path: changed.to_bytes()},
+                                base=snapshot.commit, kind=verb,
                                 subject=f"{verb}: {current.title}", author=author,
                                 redact=redact)
     return Authored(proposal, created)
+
+
+def read_base(wiki: Wiki, base: str | None) -> Snapshot:
+    """The snapshot a change is computed from: ``base`` (any revision of the wiki
+    branch's history; ``ConfigError`` otherwise) or, without it, the head read now."""
+    return wiki.snapshot(wiki.resolve_base(base) if base else None)
 
 
 def near_duplicates(snapshot: Snapshot, entry: Entry) -> list[str]:

@@ -21,7 +21,7 @@ from wiki.distill import AtomicDraft, distill
 from wiki.entry import Source, now_iso
 from wiki.errors import NotFoundError
 from wiki.gitrepo import Identity
-from wiki.ingest import SourceText
+from wiki.ingest_report import SourceText
 from wiki.llm.answer import fold
 from wiki.placement import Placed, Placer
 from wiki.proposals import Proposal, propose
@@ -76,7 +76,7 @@ class Distiller:
             return None
         self.report.sources += 1
         if self.placer is None:
-            self.placer = Placer(self.wiki, taken, ids)
+            self.placer = Placer(self.wiki, taken, ids, base=source.base or None)
         stamp = now_iso()
         touched: list[str] = []
         added = updated = 0
@@ -147,7 +147,7 @@ def save_answer(wiki: Wiki, answer, *, client=None, author: Identity | None = No
                     if s.get("uri") not in {o.get("uri") for o in sources}]
     relations = {"derived_from": [e.id for e in cited]} if cited else None
     category = cited[0].category if cited else ""
-    placer = Placer(wiki)
+    placer = Placer(wiki, base=snapshot.commit)
     saved = Saved()
     if client is not None:
         start = client.usage.copy()
@@ -172,8 +172,9 @@ def save_answer(wiki: Wiki, answer, *, client=None, author: Identity | None = No
     body = "Question: " + " ".join(answer.question.split()) + "\nFrom entries: " + \
         ", ".join(f"{e.path} ({e.id})" for e in cited)
     saved.proposal, saved.created = propose(
-        wiki, placer.changes, kind="save", subject=f"save answer: {_title(answer.question)}",
-        body=body, author=author, redact=redact)
+        wiki, placer.changes, base=placer.snapshot.commit, kind="save",
+        subject=f"save answer: {_title(answer.question)}", body=body, author=author,
+        redact=redact)
     return saved
 
 

@@ -117,3 +117,8 @@ class SecretError(WikiError):
         super().__init__(f"{path}:{first.line}:{first.column}: secret ({first.kind}) "
                          f"{first.excerpt}{more}: not written; remove it, or pass --redact "
                          f"to replace it with [REDACTED:{first.kind}]")
+
+
+class WriterBusyError(RefMovedError):
+    """Another writer held the repository's wiki write lock for the whole bounded wait
+    (``wiki.locking``); nothing was written. Exit code as for a moved ref."""

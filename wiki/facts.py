@@ -155,7 +155,8 @@ def set_fact(wiki: Wiki, key: str, value: str, *, unit: str = "", as_of: str = "
     claim = {"value": scalar(value)}
     claim.update({k: v for k, v in (("unit", unit), ("as_of", as_of)) if v})
     stored = claim["value"] if len(claim) == 1 else claim
-    holders = current(wiki, key)
+    snapshot = wiki.snapshot()  # one read: the holders and the proposal's base
+    holders = current(wiki, key, snapshot)
     probe = Fact(key, claim["value"], unit, as_of)
     if any(h.same_claim == probe.same_claim and h.as_of == as_of for h in holders):
         return authoring.Authored(None, existing=holders[0].path)
@@ -169,11 +170,12 @@ def set_fact(wiki: Wiki, key: str, value: str, *, unit: str = "", as_of: str = "
         text = "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + \
             f"---\n{line}\n"
         return authoring.new_entry(wiki, text.encode(), category=category,
-                                   source_name=f"{key}.md", author=author)
-    fresh = successor(wiki.snapshot().entry(holders[0].path), holders[0], stored,
+                                   source_name=f"{key}.md", author=author,
+                                   base=snapshot.commit)
+    fresh = successor(snapshot.entry(holders[0].path), holders[0], stored,
                       claim["value"], line)
     return authoring.supersede_entry(wiki, holders[0].entry_id, _render(fresh, fresh.body),
-                                     author=author)
+                                     author=author, base=snapshot.commit)
 
 
 def successor(old: Entry, holder: Fact, stored, value, line: str) -> Entry:

@@ -91,12 +91,14 @@ def propose_counts(wiki: Wiki, target: str, *, author: Identity | None = None):
     Returns ``(proposal, created)``, or ``(None, False)`` when the field already says so."""
     from wiki.proposals import propose
 
-    entry = find_entry(wiki, target)
+    snapshot = wiki.snapshot()
+    entry = find_entry(wiki, target, snapshot)
     now = counts(wiki, entry)
     field = {"worked": now.worked, "failed": now.failed, "last": now.last}
     if now.recorded == field:
         return None, False
     changed = entry.updated_with(outcomes=field)
-    return propose(wiki, {entry.path: changed.to_bytes()}, kind="feedback",
+    return propose(wiki, {entry.path: changed.to_bytes()}, base=snapshot.commit,
+                   kind="feedback",
                    subject=f"outcomes of {entry.title}: {now.worked} worked, "
                            f"{now.failed} failed", author=author)

@@ -10,81 +10,36 @@ and path); sections that disappeared are marked ``retracted``, never deleted. Th
 is one proposal. A bad file is reported and skipped; it never stops the run. So is a file
 holding a secret (:mod:`wiki.safety`), unless ``redact`` replaces its secrets, and a file
 left half-merged with conflict markers (:mod:`wiki.merge_markers`).
+
+Entries it writes record ``compiled:`` (:mod:`wiki.compiled`); one edited since is left
+alone and listed in ``conflicts`` (``Wiki-Conflict:`` trailers) unless ``overwrite``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from wiki import markdown_text as md
 from wiki.adapters.git_source import work_tree_blobs
 from wiki.adapters.policy import remember_roots
+from wiki.compiled import COMPILED_FIELD, HAND_EDITED, Guard, hand_edited, stamped
 from wiki.config import IngestConfig, WikiConfig
 from wiki.entry import Entry, Source, new_id, now_iso
 from wiki.errors import EntryError, SecretError, SourceError
 from wiki.frontmatter import TEXT_FIELDS
 from wiki.frontmatter import parse as parse_frontmatter
 from wiki.gitrepo import Identity
+from wiki.ingest_report import Distiller, IngestReport, Progress, Skipped, SourceText
 from wiki.merge_markers import conflict_line
-from wiki.proposals import Proposal, get_proposal, list_proposals, propose
+from wiki.proposals import CONFLICT_TRAILER, get_proposal, list_proposals, propose
 from wiki.renames import carry_renames, git_file_exists
 from wiki.safety import screen
 from wiki.sections import compile_sections
 from wiki.slug import slug_path, slugify, unique_path
 from wiki.sources import fingerprint, read_text, source_uri
 from wiki.workspace import Wiki
-
-Progress = Callable[[int, int, str], None]
-"""Called as ``progress(done, total, path)`` after each source."""
-Distiller = Callable[["SourceText", set[str], set[str]], "tuple | None"]
-"""Called as ``distiller(source, taken paths, taken ids)`` for each new or changed source
-(``wiki ingest --distill``, :class:`wiki.distiller.Distiller`); returns ``(changes, added,
-updated, retracted)`` like the plain path, or ``None`` to compile the source without it."""
-
-
-@dataclass
-class Skipped:
-    """A source that was not ingested and why (one line, names the file)."""
-
-    path: str
-    reason: str
-
-
-@dataclass
-class IngestReport:
-    """What one ingest did, with counts of entries and sources."""
-
-    sources: int = 0
-    unchanged_sources: int = 0
-    added: int = 0
-    updated: int = 0
-    retracted: int = 0
-    skipped: list[Skipped] = field(default_factory=list)
-    proposal: Proposal | None = None
-    proposal_created: bool = False
-    renamed: dict[str, str] = field(default_factory=dict)
-    """``new uri -> old uri`` of sources found renamed; their entries kept their ids."""
-
-    @property
-    def changed(self) -> int:
-        return self.added + self.updated + self.retracted
-
-
-@dataclass(frozen=True)
-class SourceText:
-    """A screened source for a distiller: ``uri``, ``fingerprint``, the name ``shown`` in
-    messages, ``title``, markdown ``body`` (no frontmatter), the wiki ``category`` its
-    entries go to and the git ``blob`` id of a ``git:`` source."""
-
-    uri: str
-    fingerprint: str
-    shown: str
-    title: str
-    body: str
-    category: str
-    blob: str = ""
 
 
 @dataclass
@@ -96,7 +51,7 @@ class _Candidate:
 def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None = None,
            author: Identity | None = None, dry_run: bool = False,
            redact: bool = False, distiller: Distiller | None = None,
-           remember: bool = True) -> IngestReport:
+           remember: bool = True, overwrite: bool = False) -> IngestReport:
     """Compile the sources under ``paths`` and propose the resulting entry changes.
 
     The paths are the reader's own choice, so with ``remember`` (and not ``dry_run``)
@@ -109,10 +64,11 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
     (or with ``dry_run``). A source holding a secret is skipped with the kind and place in
     ``report.skipped``; with ``redact`` it is ingested with ``[REDACTED:<kind>]`` instead.
     With ``distiller``, each new or changed source goes through it first (a source already
-    distilled at its fingerprint is unchanged). Raises ``NotInitializedError`` without a
-    wiki branch.
+    distilled at its fingerprint is unchanged). ``overwrite``: see the module docstring.
+    Raises ``NotInitializedError`` without a wiki branch.
     """
     snapshot = wiki.snapshot()
+    run = Guard(snapshot.commit, overwrite)
     config = snapshot.config()
     entries, _ = snapshot.entries()
     by_uri: dict[str, list[Entry]] = {}
@@ -136,7 +92,7 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
         shown = _display(candidate.path)
         try:
             result = _compile(wiki, config, candidate, by_uri, taken, ids, pending, blobs,
-                              redact, distiller)
+                              run, redact, distiller)
         except (SourceError, EntryError, SecretError) as exc:
             report.skipped.append(Skipped(shown, getattr(exc, "reason", str(exc))
                                           if not isinstance(exc, EntryError) else str(exc)))
@@ -158,10 +114,14 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
             progress(done, len(candidates), shown)
     stamp = now_iso()
     for uri, old in _vanished(wiki, candidates, folders, by_uri):
-        changes[old.path] = old.updated_with(status="retracted", updated=stamp).to_bytes()
+        if run.keeps(old):
+            continue
+        changes[old.path] = stamped(old.updated_with(status="retracted", updated=stamp)
+                                     ).to_bytes()
         report.retracted += 1
         if uri not in touched:
             touched.append(f"{uri} (deleted)")
+    report.conflicts = run.conflicts
     if changes and not dry_run:
         subject = (f"ingest: {len(touched)} source{'s' * (len(touched) != 1)} "
                    f"({report.added} new, {report.updated} updated, "
@@ -169,9 +129,13 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
         body = "Sources:\n" + "\n".join(f"- {t}" for t in touched[:200])
         if len(touched) > 200:
             body += f"\n- ... and {len(touched) - 200} more"
+        if run.conflicts:
+            body += "\n\nLeft alone, edited since compiled (decide: edit by hand, or "
+            body += "`wiki ingest --overwrite`):\n\n" + "".join(
+                f"{CONFLICT_TRAILER}: {path}: {HAND_EDITED}\n" for path in run.conflicts)
         report.proposal, report.proposal_created = propose(
-            wiki, changes, kind="ingest", subject=subject, body=body, author=author,
-            redact=redact)
+            wiki, changes, base=snapshot.commit, kind="ingest", subject=subject, body=body,
+            author=author, redact=redact)
     elif waiting and not changes:
         report.proposal, report.proposal_created = get_proposal(wiki, waiting[0]), False
     return report
@@ -283,7 +247,7 @@ def _category(wiki: Wiki, candidate: _Candidate, config: IngestConfig) -> str:
 def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
              by_uri: dict[str, list[Entry]], taken: set[str], ids: set[str],
              pending: dict[str, tuple[str, str]], blobs: dict[str, tuple[str, str]],
-             redact: bool = False, distiller: Distiller | None = None):
+             run: Guard, redact: bool = False, distiller: Distiller | None = None):
     path = candidate.path
     text = read_text(path, max_bytes=config.ingest.max_bytes, max_lines=config.ingest.max_lines)
     shown = _display(path)
@@ -317,8 +281,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     stamp = now_iso()
     if distiller is not None:
         blob = blobs[uri[4:]][1] if uri.startswith("git:") and uri[4:] in blobs else ""
-        distilled = distiller(SourceText(uri, fp, shown, title, front.body, category, blob),
-                              taken, ids)
+        distilled = distiller(SourceText(uri, fp, shown, title, front.body, category, blob,
+                                         base=run.base), taken, ids)
         if distilled is not None:
             return distilled
     matched = {(e.sources[0].locator, _occurrence(e)): e for e in existing}
@@ -339,7 +303,12 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
         old = matched.get((draft.locator, draft.occurrence))
         if old is not None:
             used.add(old.path)
-            entry = old.updated_with(body=body, **fields)
+            entry = stamped(old.updated_with(body=body, **fields))
+            if hand_edited(old) and entry.meta.get(COMPILED_FIELD) == \
+                    old.meta.get(COMPILED_FIELD):  # its text unchanged: keep the edit
+                entry = old.updated_with(sources=[source, *(old.meta.get("sources") or [])[1:]])
+            elif run.keeps(old):
+                continue
             if entry.meta != old.meta or entry.body != old.body:
                 changes[old.path] = entry.to_bytes()
                 updated += 1
@@ -350,11 +319,12 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
         entry_id = new_id(f"{uri}\0{draft.locator}\0{draft.occurrence}", ids)
         meta = {"id": entry_id, **{k: v for k, v in fields.items() if v is not None},
                 "created": stamp}
-        changes[target] = Entry(target, meta, body).to_bytes()
+        changes[target] = stamped(Entry(target, meta, body)).to_bytes()
         added += 1
     for old in existing:
-        if old.path not in used and old.status != "retracted":
-            changes[old.path] = old.updated_with(status="retracted", updated=stamp).to_bytes()
+        if old.path not in used and old.status != "retracted" and not run.keeps(old):
+            changes[old.path] = stamped(old.updated_with(status="retracted", updated=stamp)
+                                         ).to_bytes()
             retracted += 1
     return changes, added, updated, retracted
 

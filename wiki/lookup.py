@@ -7,6 +7,7 @@ import unicodedata
 from wiki.derived import open_synced
 from wiki.entry import Entry
 from wiki.errors import NotFoundError
+from wiki.snapshot import Snapshot
 from wiki.workspace import Wiki
 
 
@@ -15,31 +16,35 @@ def _candidates(target: str) -> list[str]:
     return [target, target + ".md"]
 
 
-def raw_file(wiki: Wiki, target: str) -> bytes | None:
-    """The bytes of the file at path ``target`` (``.md`` optional, NFC) on the wiki head,
-    or ``None`` when no such file exists."""
-    snapshot = wiki.snapshot()
+def raw_file(wiki: Wiki, target: str, snapshot: Snapshot | None = None) -> bytes | None:
+    """The bytes of the file at path ``target`` (``.md`` optional, NFC) in ``snapshot``
+    (default: the wiki head), or ``None`` when no such file exists."""
+    snapshot = snapshot or wiki.snapshot()
     for path in _candidates(target):
         if path in snapshot.files:
             return snapshot.read(path)
     return None
 
 
-def find_entry(wiki: Wiki, target: str) -> Entry:
-    """The entry whose path (with or without ``.md``) or id is ``target``.
+def find_entry(wiki: Wiki, target: str, snapshot: Snapshot | None = None) -> Entry:
+    """The entry whose path (with or without ``.md``) or id is ``target``, as it is in
+    ``snapshot`` (default: the wiki head).
 
     Raises :class:`NotFoundError` when none matches or when an id is ambiguous, and
     ``EntryError`` when the file exists but is malformed.
     """
-    snapshot = wiki.snapshot()
+    snapshot = snapshot or wiki.snapshot()
     for path in _candidates(target):
         if path in snapshot.files and path.endswith(".md"):
             return snapshot.entry(path)
-    index, _ = open_synced(wiki)
-    try:
-        keys = index.keys_for_doc_id(target)
-    finally:
-        index.close()
+    if snapshot.commit != wiki.head():  # the derived index follows the head only
+        keys = [e.path for e in snapshot.entries()[0] if e.id == target]
+    else:
+        index, _ = open_synced(wiki)
+        try:
+            keys = index.keys_for_doc_id(target)
+        finally:
+            index.close()
     if not keys:
         raise NotFoundError(f"no entry with id or path {target!r} on branch '{wiki.branch}'")
     if len(keys) > 1:

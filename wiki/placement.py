@@ -67,9 +67,12 @@ class Placer:
     ids: set[str] = field(default_factory=set)
     changes: dict[str, bytes] = field(default_factory=dict)
     placed: list[Placed] = field(default_factory=list)
+    base: str | None = None
+    """The wiki commit to place against (default: the head when made); a proposal of
+    :attr:`changes` is built on ``self.snapshot.commit``."""
 
     def __post_init__(self) -> None:
-        self.snapshot = self.wiki.snapshot()
+        self.snapshot = self.wiki.snapshot(self.base)
         entries = self.snapshot.entries()[0]
         self.taken |= set(self.snapshot.files)
         self.ids |= {e.id for e in entries}

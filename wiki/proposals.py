@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from wiki import approval_policy, indextree
 from wiki.branch import TreeFile
+from wiki.change_key import change_key
 from wiki.entry import Entry
 from wiki.errors import (
     BranchCheckedOutError,
@@ -32,6 +33,7 @@ from wiki.errors import (
     StaleProposalError,
 )
 from wiki.gitrepo import Identity, current_committer, current_identity
+from wiki.locking import write_lock
 from wiki.safety import Flag, screen, screen_changes
 from wiki.snapshot import Snapshot, with_indexes
 from wiki.workspace import Wiki
@@ -41,6 +43,8 @@ APPROVAL_TRAILER = "Wiki-Approval"
 REVIEWED_TRAILER = "Wiki-Reviewed-Diff"
 PROPOSAL_TRAILER = "Wiki-Proposal"
 FLAG_TRAILER = "Wiki-Flag"
+CHANGE_TRAILER = "Wiki-Change"
+CONFLICT_TRAILER = "Wiki-Conflict"
 MAX_FLAGS = 100
 LAND_ATTEMPTS = 5
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
@@ -68,6 +72,12 @@ class Proposal:
     flags: list[Flag] = field(default_factory=list)
     """Instruction-like content found when it was proposed (``Wiki-Flag:`` trailers), for
     the reviewer: see wiki.safety."""
+    change: str = ""
+    """The ``Wiki-Change:`` key of what it changes (:func:`change_key`; empty for proposals
+    made before it existed)."""
+    conflicts: list[str] = field(default_factory=list)
+    """``Wiki-Conflict:`` trailers: e.g. ``docs/a.md: hand-edited since compiled`` for an
+    entry an ingest left alone because someone edited it since it was compiled."""
 
 
 @dataclass
@@ -103,20 +113,28 @@ def review_hash(wiki: Wiki, proposal: Proposal) -> str:
     return digest.hexdigest()[:16]
 
 
-def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subject: str,
-            body: str = "", author: Identity | None = None,
+def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, base: str | None,
+            kind: str, subject: str, body: str = "", author: Identity | None = None,
             redact: bool = False) -> tuple[Proposal, bool]:
-    """Record ``changes`` (path -> new bytes, ``None`` deletes) as a proposal on the wiki
-    head. Returns ``(proposal, created)``; ``created`` is false when an open proposal with
-    exactly this result already exists (it is returned instead). Changes that leave a path
-    as it is are dropped; raises ``ValueError`` if nothing is left (callers check first).
+    """Record ``changes`` (path -> new bytes, ``None`` deletes) as a proposal built on
+    ``base``, the wiki commit the caller read when it computed them (DESIGN.md §7;
+    required, ``None`` = the head read now). If the wiki moved since, the proposal is
+    behind (``stale``): it lands only by approve's clean merge, else ``wiki rebase``.
+    ``ConfigError`` when ``base`` is not a commit of the wiki branch.
+
+    Returns ``(proposal, created)``; ``created`` is false when an open proposal makes the
+    same change (its ``Wiki-Change:`` key, :mod:`wiki.change_key`), returned instead;
+    checked and created under the write lock (:mod:`wiki.locking`, ``WriterBusyError``).
+    Changes that leave a path as it is at ``base`` are dropped; ``ValueError`` if nothing
+    is left (callers check first).
 
     Every proposal passes the write-time scan (:mod:`wiki.safety`): a secret new in a file,
     a path or the message raises ``SecretError`` before anything is written (with
     ``redact``, secrets are replaced by ``[REDACTED:<kind>]`` instead); instruction-like
     content is recorded as ``Wiki-Flag:`` trailers, listed in ``proposal.flags``."""
     head = wiki.require_head()
-    snapshot = wiki.snapshot(head)
+    base = head if base is None else wiki.resolve_base(base)
+    snapshot = wiki.snapshot(base)
     effective = {p: d for p, d in changes.items() if snapshot.read(p) != d}
     if not effective:
         raise ValueError("no changes to propose")
@@ -133,17 +151,20 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subje
     committer = author or current_committer(wiki.repo)
     author = author or current_identity(wiki.repo)
     tree = wiki.store.write_tree(snapshot.files, with_indexes(snapshot, effective))
-    for existing in list_proposals(wiki):
-        if existing.base == head and wiki.repo.commit(existing.tip).tree.hexsha == tree:
-            return existing, False
+    key = change_key(snapshot, effective)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    name = f"{kind}-{stamp}-{tree[:7]}"
+    name = f"{kind}-{stamp}-{hashlib.sha1(f'{base} {tree}'.encode()).hexdigest()[:7]}"
     message = (f"{subject}\n\n{body.strip()}\n\n" if body.strip() else f"{subject}\n\n")
     message += "".join(f"{FLAG_TRAILER}: {flag}\n" for flag in flags[:MAX_FLAGS])
-    message += f"{PROPOSAL_TRAILER}: {name}\n{BASE_TRAILER}: {head}\n"
-    commit = wiki.store.commit(tree, [head], message, author=author, committer=committer,
+    message += f"{PROPOSAL_TRAILER}: {name}\n{BASE_TRAILER}: {base}\n{CHANGE_TRAILER}: {key}\n"
+    commit = wiki.store.commit(tree, [base], message, author=author, committer=committer,
                                sign=approval_policy.signing(wiki))
-    wiki.store.update_ref(wiki.proposal_prefix + name, commit, None, f"wiki propose {name}")
+    with write_lock(wiki.state_dir):
+        for existing in list_proposals(wiki):
+            if existing.change == key or (existing.base == base and
+                                          wiki.repo.commit(existing.tip).tree.hexsha == tree):
+                return existing, False
+        wiki.store.update_ref(wiki.proposal_prefix + name, commit, None, f"wiki propose {name}")
     return get_proposal(wiki, name), True
 
 
@@ -200,9 +221,12 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
     first = min((c.authored_datetime for c in wiki.repo.iter_commits(f"{base}..{tip}")),
                 default=commit.authored_datetime)
     paths = sorted(changed_paths(wiki.store.files(base), wiki.store.files(tip)))
+    first_message = next((c.message for c in wiki.repo.iter_commits(f"{base}..{tip}",
+                                                                    reverse=True)), "")
     return Proposal(name, ref, tip, base, commit.summary, authors,
                     first.astimezone(dt.UTC), paths, stale=head != base, approvals=approvals,
-                    flags=flags)
+                    flags=flags, change=_trailer(first_message, CHANGE_TRAILER) or "",
+                    conflicts=_trailers(first_message, CONFLICT_TRAILER))
 
 
 def _trailer(message: str, key: str) -> str | None:
@@ -281,8 +305,10 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
         commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver,
                                    sign=approval_policy.signing(wiki))
         try:  # the wiki moves and the proposal closes in one atomic ref transaction
-            wiki.store.update_refs([(wiki.ref, commit, head), (proposal.ref, None, proposal.tip)],
-                                   f"wiki approve {proposal.name}")
+            with write_lock(wiki.state_dir):  # one writer at a time (wiki.locking)
+                wiki.store.update_refs([(wiki.ref, commit, head),
+                                        (proposal.ref, None, proposal.tip)],
+                                       f"wiki approve {proposal.name}")
         except RefMovedError:
             if wiki.store.resolve(proposal.ref) != proposal.tip:
                 raise ProposalClosedError(

@@ -85,6 +85,21 @@ class Wiki:
             self._checked_heads.add(head)
         return head
 
+    def resolve_base(self, rev: str) -> str:
+        """The full sha of ``rev`` (a sha, possibly abbreviated, or any revision git
+        understands) when it is a commit of the wiki branch's history (the head or an
+        ancestor): the base a proposal is built on. Raises ``ConfigError`` otherwise."""
+        head = self.require_head()
+        try:
+            found = self.repo.rev_parse(rev.strip()) if rev.strip() else None
+            sha = found.hexsha if found is not None and found.type == "commit" else ""
+        except (ValueError, git.BadName, git.BadObject) as exc:
+            raise ConfigError(f"base {rev!r}: not a commit in this repository") from exc
+        if not sha or not (sha == head or self.repo.is_ancestor(sha, head)):
+            raise ConfigError(f"base {rev!r}: not a commit of the wiki branch "
+                              f"'{self.branch}' (give the commit `wiki show` reported)")
+        return sha
+
     def checked_out_in(self, ref: str | None = None) -> str | None:
         """The worktree path where ``ref`` (default: the wiki branch) is checked out, if
         any: moving it there would make that worktree revert the change on its next commit."""

@@ -45,6 +45,9 @@ def ingest(
                           "against the source and merged with existing ones (needs a model; "
                           "docs/llm.md).")] = False,
     redact: RedactOption = False,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Recompile entries edited since they were compiled too "
+                            "(default: leave them alone and list them).")] = False,
     json_output: JsonOption = False,
 ) -> None:
     """Compile sources into entries and propose them (approve with `wiki approve`)."""
@@ -64,7 +67,7 @@ def ingest(
             bar.update(task, completed=done, total=total, description=path[-50:])
 
         result = run_ingest(wiki, [Path(p) for p in paths], progress=progress, dry_run=dry_run,
-                            redact=redact, distiller=distiller)
+                            redact=redact, distiller=distiller, overwrite=overwrite)
     if json_output:
         print_json({**to_jsonable(result), **({"distill": distiller.report,
                                                "llm": distiller.llm()} if distiller else {})})
@@ -72,6 +75,10 @@ def ingest(
         report(f"skipped {skipped.path}: {skipped.reason}")
     for new, old in result.renamed.items():
         report(plain(f"renamed {old} -> {new}: its entries keep their ids"))
+    for path in result.conflicts:
+        report(f"conflict: {path} was edited since it was compiled; not overwritten — "
+               "decide: merge the source's change by hand (wiki propose --edit), or re-run "
+               "with --overwrite")
     if distiller is not None:
         _report_distilled(distiller)
     report(f"{result.sources} sources read ({result.unchanged_sources} unchanged), "

@@ -28,6 +28,9 @@ def propose(
         "--supersede", help="Entry id or path that FILE replaces.")] = None,
     reason: Annotated[str, typer.Option("--reason", help="Why (for --retract).")] = "",
     category: Annotated[str, typer.Option("--category", help="Folder of a new entry.")] = "",
+    base: Annotated[str | None, typer.Option(
+        "--base", help="The wiki commit FILE was written against (`wiki show` reports it); "
+        "for --edit FILE it is otherwise inferred from the entry's history.")] = None,
     redact: RedactOption = False,
     json_output: JsonOption = False,
 ) -> None:
@@ -40,29 +43,44 @@ def propose(
         report("error: use one of --edit, --retract, --supersede")
         raise typer.Exit(USAGE)
     if retract:
-        result = authoring.retract_entry(wiki, retract, reason, redact=redact)
+        result = authoring.retract_entry(wiki, retract, reason, redact=redact, base=base)
     elif edit and file is None:
         from wiki.lookup import find_entry
-        result = authoring.edit_entry(wiki, edit, _edit_in_editor(find_entry(wiki, edit)),
-                                      redact=redact)
+        read = authoring.read_base(wiki, base)  # the editor edits what was read here
+        result = authoring.edit_entry(wiki, edit, _edit_in_editor(find_entry(wiki, edit, read)),
+                                      redact=redact, base=read.commit)
     elif file is None:
         report("error: give a FILE (or --edit ID to use $EDITOR, or --retract ID)")
         raise typer.Exit(USAGE)
     else:
         text = _read(file)
         if edit:
-            result = authoring.edit_entry(wiki, edit, text, redact=redact)
+            base = base or _inferred(wiki, edit, text)
+            result = authoring.edit_entry(wiki, edit, text, redact=redact, base=base)
         elif supersede:
-            result = authoring.supersede_entry(wiki, supersede, text, redact=redact)
+            result = authoring.supersede_entry(wiki, supersede, text, redact=redact, base=base)
         else:
             result = authoring.new_entry(wiki, text, category=category, redact=redact,
-                                         source_name=Path(file).name if file != "-" else "-")
+                                         source_name=Path(file).name if file != "-" else "-",
+                                         base=base)
     if json_output:
         print_json(result)
         return
     for path in result.near_duplicates:
         report(f"warning: near-duplicate of {path} (flagged in the proposal)")
     report_proposal(result.proposal, result.created, result.existing)
+
+
+def _inferred(wiki, target: str, text: bytes) -> str:
+    """The base of an edited export (wiki.basis), said on stderr when it is not the head."""
+    from wiki.basis import infer_base
+
+    found = infer_base(wiki, target, text)
+    if not found.current:
+        report(f"note: the file matches {target} as of {found.commit[:12]}, not as it is "
+               "now; the proposal is behind and lands only where nobody else changed the "
+               "entry (pass --base COMMIT to say which version you edited)")
+    return found.commit
 
 
 def _read(file: str) -> bytes:

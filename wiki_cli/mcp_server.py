@@ -205,8 +205,9 @@ class WikiTools:
     ) -> dict[str, Any]:
         """One entry as stored: id, path, title, status (active, superseded, retracted,
         draft), type, summary, tags, sources (uri, fingerprint, checked_at), every
-        frontmatter field and the body; plus cited files changed since it was written and
-        the open proposals that touch it."""
+        frontmatter field and the body; plus cited files changed since it was written, the
+        open proposals that touch it and the wiki 'commit' it was read at (pass it as
+        `propose`'s base)."""
         from indexes.marks import marks
         from wiki.derived import open_synced
         from wiki.lookup import find_entry
@@ -214,14 +215,16 @@ class WikiTools:
 
         require_text(target, "entry id or path")
         wiki = self.wiki()
-        entry = find_entry(wiki, target)
+        snapshot = wiki.snapshot()
+        entry = find_entry(wiki, target, snapshot)
         index, _ = open_synced(wiki)
         try:
             changed = marks(index.conn, [entry.path]).get(entry.path, [])
         finally:
             index.close()
         return {**entry_payload(entry), "changed_sources": [m["uri"] for m in changed],
-                "open_proposals": [p.name for p in list_proposals(wiki) if entry.path in p.paths]}
+                "open_proposals": [p.name for p in list_proposals(wiki) if entry.path in p.paths],
+                "commit": snapshot.commit}
 
     def propose(
         self,
@@ -241,6 +244,11 @@ class WikiTools:
         redact: Annotated[bool, Field(
             description="Replace secrets (tokens, keys, passwords) in the text with "
                         "[REDACTED:<kind>] instead of refusing the proposal.")] = False,
+        base: Annotated[str | None, Field(
+            description="The wiki commit the content was written against: the 'commit' "
+                        "that `get` returned. Without it an edit's base is inferred from "
+                        "the entry's history; a change made from an old copy lands only "
+                        "where nobody else changed the entry since.")] = None,
     ) -> dict[str, Any]:
         """Propose a change to the wiki. Nothing lands: the change becomes a proposal
         (a branch) that a person other than its author reviews and approves with
@@ -259,13 +267,16 @@ class WikiTools:
         text = (content or "").encode("utf-8")
         if kind == "new":
             result = authoring.new_entry(wiki, text, category=category, source_name="content",
-                                         redact=redact)
+                                         redact=redact, base=base)
         elif kind == "edit":
-            result = authoring.edit_entry(wiki, target, text, redact=redact)
+            from wiki.basis import infer_base
+
+            base = base or infer_base(wiki, target, text).commit
+            result = authoring.edit_entry(wiki, target, text, redact=redact, base=base)
         elif kind == "retract":
-            result = authoring.retract_entry(wiki, target, reason, redact=redact)
+            result = authoring.retract_entry(wiki, target, reason, redact=redact, base=base)
         else:
-            result = authoring.supersede_entry(wiki, target, text, redact=redact)
+            result = authoring.supersede_entry(wiki, target, text, redact=redact, base=base)
         data = authored_payload(result)
         data["author"] = str(current_identity(wiki.repo))
         if result.proposal is not None:

@@ -227,20 +227,29 @@ def show(
     from wiki.lookup import find_entry, raw_file
 
     wiki = open_wiki()
-    raw = None if json_output else raw_file(wiki, target)
+    snapshot = wiki.snapshot()  # one read: what is printed and the commit reported
+    raw = None if json_output else raw_file(wiki, target, snapshot)
     if raw is not None:  # any file on the branch, valid entry or not, shown as stored
         write_raw(raw.decode("utf-8", "replace"))
+        _report_commit(snapshot.commit, target)
         with contextlib.suppress(WikiError):  # not an entry (index.md, wiki.toml) or bad
-            _report_links(wiki, find_entry(wiki, target))
+            _report_links(wiki, find_entry(wiki, target, snapshot))
         return
-    entry = find_entry(wiki, target)
+    entry = find_entry(wiki, target, snapshot)
     if json_output:
         outgoing, incoming = _links(wiki, entry)
-        print_json({**entry_payload(entry),
+        print_json({**entry_payload(entry), "commit": snapshot.commit,
                     "relations": {"outgoing": outgoing, "incoming": incoming}})
         return
     write_raw(entry.to_bytes().decode("utf-8"))
+    _report_commit(snapshot.commit, target)
     _report_links(wiki, entry)
+
+
+def _report_commit(commit: str, target: str) -> None:
+    """Say which wiki commit was read, for `wiki propose FILE --edit ID --base COMMIT`."""
+    report(f"read at wiki commit {commit} (to propose an edit of this copy: "
+           f"wiki propose FILE --edit {target} --base {commit[:12]})")
 
 
 def _links(wiki, entry):

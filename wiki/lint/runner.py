@@ -67,7 +67,7 @@ def run_lint(wiki, select: set[str] | None = None, ignore: set[str] | None = Non
         report.fixed = [f for f in findings if f.fixable]
         findings = [f for f in findings if not f.fixable]
         report.proposal, report.proposal_created = _propose(wiki, ctx.fixes, report.fixed,
-                                                            author)
+                                                            author, commit)
         if report.proposal is None:
             findings, report.fixed = sorted(findings + report.fixed, key=_order), []
     report.findings = findings
@@ -83,13 +83,14 @@ def _order(finding: Finding):
     return finding.path, finding.code, finding.line or 0, finding.message
 
 
-def _propose(wiki, changes: dict[str, bytes | None], fixed: list[Finding], author):
+def _propose(wiki, changes: dict[str, bytes | None], fixed: list[Finding], author,
+             base: str):
     from wiki.proposals import propose
 
     codes = sorted({f.code for f in fixed})
     lines = [f"- {f.code} {f.path}: {f.message}" for f in fixed]
     try:
-        return propose(wiki, changes, kind=FIX_KIND,
+        return propose(wiki, changes, base=base, kind=FIX_KIND,
                        subject=f"lint: fix {len(fixed)} finding(s) ({', '.join(codes)})",
                        body="Safe fixes from `wiki lint --fix`:\n\n" + "\n".join(lines),
                        author=author)

@@ -1,0 +1,63 @@
+"""Which wiki commit a file exported earlier was read from.
+
+``wiki show ID > a.md`` today, an edit of ``a.md``, ``wiki propose a.md --edit ID``
+tomorrow: the tool cannot know when the file was read, and building the edit on the
+head would silently revert whatever landed in between (the lost update). ``wiki show``
+reports the commit it read (stderr and ``--json``) for ``--base``; without it,
+:func:`infer_base` picks the revision of the entry that the submitted text resembles
+most and returns the last commit at which that revision was current. When that is not
+the head, the proposal is behind and lands only if nobody else changed the entry.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from wiki.lookup import find_entry
+from wiki.workspace import Wiki
+
+MAX_REVISIONS = 50
+"""Revisions of the entry compared, newest first (older ones are not considered)."""
+
+
+@dataclass(frozen=True)
+class Inferred:
+    """``commit``: the base to build on; ``revision``: the commit that wrote the revision
+    the text resembles most; ``similarity`` (0..1, line-based) to it; ``current``: whether
+    that revision is the entry on the head (then ``commit`` is the head)."""
+
+    commit: str
+    revision: str
+    similarity: float
+    current: bool
+
+
+def infer_base(wiki: Wiki, target: str, text: bytes) -> Inferred:
+    """The base of an edit ``text`` of entry ``target`` (id or path, as on the head).
+    Ties go to the newer revision, so a text equal to the head's is based on the head.
+    Raises ``NotFoundError`` for an unknown entry."""
+    head = wiki.require_head()
+    path = find_entry(wiki, target).path
+    listed = wiki.repo.git.rev_list("--first-parent", f"--max-count={MAX_REVISIONS}",
+                                    head, "--", path).split()
+    wanted = _lines(text)
+    best: Inferred | None = None
+    current_until = head
+    for changed in listed:  # newest first: each revision is current until the next one
+        data = wiki.store.read_path(changed, path)
+        if data is not None:
+            score = difflib.SequenceMatcher(None, wanted, _lines(data), autojunk=False).ratio()
+            if best is None or score > best.similarity:
+                best = Inferred(current_until, changed, score, current_until == head)
+        parents = wiki.repo.commit(changed).parents
+        if not parents:
+            break
+        current_until = parents[0].hexsha
+    return best or Inferred(head, head, 0.0, True)
+
+
+def _lines(data: bytes) -> list[str]:
+    """The lines compared: the ``updated:`` stamp left out (every edit changes it)."""
+    return [line for line in data.decode("utf-8", "replace").splitlines()
+            if not line.startswith("updated:")]
