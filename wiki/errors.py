@@ -99,3 +99,15 @@ class SecretError(WikiError):
         super().__init__(f"{path}:{first.line}:{first.column}: secret ({first.kind}) "
                          f"{first.excerpt}{more}: not written; remove it, or pass --redact "
                          f"to replace it with [REDACTED:{first.kind}]")
+
+
+class StorageError(WikiError):
+    """A file the wiki must write cannot be written: a read-only file system, no
+    permission, a full disk or an exhausted quota. Carries ``path`` and ``cause`` (the
+    operating system's words, e.g. "No space left on device"). Nothing on the wiki branch
+    or its refs was changed."""
+
+    def __init__(self, path: str, cause: str):
+        self.path, self.cause = path, cause
+        super().__init__(f"cannot write {path}: {cause}; nothing on the wiki branch was "
+                         "changed (free space or make it writable, then run the command again)")
