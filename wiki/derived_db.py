@@ -46,6 +46,7 @@ class Damaged(Exception):
     """The database at ``path`` is damaged; ``reason`` in SQLite's words."""
 
     def __init__(self, reason: str):
+        reason = " ".join(reason.replace("***", "").split())  # quick_check's lines, as one
         super().__init__(reason)
         self.reason = reason
 
@@ -54,8 +55,6 @@ def open_database(path: Path, *, write: bool = False) -> Opened:
     """The derived database at ``path``, checked (see the module). With ``write`` a
     storage fault raises :class:`StorageError` instead of falling back to a temporary
     copy. Raises :class:`StorageError` also when even a temporary copy cannot be made."""
-    if str(path) in _temporary and not write:
-        return Opened(open_temporary(path, None), TEMPORARY)
     new = not path.exists() or path.stat().st_size == 0
     try:
         return Opened(open_checked(path), NEW if new else OK)
