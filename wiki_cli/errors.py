@@ -9,10 +9,10 @@
 | 4    | conflict: the wiki moved (lost compare-and-swap), a proposal is stale, or another |
 |      | process held the search index's lock too long |
 | 5    | refused by review policy (e.g. approving your own proposal, a secret in a proposal) |
+| 70   | internal error (a bug): the traceback is written to a log file |
 | 74   | storage: a file could not be written (read-only file system, no permission, disk |
 |      | full or over quota); the message names the path and the cause, and nothing on the |
 |      | wiki branch or its refs was changed (``EX_IOERR`` of sysexits.h) |
-| 70   | internal error (a bug): the traceback is written to a log file |
 | 130  | interrupted (Ctrl-C) |
 
 A damaged derived index is not an error: it is set aside as ``<name>.corrupt-<time>``,
@@ -88,8 +88,8 @@ EXIT_CODE_MEANINGS: list[tuple[int, str]] = [
     (USAGE, "usage or configuration error"), (GAP, "evidence gap (wiki ask)"),
     (CONFLICT, "conflict: the wiki moved, or a stale proposal"),
     (REFUSED, "refused by review policy"),
-    (STORAGE, "storage: a file could not be written (read-only or full disk)"),
     (INTERNAL, "internal error (details in a log file)"),
+    (STORAGE, "storage: a file could not be written (read-only or full disk)"),
     (INTERRUPTED, "interrupted"),
 ]
 """Every exit code and its meaning, for ``wiki --help`` (docs/cli.md has the same table)."""
