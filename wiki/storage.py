@@ -23,6 +23,8 @@ from wiki.errors import StorageError
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
                             errno.EPERM})
 """OS errors that mean "this disk will not take the write", not a bug."""
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+"""Those of them that only a write raises (a read can also be denied permission)."""
 _SQLITE_STORAGE = {3: "permission denied", 8: "read-only", 10: "disk I/O error",
                    13: "disk full", 14: "cannot open the file"}
 """SQLite primary result codes (``SQLITE_PERM``, ``READONLY``, ``IOERR``, ``FULL``,
@@ -109,8 +111,13 @@ def is_damaged(error: BaseException) -> bool:
     return "malformed" in text or "not a database" in text
 
 
-def storage_error(error: BaseException, path: Path | str) -> StorageError | None:
-    """``error`` as a :class:`StorageError` on ``path`` when it is a storage fault."""
+def storage_error(error: BaseException, path: Path | str, *,
+                  anywhere: bool = False) -> StorageError | None:
+    """``error`` as a :class:`StorageError` on ``path`` when it is a storage fault.
+    ``anywhere``: the error was caught around code that may also read, so an OS error
+    counts only when a read cannot raise it (:data:`WRITE_ERRNOS`)."""
+    if anywhere and isinstance(error, OSError) and error.errno not in WRITE_ERRNOS:
+        return None
     cause = storage_cause(error)
     if cause is None:
         return None

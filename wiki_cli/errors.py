@@ -143,7 +143,8 @@ class WikiGroup(TyperGroup):
             report_notices()
             if type(error).__module__.split(".")[0] in ("click", "typer"):
                 raise  # usage errors and exits: the CLI framework reports them (exit 2)
-            storage = storage_error(error, getattr(error, "filename", None) or "a file")
+            storage = storage_error(error, getattr(error, "filename", None) or "a file",
+                                    anywhere=True)
             if storage is not None:  # a write the disk refused, wherever it happened
                 report(f"error: {storage}")
                 raise typer.Exit(STORAGE) from None

@@ -339,7 +339,8 @@ def _guarded(tools: WikiTools, method):
             except (WikiError, IndexesError) as error:
                 return _error_result(error, take_notices())
             except Exception as error:  # noqa: BLE001 - the agent gets one line, not "Error executing tool"
-                storage = storage_error(error, getattr(error, "filename", None) or "a file")
+                storage = storage_error(error, getattr(error, "filename", None) or "a file",
+                                    anywhere=True)
                 if storage is not None:
                     return _error_result(storage, take_notices())
                 log.exception("internal error in tool %s", method.__name__)
