@@ -308,3 +308,33 @@ def test_full_disk_ingest_index_approve_fail_cleanly(cli, runner, small_disk: Pa
     assert git(repo, "fsck", "--no-dangling") == ""
     with acting_as(BOB):  # with room again, the same approve lands
         assert run("approve", pending).exit_code == 0
+
+
+def test_read_only_derived_dir_alone_lets_proposals_through(cli, repo: Path) -> None:
+    """Only ``.git/wiki`` read-only (objects and refs writable): ingest still proposes and
+    search reads a temporary index; only the commands that write the index refuse."""
+    _land(cli, repo)
+    with read_only(repo / ".git" / "wiki"):
+        proposed = cli("ingest", str(_new_sources(repo)))
+        assert proposed.exit_code == 0, proposed.output
+        assert proposed.stdout.strip().startswith("ingest-")
+        found = cli("search", "tock #670")
+        assert found.exit_code == 0 and "temporary index" in found.stderr, found.output
+        _one_error(cli("index", "--rebuild"), ".git/wiki/wiki.sqlite", "Read-only file system")
+
+
+def test_llm_cache_on_a_read_only_dir_caches_in_memory(tmp_path: Path) -> None:
+    from wiki.llm.cache import ResponseCache
+
+    folder = tmp_path / "state"
+    folder.mkdir()
+    take_notices()
+    with read_only(folder):
+        cache = ResponseCache(folder / "llm-cache.sqlite")
+        cache.put("k", "fake/model", {"text": "an answer"})
+        assert cache.get("k") == {"text": "an answer"} and cache.path is None
+        cache.close()
+    notices = take_notices()
+    assert len(notices) == 1, notices
+    assert "LLM response cache" in notices[0] and "in memory" in notices[0]
+    assert not (folder / "llm-cache.sqlite").exists()
