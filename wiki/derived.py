@@ -18,12 +18,12 @@ from indexes.documents import Document
 from indexes.store import SearchIndex
 from wiki import indextree
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
-from wiki.derived_db import NEW, TEMPORARY, Opened, open_database, open_temporary, recover
+from wiki.derived_db import TEMPORARY, Opened, open_database, open_temporary, recover
 from wiki.entry import Entry
 from wiki.errors import EntryError, NotFoundError, StorageError, WikiError
 from wiki.lifetimes import as_time, dated, iso
 from wiki.markdown_text import plain_text
-from wiki.storage import disk_cause, is_damaged, notify, storage_cause, storage_error
+from wiki.storage import disk_cause, is_damaged, storage_cause, storage_error
 from wiki.workspace import Wiki
 
 COMMIT_KEY = "indexed_commit"
@@ -180,9 +180,6 @@ def open_synced(wiki: Wiki, *, write: bool = False) -> tuple[SearchIndex, SyncRe
         except BaseException:
             opened.index.close()
             raise
-        if opened.state == NEW and report.added:
-            notify(f"note: there was no search index; built it from the branch "
-                   f"({report.added} entries)")
         return opened.index, report
     raise AssertionError("unreachable")  # pragma: no cover
 
