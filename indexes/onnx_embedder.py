@@ -138,8 +138,12 @@ def export_onnx(st_model, path: Path) -> Path:
 
     transformer = st_model[0].auto_model.eval()
     sample = st_model.tokenizer(["export sample"], return_tensors="pt")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    except OSError as exc:  # a read-only or full cache folder: the caller keeps PyTorch
+        raise EmbedderUnavailableError(f"cannot write the ONNX copy in {path.parent}: "
+                                       f"{exc.strerror}") from None
     os.close(handle)
     try:
         with torch.inference_mode(), warnings.catch_warnings():

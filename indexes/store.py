@@ -193,7 +193,8 @@ class SearchIndex:
         try:
             yield
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:  # SQLite already rolled back after e.g. a full disk
+                self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
 

@@ -26,6 +26,7 @@ from wiki.markdown_text import sentences, word_count
 from wiki.revalidate import Revalidated
 from wiki.revalidate import revalidate as check_sources
 from wiki.search import SearchResult, filters_for, search
+from wiki.storage import notify, storage_cause
 from wiki.workspace import Wiki
 
 MAX_ENTRIES = 3
@@ -264,10 +265,19 @@ def _citation(number: int, entry, result: SearchResult) -> Citation:
 
 
 def _record_gap(wiki: Wiki, answer: Answer) -> None:
-    wiki.state_dir.mkdir(parents=True, exist_ok=True)
+    """Append the gap to ``gaps.jsonl`` for lint; a disk that refuses it (read-only,
+    full) loses only this record, said in a notice, never the answer."""
     line = {"time": now_iso(), "question": answer.question, "commit": answer.commit,
             "confidence": round(answer.confidence, 4)}
     if answer.missing_type:
         line["missing_type"] = answer.missing_type
-    with open(wiki.state_dir / "gaps.jsonl", "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+    try:
+        wiki.state_dir.mkdir(parents=True, exist_ok=True)
+        with open(wiki.state_dir / "gaps.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        cause = storage_cause(exc)
+        if cause is None:
+            raise
+        notify(f"note: the evidence gap was not recorded in {wiki.state_dir / 'gaps.jsonl'} "
+               f"({cause})")

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from io import BytesIO
+from pathlib import Path
 
 import git
 from git.index.fun import write_tree_from_cache
@@ -23,6 +24,7 @@ from gitdb.base import IStream
 
 from wiki.errors import RefMovedError, SigningError, WikiError
 from wiki.gitrepo import Identity
+from wiki.storage import writing
 
 ZERO_SHA = "0" * 40
 FILE_MODE = stat.S_IFREG | 0o644
@@ -61,7 +63,8 @@ class BranchStore:
         ref must not exist yet). Raises :class:`RefMovedError` when it moved."""
         old = expected_old or ZERO_SHA
         try:
-            self.repo.git.update_ref("-m", message, "--", ref, new, old)
+            with writing(self._ref_path(ref)):
+                self.repo.git.update_ref("-m", message, "--", ref, new, old)
         except git.GitCommandError as exc:
             current = self.resolve(ref)
             if current != expected_old:
@@ -84,7 +87,8 @@ class BranchStore:
             script.write("\n".join(lines).encode())
             script.seek(0)
             try:
-                self.repo.git.update_ref("-m", message, "--stdin", istream=script)
+                with writing(self._ref_path(updates[0][0] if updates else "refs")):
+                    self.repo.git.update_ref("-m", message, "--stdin", istream=script)
             except git.GitCommandError as exc:
                 raise RefMovedError(
                     "another change moved "
@@ -94,9 +98,17 @@ class BranchStore:
     def delete_ref(self, ref: str, expected_old: str) -> None:
         """Delete ``ref`` if it is still at ``expected_old``; :class:`RefMovedError` if not."""
         try:
-            self.repo.git.update_ref("-d", "--", ref, expected_old)
+            with writing(self._ref_path(ref)):
+                self.repo.git.update_ref("-d", "--", ref, expected_old)
         except git.GitCommandError as exc:
             raise RefMovedError(f"{ref} moved; not deleted") from exc
+
+    def _ref_path(self, ref: str) -> str:
+        """Where git writes ``ref`` (for the message of a refused write)."""
+        return str(Path(self.repo.common_dir) / ref)
+
+    def _objects(self) -> str:
+        return str(Path(self.repo.common_dir) / "objects")
 
     def list_refs(self, prefix: str) -> dict[str, str]:
         """``refname -> commit sha`` for every ref under ``prefix`` (e.g. ``refs/heads/x/``)."""
@@ -154,8 +166,10 @@ class BranchStore:
 
     # -- writing -----------------------------------------------------------------------
     def store_blob(self, data: bytes) -> str:
-        """Write ``data`` as a blob; returns its sha."""
-        istream = self.repo.odb.store(IStream(b"blob", len(data), BytesIO(data)))
+        """Write ``data`` as a blob; returns its sha. Raises :class:`StorageError` when the
+        object database cannot be written (read-only, full)."""
+        with writing(self._objects()):
+            istream = self.repo.odb.store(IStream(b"blob", len(data), BytesIO(data)))
         return istream.hexsha.decode() if isinstance(istream.hexsha, bytes) else istream.hexsha
 
     def write_tree(self, base: Mapping[str, TreeFile],
@@ -171,7 +185,8 @@ class BranchStore:
                 files[path] = TreeFile(self.store_blob(data), mode)
         entries = [BaseIndexEntry((f.mode, bytes.fromhex(f.sha), 0, p))
                    for p, f in sorted(files.items(), key=lambda kv: kv[0].encode("utf-8"))]
-        binsha, _ = write_tree_from_cache(entries, self.repo.odb, slice(0, len(entries)))
+        with writing(self._objects()):
+            binsha, _ = write_tree_from_cache(entries, self.repo.odb, slice(0, len(entries)))
         return binsha.hex()
 
     def commit(self, tree: str, parents: list[str], message: str, *,
@@ -188,11 +203,12 @@ class BranchStore:
             sign = self.gpgsign()
         if sign:
             return self._signed_commit(tree, parents, message, author, committer)
-        commit = git.Commit.create_from_tree(
-            self.repo, git.Tree(self.repo, bytes.fromhex(tree)), message,
-            parent_commits=[self.repo.commit(p) for p in parents], head=False,
-            author=git.Actor(author.name, author.email),
-            committer=git.Actor(committer.name, committer.email))
+        with writing(self._objects()):
+            commit = git.Commit.create_from_tree(
+                self.repo, git.Tree(self.repo, bytes.fromhex(tree)), message,
+                parent_commits=[self.repo.commit(p) for p in parents], head=False,
+                author=git.Actor(author.name, author.email),
+                committer=git.Actor(committer.name, committer.email))
         return commit.hexsha
 
     def gpgsign(self) -> bool:

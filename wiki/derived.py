@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from indexes.documents import Document
-from indexes.errors import IndexSchemaError
 from indexes.store import SearchIndex
 from wiki import indextree
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
+from wiki.derived_db import TEMPORARY, Opened, open_database, open_temporary, recover
 from wiki.entry import Entry
-from wiki.errors import EntryError, NotFoundError, WikiError
+from wiki.errors import EntryError, NotFoundError, StorageError, WikiError
 from wiki.lifetimes import as_time, dated, iso
 from wiki.markdown_text import plain_text
+from wiki.storage import disk_cause, is_damaged, storage_cause, storage_error
 from wiki.workspace import Wiki
 
 COMMIT_KEY = "indexed_commit"
@@ -66,24 +67,24 @@ def _extra(entry: Entry) -> dict:
     return extra
 
 
-def open_index(wiki: Wiki) -> SearchIndex:
+def open_index(wiki: Wiki, *, write: bool = False) -> SearchIndex:
     """The derived database of ``wiki`` (created on first use), not yet synced. Derived
-    state is disposable: a file that is not a readable database of our schema is deleted
-    and recreated. Raises :class:`WikiError` when the path cannot hold a database at all."""
+    state is disposable: a damaged file is set aside and a new one created, and a git
+    dir that cannot be written gives a temporary copy (:mod:`wiki.derived_db`; with
+    ``write``, :class:`StorageError` instead). Raises :class:`WikiError` when the path
+    cannot hold a database at all."""
+    return open_derived(wiki, write=write).index
+
+
+def open_derived(wiki: Wiki, *, write: bool = False) -> Opened:
+    """:func:`open_index` with how the database was found (``Opened.state``)."""
     path = wiki.database_path()
     if path.parent.exists() and not path.parent.is_dir():
         raise WikiError(f"{path.parent} exists but is not a directory; remove it "
                         "(it only holds derived state)")
     if path.is_dir():
         raise WikiError(f"{path} is a directory, not the derived database; remove it")
-    try:
-        index = SearchIndex(path)
-        index.get_meta(COMMIT_KEY)
-        return index
-    except (sqlite3.DatabaseError, IndexSchemaError):
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(path) + suffix).unlink(missing_ok=True)
-        return SearchIndex(path)
+    return open_database(path, write=write)
 
 
 def sync(wiki: Wiki, index: SearchIndex) -> SyncReport:
@@ -152,28 +153,60 @@ def _apply(wiki: Wiki, index: SearchIndex, head: str) -> SyncReport:
     return report
 
 
-def open_synced(wiki: Wiki) -> tuple[SearchIndex, SyncReport]:
-    """The derived database, brought up to the wiki head first."""
-    index = open_index(wiki)
-    try:
-        report = sync(wiki, index)
-    except BaseException:
-        index.close()
-        raise
-    return index, report
+def open_synced(wiki: Wiki, *, write: bool = False) -> tuple[SearchIndex, SyncReport]:
+    """The derived database, brought up to the wiki head first. A database found damaged
+    while syncing is set aside and rebuilt; one the disk will not let us update is
+    replaced by a temporary copy (``write``: :class:`StorageError` instead)."""
+    opened = open_derived(wiki, write=write)
+    for attempt in (1, 2):
+        try:
+            report = sync(wiki, opened.index)
+        except sqlite3.DatabaseError as exc:
+            opened.index.close()
+            path = wiki.database_path()
+            if attempt == 2 or opened.state == TEMPORARY:
+                raise
+            if is_damaged(exc):
+                opened = recover(path, str(exc), write=write)
+                continue
+            cause = storage_cause(exc)
+            if cause is None:
+                raise
+            cause = disk_cause(path, cause)
+            if write:
+                raise StorageError(str(path), cause) from exc
+            opened = Opened(open_temporary(path, cause), TEMPORARY)
+            continue
+        except BaseException:
+            opened.index.close()
+            raise
+        return opened.index, report
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def rebuild(wiki: Wiki) -> SyncReport:
     """Re-index everything from the wiki head in one write transaction: concurrent readers
     keep seeing the old index until it commits, then the new one (WAL snapshots), so no
-    file is ever swapped under an open connection. A database that cannot be opened
-    (corrupt, or from a newer schema) is deleted and built anew. Raises
-    ``NotInitializedError`` without a wiki branch."""
+    file is ever swapped under an open connection. A damaged database is set aside and
+    built anew. Raises ``NotInitializedError`` without a wiki branch and
+    :class:`StorageError` when the disk refuses the write."""
     head = wiki.require_head()
-    index = open_index(wiki)
-    with index, index.transaction():
-        index.clear()
-        return _index_head(wiki, index, head)
+    path = wiki.database_path()
+    opened = open_derived(wiki, write=True)
+    for attempt in (1, 2):
+        try:
+            with opened.index, opened.index.transaction():
+                opened.index.clear()
+                return _index_head(wiki, opened.index, head)
+        except sqlite3.DatabaseError as exc:
+            if attempt == 1 and is_damaged(exc):
+                opened = recover(path, str(exc), write=True)
+                continue
+            converted = storage_error(exc, path)
+            if converted is None:
+                raise
+            raise converted from exc
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def commit_as_of(wiki: Wiki, when: dt.datetime) -> str:
@@ -201,11 +234,16 @@ def snapshot_index(wiki: Wiki, commit: str, path: Path) -> SearchIndex:
         _index_head(wiki, index, commit)
     live = wiki.database_path()
     if live.exists():  # outside the transaction: SQLite cannot ATTACH/DETACH inside one
-        index.conn.execute("ATTACH DATABASE ? AS live", (str(live),))
+        try:
+            index.conn.execute("ATTACH DATABASE ? AS live", (str(live),))
+        except sqlite3.DatabaseError:
+            return index  # unreadable (read-only git dir, damaged): embed anew
         try:
             index.conn.execute(
                 "INSERT OR IGNORE INTO embeddings SELECT e.* FROM live.embeddings e "
                 "WHERE e.text_hash IN (SELECT text_hash FROM chunks)")
+        except sqlite3.DatabaseError:
+            pass  # only a saving; the snapshot is complete without it
         finally:
             index.conn.execute("DETACH DATABASE live")
     return index

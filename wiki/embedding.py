@@ -40,16 +40,21 @@ def ensure_vectors(index: SearchIndex, embedder: embedders.Embedder, *,
 
 def refresh_vectors(wiki, *, progress: Progress | None = None) -> tuple[int, str]:
     """Embed what the wiki's derived index lacks. Returns ``(chunks embedded, note)``; the
-    note names the model, or says why vectors are off or unavailable."""
+    note names the model, or says why vectors are off or unavailable. Raises
+    :class:`wiki.errors.StorageError` when the disk refuses the vectors."""
     from wiki.derived import open_synced
 
     name = model_name()
     if name is None:
         return 0, "vectors turned off (WIKI_EMBED_MODEL=none)"
-    index, _ = open_synced(wiki)
+    from wiki.storage import writing
+
+    index, _ = open_synced(wiki, write=True)
     try:
         embedder = get_embedder(name)
-        return ensure_vectors(index, embedder, progress=progress), f"model {embedder.name}"
+        with writing(wiki.database_path()):
+            embedded = ensure_vectors(index, embedder, progress=progress)
+        return embedded, f"model {embedder.name}"
     except embedders.EmbedderUnavailableError as exc:
         return 0, f"vectors unavailable: {exc}"
     finally:

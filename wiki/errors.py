@@ -122,3 +122,15 @@ class SecretError(WikiError):
 class WriterBusyError(RefMovedError):
     """Another writer held the repository's wiki write lock for the whole bounded wait
     (``wiki.locking``); nothing was written. Exit code as for a moved ref."""
+
+
+class StorageError(WikiError):
+    """A file the wiki must write cannot be written: a read-only file system, no
+    permission, a full disk or an exhausted quota. Carries ``path`` and ``cause`` (the
+    operating system's words, e.g. "No space left on device"). Nothing on the wiki branch
+    or its refs was changed."""
+
+    def __init__(self, path: str, cause: str):
+        self.path, self.cause = path, cause
+        super().__init__(f"cannot write {path}: {cause}; nothing on the wiki branch was "
+                         "changed (free space or make it writable, then run the command again)")

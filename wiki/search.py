@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 import tempfile
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -31,6 +32,7 @@ from wiki.embedding import ensure_vectors, get_embedder, model_name
 from wiki.lifetimes import iso, lifetimes
 from wiki.routing import apply as apply_route
 from wiki.routing import boost, decide, tie_break
+from wiki.storage import storage_cause
 from wiki.workspace import Wiki
 
 
@@ -228,4 +230,10 @@ def _query_vector(index: SearchIndex, query: str, skipped: dict[str, str],
         return encode_in_background(lambda q: embedder.encode([q])[0], query), embedder.name
     except EmbedderUnavailableError as exc:
         skipped["vector"] = str(exc)
+        return None, None
+    except sqlite3.OperationalError as exc:  # the disk refused the new vectors
+        cause = storage_cause(exc)
+        if cause is None:
+            raise
+        skipped["vector"] = f"new vectors cannot be stored ({cause})"
         return None, None

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from indexes.store import SearchIndex
 from indexes.vectors import MODEL_KEY
-from wiki.derived import COMMIT_KEY, INVALID_KEY
+from wiki.derived import COMMIT_KEY, INVALID_KEY, open_derived, sync
+from wiki.derived_db import RECOVERED
 from wiki.proposals import list_proposals
 from wiki.workspace import Wiki
 
@@ -51,7 +51,8 @@ class WikiStatus:
 
 
 def wiki_status(wiki: Wiki) -> WikiStatus:
-    """Read the state without changing anything (the index is not synced).
+    """Read the state without changing anything (the index is not synced, unless it was
+    found damaged: then it is set aside and rebuilt, :mod:`wiki.derived_db`).
     Raises ``NotInitializedError`` when there is no wiki branch."""
     head = wiki.require_head()
     snapshot = wiki.snapshot(head)
@@ -59,7 +60,10 @@ def wiki_status(wiki: Wiki) -> WikiStatus:
                       open_proposals=len(list_proposals(wiki)),
                       database=str(wiki.database_path()))
     if wiki.database_path().exists():
-        with SearchIndex(wiki.database_path()) as index:
+        opened = open_derived(wiki)
+        if opened.state == RECOVERED:  # damaged and set aside: rebuilt, as the notice says
+            sync(wiki, opened.index)
+        with opened.index as index:
             info.indexed_commit = index.get_meta(COMMIT_KEY)
             info.invalid_entries = len(json.loads(index.get_meta(INVALID_KEY) or "{}"))
             info.by_status = dict(index.conn.execute(

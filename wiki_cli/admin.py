@@ -135,7 +135,7 @@ def index_command(
     if rebuild:
         result = run_rebuild(wiki)
     else:
-        index, result = open_synced(wiki)
+        index, result = open_synced(wiki, write=True)
         index.close()
     with embedding_progress(json_output) as progress:
         embedded, note = refresh_vectors(wiki, progress=progress)

@@ -10,7 +10,14 @@
 |      | process held the search index's lock too long |
 | 5    | refused by review policy (e.g. approving your own proposal, a secret in a proposal) |
 | 70   | internal error (a bug): the traceback is written to a log file |
+| 74   | storage: a file could not be written (read-only file system, no permission, disk |
+|      | full or over quota); the message names the path and the cause, and nothing on the |
+|      | wiki branch or its refs was changed (``EX_IOERR`` of sysexits.h) |
 | 130  | interrupted (Ctrl-C) |
+
+A damaged derived index is not an error: it is set aside as ``<name>.corrupt-<time>``,
+rebuilt from the branch and reported in one ``warning:`` line; a read-only (or full) git
+dir makes reads use a temporary index, said in one ``note:`` line (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -43,11 +50,14 @@ from wiki.errors import (
     SecretError,
     SelfApprovalError,
     StaleProposalError,
+    StorageError,
     WikiError,
 )
+from wiki.storage import storage_error, take_notices
 from wiki_cli.inert import shown
 
 OK, FINDINGS, USAGE, GAP, CONFLICT, REFUSED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 4, 5, 70, 130
+STORAGE = 74
 
 EXIT_CODES: list[tuple[type[Exception], int]] = [
     (EmptyQueryError, USAGE),
@@ -67,6 +77,7 @@ EXIT_CODES: list[tuple[type[Exception], int]] = [
     (RemoteError, USAGE),
     (SelfApprovalError, REFUSED),
     (SecretError, REFUSED),
+    (StorageError, STORAGE),
     (WikiError, FINDINGS),
     (IndexBusyError, CONFLICT),
     (IndexesError, USAGE),
@@ -77,7 +88,9 @@ EXIT_CODE_MEANINGS: list[tuple[int, str]] = [
     (OK, "ok"), (FINDINGS, "findings, or not found / already exists"),
     (USAGE, "usage or configuration error"), (GAP, "evidence gap (wiki ask)"),
     (CONFLICT, "conflict: the wiki moved, or a stale proposal"),
-    (REFUSED, "refused by review policy"), (INTERNAL, "internal error (details in a log file)"),
+    (REFUSED, "refused by review policy"),
+    (INTERNAL, "internal error (details in a log file)"),
+    (STORAGE, "storage: a file could not be written (read-only or full disk)"),
     (INTERRUPTED, "interrupted"),
 ]
 """Every exit code and its meaning, for ``wiki --help`` (docs/cli.md has the same table)."""
@@ -122,23 +135,42 @@ class WikiGroup(TyperGroup):
 
         try:
             with command_scope():  # one [llm] timeout for the whole command
-                return super().invoke(ctx)
+                result = super().invoke(ctx)
         except (WikiError, IndexesError) as error:
+            report_notices()
             report(f"error: {error}")
             raise typer.Exit(exit_code_for(error)) from None
         except KeyboardInterrupt:
+            report_notices()
             report("interrupted")
             raise typer.Exit(INTERRUPTED) from None
         except Exception as error:
+            report_notices()
             if type(error).__module__.split(".")[0] in ("click", "typer"):
                 raise  # usage errors and exits: the CLI framework reports them (exit 2)
+            storage = storage_error(error, getattr(error, "filename", None) or "a file",
+                                    anywhere=True)
+            if storage is not None:  # a write the disk refused, wherever it happened
+                report(f"error: {storage}")
+                raise typer.Exit(STORAGE) from None
             # a bug: keep the details, show one line
-            log = _write_crash_log()
+            try:
+                log = _write_crash_log()
+            except OSError as exc:  # the temp folder is full or read-only too
+                log = f"no log file: {exc.strerror}"
             if talk.level > 0:
                 typer.echo(shown(traceback.format_exc().rstrip()), err=True)
             report(f"internal error: {type(error).__name__}: {error} (details in {log}; "
                    "please report it)")
             raise typer.Exit(INTERNAL) from None
+        report_notices()
+        return result
+
+
+def report_notices() -> None:
+    """Report the library's notices (:func:`wiki.storage.take_notices`), one line each."""
+    for notice in take_notices():
+        report(notice)
 
 
 def _write_crash_log() -> Path:

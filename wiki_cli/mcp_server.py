@@ -4,7 +4,10 @@ Tools: ``search``, ``ask``, ``get``, ``propose`` and ``lint``. Each calls the sa
 library function as the matching CLI command and returns the same JSON shape as its
 ``--json`` output (:mod:`wiki_cli.payloads`). A domain error comes back as a tool error
 (``isError``) whose text is the CLI's one-line message (``error: ...``), with the error's
-kind and the CLI's exit code in the structured content. There is no approve (or reject)
+kind and the CLI's exit code in the structured content; an unexpected error comes back
+the same way as one ``internal error: ...`` line (traceback in the server's log). Notices
+(a damaged index set aside and rebuilt, a temporary index on a read-only git dir) come
+with the call's result under ``notices``. There is no approve (or reject)
 tool: a call to one, or a ``propose`` call that tries to approve, is refused with a
 JSON-RPC error; only a person lands a proposal, with ``wiki approve``.
 
@@ -30,8 +33,9 @@ from pydantic import Field
 
 from indexes.errors import IndexesError
 from wiki.errors import ConfigError, WikiError
+from wiki.storage import storage_error, take_notices
 from wiki_cli import __version__
-from wiki_cli.errors import REFUSED, exit_code_for
+from wiki_cli.errors import INTERNAL, REFUSED, exit_code_for
 from wiki_cli.inert import mask_secrets, masked_values
 from wiki_cli.payloads import (
     answer_payload,
@@ -101,12 +105,24 @@ def _refusal(name: str, arguments: dict[str, Any]) -> str | None:
     return None
 
 
-def _error_result(error: Exception) -> CallToolResult:
-    """The CLI's one-line message as a tool error, with its kind and exit code."""
+def _error_result(error: Exception, notices: list[str] | None = None) -> CallToolResult:
+    """The CLI's one-line message as a tool error, with its kind and exit code (and the
+    call's notices, e.g. a damaged index set aside, on the lines before it)."""
+    lines = [*(notices or []), f"error: {error}"]
     return CallToolResult(
-        content=[TextContent(type="text", text=mask_secrets(f"error: {error}"))], is_error=True,
+        content=[TextContent(type="text", text=mask_secrets("\n".join(lines)))], is_error=True,
         structured_content={"error": mask_secrets(str(error)), "kind": type(error).__name__,
-                            "exit_code": exit_code_for(error)})
+                            "exit_code": exit_code_for(error), "notices": notices or []})
+
+
+def _internal_result(error: Exception, notices: list[str]) -> CallToolResult:
+    """A bug, as the CLI says it: one line naming the error (the traceback is logged)."""
+    message = f"internal error: {type(error).__name__}: {error} (please report it)"
+    return CallToolResult(
+        content=[TextContent(type="text", text=mask_secrets("\n".join([*notices, message])))],
+        is_error=True, structured_content={"error": mask_secrets(message),
+                                           "kind": type(error).__name__,
+                                           "exit_code": INTERNAL, "notices": notices})
 
 
 class WikiTools:
@@ -334,10 +350,24 @@ def _guarded(tools: WikiTools, method):
         from wiki.llm.usage import command_scope
 
         with tools.lock, command_scope():  # one [llm] timeout per tool call
+            take_notices()  # only this call's notices go with its result
             try:
-                return masked_values(method(*args, **kwargs))
+                result = masked_values(method(*args, **kwargs))
             except (WikiError, IndexesError) as error:
-                return _error_result(error)
+                return _error_result(error, take_notices())
+            except Exception as error:  # noqa: BLE001 - the agent gets one line, not "Error executing tool"
+                storage = storage_error(error, getattr(error, "filename", None) or "a file",
+                                    anywhere=True)
+                if storage is not None:
+                    return _error_result(storage, take_notices())
+                log.exception("internal error in tool %s", method.__name__)
+                return _internal_result(error, take_notices())
+            notices = take_notices()
+            for notice in notices:
+                log.warning("%s", notice)
+            if notices and isinstance(result, dict):
+                result = {**result, "notices": notices}
+            return result
 
     return call
 

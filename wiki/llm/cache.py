@@ -15,6 +15,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+from wiki.storage import notify, storage_cause
+
 SCHEMA_VERSION = 1
 FILE_NAME = "llm-cache.sqlite"
 
@@ -36,15 +38,28 @@ class ResponseCache:
     def _open(self) -> sqlite3.Connection:
         if self.path is None:
             return self._schema(sqlite3.connect(":memory:", check_same_thread=False))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            return self._schema(sqlite3.connect(self.path, timeout=30,
-                                                check_same_thread=False))
-        except sqlite3.DatabaseError:  # not our file, or damaged: it is only a cache
+            return self._open_file(self.path)
+        except (OSError, sqlite3.DatabaseError) as exc:  # a read-only or full git dir
+            cause = storage_cause(exc)
+            if cause is None:
+                raise
+            notify(f"note: the LLM response cache {self.path} cannot be written ({cause}); "
+                   "caching in memory for this process")
+            self.path = None
+            return self._schema(sqlite3.connect(":memory:", check_same_thread=False))
+
+    @classmethod
+    def _open_file(cls, path: Path) -> sqlite3.Connection:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return cls._schema(sqlite3.connect(path, timeout=30, check_same_thread=False))
+        except sqlite3.DatabaseError as exc:  # not our file, or damaged: it is only a cache
+            if storage_cause(exc):
+                raise
             for suffix in ("", "-wal", "-shm"):
-                Path(str(self.path) + suffix).unlink(missing_ok=True)
-            return self._schema(sqlite3.connect(self.path, timeout=30,
-                                                check_same_thread=False))
+                Path(str(path) + suffix).unlink(missing_ok=True)
+            return cls._schema(sqlite3.connect(path, timeout=30, check_same_thread=False))
 
     @staticmethod
     def _schema(conn: sqlite3.Connection) -> sqlite3.Connection:
@@ -65,10 +80,20 @@ class ResponseCache:
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, model: str, value: object) -> None:
-        """Store ``value`` (JSON-serialisable) under ``key``."""
-        self.conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                          (key, model, time.time(), json.dumps(value, ensure_ascii=False)))
-        self.conn.commit()
+        """Store ``value`` (JSON-serialisable) under ``key``; a disk that refuses it (full,
+        read-only) loses only this cache entry, said in a notice."""
+        try:
+            self.conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                              (key, model, time.time(), json.dumps(value, ensure_ascii=False)))
+            self.conn.commit()
+        except sqlite3.OperationalError as exc:
+            cause = storage_cause(exc)
+            if cause is None:
+                raise
+            if self.conn.in_transaction:
+                self.conn.rollback()
+            notify(f"note: the LLM response cache {self.path} cannot be written ({cause}); "
+                   "responses are not cached")
 
     def __len__(self) -> int:
         return self.conn.execute("SELECT count(*) FROM responses").fetchone()[0]

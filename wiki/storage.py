@@ -1,0 +1,140 @@
+"""Faults of the disk under the wiki: what counts as a read-only or full disk, what counts
+as a damaged database, and the notices a command reports about them.
+
+The library never prints: it records a notice with :func:`notify` (each distinct one once
+per process) and the CLI (or the MCP server) takes them with :func:`take_notices` and
+reports them on stderr (or in the tool's result). A write that the disk refuses becomes a
+:class:`wiki.errors.StorageError` naming the path and the cause (:func:`storage_error`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import git
+
+from wiki.errors import StorageError
+
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                            errno.EPERM})
+"""OS errors that mean "this disk will not take the write", not a bug."""
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+"""Those of them that only a write raises (a read can also be denied permission)."""
+_SQLITE_STORAGE = {3: "permission denied", 8: "read-only", 10: "disk I/O error",
+                   13: "disk full", 14: "cannot open the file"}
+"""SQLite primary result codes (``SQLITE_PERM``, ``READONLY``, ``IOERR``, ``FULL``,
+``CANTOPEN``) that mean the same."""
+_SQLITE_DAMAGE = {11, 26}
+"""``SQLITE_CORRUPT`` and ``SQLITE_NOTADB``."""
+_GIT_WORDS = ("No space left on device", "Read-only file system", "Permission denied",
+              "Disk quota exceeded", "unable to create temporary file",
+              "insufficient permission")
+"""What git says on stderr when it cannot write an object or a ref."""
+
+_notices: list[str] = []
+_said: set[str] = set()
+
+
+def notify(message: str) -> None:
+    """Record ``message`` (one line, starting with ``note:`` or ``warning:``) for the
+    front end to report; the same message is recorded once until the next
+    :func:`take_notices`."""
+    if message not in _said:
+        _said.add(message)
+        _notices.append(message)
+
+
+def take_notices() -> list[str]:
+    """The notices recorded since the last call (and forget them)."""
+    taken = list(_notices)
+    _notices.clear()
+    _said.clear()
+    return taken
+
+
+def storage_cause(error: BaseException) -> str | None:
+    """The reason in words when ``error`` means the disk refused a write (read-only file
+    system, no permission, full, over quota); ``None`` for any other error."""
+    if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
+        return error.strerror or os.strerror(error.errno)
+    if isinstance(error, sqlite3.OperationalError):
+        code = getattr(error, "sqlite_errorcode", None)
+        text = str(error)
+        if (code is not None and code & 0xFF in _SQLITE_STORAGE) or any(
+                words in text for words in ("readonly database", "unable to open",
+                                            "disk is full", "disk I/O error")):
+            return text
+    if isinstance(error, git.GitCommandError):
+        stderr = str(error.stderr or "")
+        for line in stderr.splitlines():
+            if any(words in line for words in _GIT_WORDS):
+                text = line.strip().removeprefix("stderr:").strip().strip("'").strip()
+                for prefix in ("fatal: ", "error: "):
+                    text = text.removeprefix(prefix)
+                return text
+    return None
+
+
+def disk_cause(path: Path | str, said: str) -> str:
+    """``said`` (SQLite's words, e.g. "unable to open database file") made precise from
+    the file system holding ``path`` (its nearest existing folder): read-only, not
+    writable by this user, or full; ``said`` unchanged when none of these holds."""
+    folder = Path(path)
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        stats = os.statvfs(folder)
+    except OSError:
+        return said
+    if stats.f_flag & os.ST_RDONLY:
+        return os.strerror(errno.EROFS)
+    if not os.access(folder, os.W_OK):
+        return os.strerror(errno.EACCES)
+    if stats.f_bavail == 0:
+        return os.strerror(errno.ENOSPC)
+    return said
+
+
+def is_damaged(error: BaseException) -> bool:
+    """True when ``error`` says a SQLite file is not a database or is malformed."""
+    if not isinstance(error, sqlite3.DatabaseError) or storage_cause(error):
+        return False
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in _SQLITE_DAMAGE:
+        return True
+    text = str(error)
+    return "malformed" in text or "not a database" in text
+
+
+def storage_error(error: BaseException, path: Path | str, *,
+                  anywhere: bool = False) -> StorageError | None:
+    """``error`` as a :class:`StorageError` on ``path`` when it is a storage fault.
+    ``anywhere``: the error was caught around code that may also read, so an OS error
+    counts only when a read cannot raise it (:data:`WRITE_ERRNOS`)."""
+    if anywhere and isinstance(error, OSError) and error.errno not in WRITE_ERRNOS:
+        return None
+    cause = storage_cause(error)
+    if cause is None:
+        return None
+    where = getattr(error, "filename", None) or path
+    if isinstance(error, sqlite3.OperationalError):
+        cause = disk_cause(where, cause)
+    return StorageError(str(where), cause)
+
+
+@contextmanager
+def writing(path: Path | str) -> Iterator[None]:
+    """Turn a storage fault raised inside the block into :class:`StorageError` on
+    ``path`` (the file, or the folder written into); other errors pass unchanged."""
+    try:
+        yield
+    except (OSError, sqlite3.OperationalError, git.GitCommandError) as exc:
+        converted = storage_error(exc, path)
+        if converted is None:
+            raise
+        raise converted from exc
