@@ -139,7 +139,7 @@ def test_a_proposal_lands_in_a_shallow_clone(origin, tmp_path) -> None:
     shallow = clone(origin, tmp_path / "clone", 1)
     wiki = Wiki(shallow)
     proposal, _ = propose(wiki, {"hr/leave.md": entry_text("lv", "Leave", "Leave accrues.")
-                                 .encode()}, kind="new", subject="leave", author=ALICE)
+                                 .encode()}, base=None, kind="new", subject="leave", author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
     with pytest.raises(ShallowHistoryError) as caught:
         from wiki.history import log

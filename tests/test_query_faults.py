@@ -41,7 +41,7 @@ ENTRIES = {
 
 @pytest.fixture
 def populated(wiki: Wiki) -> Wiki:
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in ENTRIES.items()}, kind="seed",
+    proposal, _ = propose(wiki, {p: t.encode() for p, t in ENTRIES.items()}, base=None, kind="seed",
                           subject="seed", author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
     return wiki

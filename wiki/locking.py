@@ -1,12 +1,15 @@
 """One writer at a time per repository: the wiki write lock.
 
 Proposing (look for an identical open proposal, then create the branch) and landing take
-``<git common dir>/wiki/write.lock`` with ``fcntl.flock``, so two ``wiki ingest`` runs or a
+``<git common dir>/wiki-write.lock`` with ``fcntl.flock``, so two ``wiki ingest`` runs or a
 retried MCP ``propose`` cannot both create the same proposal. The lock is advisory and held
 only around the ref updates (milliseconds); a writer that cannot take it within
 :data:`WAIT_SECONDS` (``$WIKI_LOCK_WAIT`` overrides) gets :class:`WriterBusyError`. The
 kernel drops the lock when its holder exits, so a crashed writer never leaves it stuck.
-Worktrees of one repository share the common dir, hence the lock.
+Worktrees of one repository share the common dir, hence the lock. It sits beside the refs,
+not in the derived-state folder, so a read-only ``wiki/`` folder (a temporary index) does
+not stop writers whose refs are writable; a lock file that cannot be created is a
+:class:`~wiki.errors.StorageError`.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from wiki.errors import WriterBusyError
+from wiki.storage import writing
 
-LOCK_NAME = "write.lock"
+LOCK_NAME = "wiki-write.lock"
 WAIT_SECONDS = 10.0
 POLL_SECONDS = 0.05
 
@@ -43,9 +47,10 @@ def write_lock(state_dir: Path, wait: float | None = None) -> Iterator[None]:
     supported: take it once, around the ref updates only. Raises
     :class:`WriterBusyError` after ``wait`` seconds (default :func:`wait_seconds`)."""
     wait = wait_seconds() if wait is None else wait
-    state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / LOCK_NAME
-    with open(path, "a+b") as handle:
+    path = state_dir.parent / LOCK_NAME  # the git common dir
+    with writing(path):
+        handle = open(path, "a+b")  # noqa: SIM115 - closed below, after the lock is released
+    with handle:
         deadline = time.monotonic() + wait
         while True:
             try:

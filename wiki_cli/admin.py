@@ -74,7 +74,7 @@ def ingest(
     for skipped in result.skipped:
         report(f"skipped {skipped.path}: {skipped.reason}")
     for new, old in result.renamed.items():
-        report(plain(f"renamed {old} -> {new}: its entries keep their ids"))
+        report(f"renamed {old} -> {new}: its entries keep their ids")
     for path in result.conflicts:
         report(f"conflict: {path} was edited since it was compiled; not overwritten — "
                "decide: merge the source's change by hand (wiki propose --edit), or re-run "
