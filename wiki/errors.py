@@ -99,3 +99,12 @@ class SecretError(WikiError):
         super().__init__(f"{path}:{first.line}:{first.column}: secret ({first.kind}) "
                          f"{first.excerpt}{more}: not written; remove it, or pass --redact "
                          f"to replace it with [REDACTED:{first.kind}]")
+
+
+class ReviewFlaggedError(WikiError):
+    """The review check flagged the proposal (:mod:`wiki.review_check`) and the approver
+    did not override (or the flags cannot be overridden: secrets). Carries ``flags``."""
+
+    def __init__(self, message: str, flags: list):
+        self.flags = flags
+        super().__init__(message)

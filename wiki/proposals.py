@@ -28,10 +28,12 @@ from wiki.errors import (
     ProposalClosedError,
     RefMovedError,
     ReviewChangedError,
+    ReviewFlaggedError,
     SelfApprovalError,
     StaleProposalError,
 )
 from wiki.gitrepo import Identity, current_identity
+from wiki.review_check import ReviewFlag, check, summary, tree_items
 from wiki.safety import Flag, screen, screen_changes
 from wiki.snapshot import Snapshot, with_indexes
 from wiki.workspace import Wiki
@@ -41,6 +43,10 @@ APPROVAL_TRAILER = "Wiki-Approval"
 REVIEWED_TRAILER = "Wiki-Reviewed-Diff"
 PROPOSAL_TRAILER = "Wiki-Proposal"
 FLAG_TRAILER = "Wiki-Flag"
+OVERRIDE_TRAILER = "Wiki-Override"
+OVERRIDDEN_TRAILER = "Wiki-Overridden-Flag"
+MIN_EXPECT_DIGITS = 12
+"""The shortest prefix of the review hash that ``approve --expect`` accepts."""
 MAX_FLAGS = 100
 LAND_ATTEMPTS = 5
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
@@ -65,9 +71,10 @@ class Proposal:
     approvals: list[tuple[Identity, str]] = field(default_factory=list)
     """``(approver, review hash they approved)`` recorded so far (``approvals_required``
     above 1); an approval of an older state of the proposal no longer counts."""
-    flags: list[Flag] = field(default_factory=list)
-    """Instruction-like content found when it was proposed (``Wiki-Flag:`` trailers), for
-    the reviewer: see wiki.safety."""
+    flags: list[ReviewFlag] = field(default_factory=list)
+    """What the review check (:mod:`wiki.review_check`) found in ``base..tip``, computed
+    from the commits themselves (``Wiki-Flag:`` trailers are never trusted). ``approve``
+    refuses a flagged proposal unless overridden."""
 
 
 @dataclass
@@ -84,23 +91,35 @@ class Landing:
 
 
 def changed_paths(before: Mapping[str, TreeFile], after: Mapping[str, TreeFile]) -> set[str]:
-    """Paths whose content differs between two trees (generated index.md files excluded)."""
-    paths = {p for p in before.keys() | after.keys()
-             if (before.get(p) or TreeFile("")).sha != (after.get(p) or TreeFile("")).sha}
+    """Paths whose content or mode differs between two trees (generated index.md files
+    excluded)."""
+    paths = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
     return {p for p in paths if p.rpartition("/")[2] != indextree.INDEX_NAME}
 
 
 def review_hash(wiki: Wiki, proposal: Proposal) -> str:
-    """16 hex digits of sha256 over the sorted ``(path, blob before, blob after)`` of what
-    ``proposal`` changes: what a reviewer saw in ``wiki diff``."""
-    before = wiki.store.files(proposal.base)
-    after = wiki.store.files(proposal.tip)
+    """The sha256 (64 hex digits) over the sorted ``(path, mode and object before, mode and
+    object after)`` of every tree entry ``proposal`` changes, ``index.md`` files and
+    submodules included: what a reviewer saw in ``wiki diff``."""
+    before = tree_items(wiki, proposal.base)
+    after = tree_items(wiki, proposal.tip)
     digest = hashlib.sha256()
-    for path in sorted(changed_paths(before, after)):
-        old = before[path].sha if path in before else "-"
-        new = after[path].sha if path in after else "-"
-        digest.update(f"{path}\0{old}\0{new}\n".encode())
-    return digest.hexdigest()[:16]
+    for path in sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p)):
+        old, new = before.get(path), after.get(path)
+        digest.update(f"{path}\0{f'{old.mode:o} {old.sha}' if old else '-'}\0"
+                      f"{f'{new.mode:o} {new.sha}' if new else '-'}\n"
+                      .encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def expected_hash(expect: str) -> str:
+    """``approve --expect``'s value checked: the full review hash or a prefix of at least
+    :data:`MIN_EXPECT_DIGITS` hex digits, lower-cased. Raises :class:`ConfigError`."""
+    value = expect.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]+", value) or len(value) < MIN_EXPECT_DIGITS:
+        raise ConfigError(f"--expect {expect!r}: give the review hash from `wiki diff` (64 hex "
+                          f"digits; a prefix of at least {MIN_EXPECT_DIGITS} is accepted)")
+    return value
 
 
 def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subject: str,
@@ -178,10 +197,7 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
         base = merge_base[0].hexsha if merge_base else tip
     authors: list[Identity] = []
     approvals: list[tuple[Identity, str]] = []
-    flags: list[Flag] = []
     for item in wiki.repo.iter_commits(f"{base}..{tip}"):
-        flags += [f for f in map(Flag.parse, _trailers(item.message, FLAG_TRAILER))
-                  if f is not None and f not in flags]
         if _trailer(item.message, APPROVAL_TRAILER):
             approvals.append((Identity(item.author.name or "", item.author.email or ""),
                               _trailer(item.message, REVIEWED_TRAILER) or ""))
@@ -198,7 +214,7 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
     paths = sorted(changed_paths(wiki.store.files(base), wiki.store.files(tip)))
     return Proposal(name, ref, tip, base, commit.summary, authors,
                     first.astimezone(dt.UTC), paths, stale=head != base, approvals=approvals,
-                    flags=flags)
+                    flags=check(wiki, base, tip))
 
 
 def _trailer(message: str, key: str) -> str | None:
@@ -212,7 +228,7 @@ def _trailers(message: str, key: str) -> list[str]:
 
 
 def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
-            expect: str | None = None) -> Landing:
+            expect: str | None = None, override: str | None = None) -> Landing:
     """Land proposal ``name`` on the wiki branch with compare-and-swap.
 
     Raises :class:`SelfApprovalError` when the approver authored or committed any of its
@@ -221,15 +237,24 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     after :data:`LAND_ATTEMPTS` lost races. With ``expect``, refuses
     (:class:`ReviewChangedError`) unless the proposal's review hash still equals it. The
     proposal branch is deleted once landed; its commits stay reachable from the history.
+    ``expect`` must be the full hash or a prefix of at least :data:`MIN_EXPECT_DIGITS` hex
+    digits (:class:`ConfigError` otherwise).
+
+    A proposal the review check flagged (``proposal.flags``) is refused with
+    :class:`ReviewFlaggedError` unless ``override`` gives a reason; the reason and every
+    overridden flag are recorded as ``Wiki-Override:`` / ``Wiki-Overridden-Flag:`` trailers
+    of the landing commit. Secrets cannot be overridden.
     """
+    wanted = expected_hash(expect) if expect is not None else None
     proposal = get_proposal(wiki, name)
     _check_open(wiki, proposal)
     reviewed = review_hash(wiki, proposal)
-    if expect is not None and not reviewed.startswith(expect.strip().lower() or "-"):
+    if wanted is not None and not reviewed.startswith(wanted):
         raise ReviewChangedError(
             f"proposal {proposal.name} changed since it was reviewed, or the hash is mistyped "
             f"(review hash {reviewed}, expected {expect}); run `wiki diff {proposal.name}` "
             "again")
+    reason = _check_flags(proposal, override)
     approver = approver or current_identity(wiki.repo)
     where = wiki.checked_out_in(wiki.ref)
     if where is not None:
@@ -242,7 +267,8 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
         raise SelfApprovalError(
             f"{approver} cannot approve proposal {proposal.name}: they authored or committed "
             "it; ask someone else to run `wiki approve`")
-    valid = [who for who, seen in proposal.approvals if seen == reviewed]
+    valid = [who for who, seen in proposal.approvals
+             if len(seen) >= MIN_EXPECT_DIGITS and reviewed.startswith(seen)]
     if approver.key() in {who.key() for who in valid}:
         raise SelfApprovalError(f"{approver} already approved proposal {proposal.name}; "
                                 f"it needs {review.approvals_required} different approvers")
@@ -275,7 +301,8 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
         message = (f"Land proposal {proposal.name}: {proposal.subject}\n\n"
                    f"Proposed-by: {proposers}\n"
                    + "".join(f"Approved-by: {who}\n" for who in approvers) +
-                   f"{PROPOSAL_TRAILER}: {proposal.name}\n{REVIEWED_TRAILER}: {reviewed}\n")
+                   f"{PROPOSAL_TRAILER}: {proposal.name}\n{REVIEWED_TRAILER}: {reviewed}\n"
+                   + _override_trailers(proposal, reason))
         commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver)
         try:  # the wiki moves and the proposal closes in one atomic ref transaction
             wiki.store.update_refs([(wiki.ref, commit, head), (proposal.ref, None, proposal.tip)],
@@ -289,6 +316,56 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
         return Landing(proposal.name, commit, merged, approver, approvals=len(approvers))
     raise RefMovedError(f"the wiki branch kept moving; proposal {proposal.name} was not "
                         f"landed after {LAND_ATTEMPTS} attempts — run `wiki approve` again")
+
+
+def _check_flags(proposal: Proposal, override: str | None) -> str | None:
+    """The one-line override reason to record, or ``None`` for an unflagged proposal.
+    Raises :class:`ReviewFlaggedError` (flagged, no override; or a secret, which no override
+    lands), :class:`ConfigError` (a blank reason or one with control characters) and
+    :class:`SecretError` (a secret in the reason)."""
+    if override is not None:
+        if not override.strip():
+            raise ConfigError("--override-flags needs a reason (why the flagged content "
+                              "may land)")
+        if any(not (c.isprintable() or c in " \t\n") for c in override):
+            raise ConfigError("the --override-flags reason holds control or invisible "
+                              "characters; write it as plain text")
+    if not proposal.flags:
+        return None
+    blocking = [f for f in proposal.flags if not f.overridable]
+    if blocking:
+        first = blocking[0]
+        raise ReviewFlaggedError(
+            f"proposal {proposal.name} holds {summary(blocking)} flag(s), e.g. "
+            f"{first.path}: {first.kind}; secrets cannot be overridden (they would be "
+            f"pushed to every clone): `wiki reject {proposal.name} --reason ...` and "
+            "propose it again without them (or with --redact)", blocking)
+    if override is None:
+        raise ReviewFlaggedError(
+            f"proposal {proposal.name} is flagged ({summary(proposal.flags)}): read "
+            f"`wiki diff {proposal.name}`, then land it anyway with `wiki approve "
+            f"{proposal.name} --override-flags REASON` or reject it", proposal.flags)
+    reason, _ = screen(" ".join(override.split()), "the --override-flags reason")
+    return reason
+
+
+def _override_trailers(proposal: Proposal, reason: str | None) -> str:
+    """``Wiki-Override: <reason>`` and one ``Wiki-Overridden-Flag:`` per flag (at most
+    :data:`MAX_FLAGS`, then a count)."""
+    if reason is None:
+        return ""
+    lines = [f"{OVERRIDE_TRAILER}: {reason}"]
+    lines += [f"{OVERRIDDEN_TRAILER}: {_one_line(str(flag))}"
+              for flag in proposal.flags[:MAX_FLAGS]]
+    if len(proposal.flags) > MAX_FLAGS:
+        lines.append(f"{OVERRIDDEN_TRAILER}: ... and {len(proposal.flags) - MAX_FLAGS} more")
+    return "".join(line + "\n" for line in lines)
+
+
+def _one_line(text: str) -> str:
+    """``text`` with every character that is not printable (newlines, controls, bidi)
+    written as its escape, so a flagged path cannot forge or hide a trailer."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _check_open(wiki: Wiki, proposal: Proposal) -> None:
