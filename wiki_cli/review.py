@@ -87,7 +87,7 @@ def diff(
                     f"review hash {result.review_hash}"))
     for flag in result.flags:
         where = f"{flag.path}:{flag.line}:{flag.column}" if flag.line else flag.path
-        out.print(plain(f"flagged: {where}: {flag.category} {flag.kind} ({flag.rule}): "
+        out.print(plain(f"flagged: {where}: {flag.kind} ({flag.rule}) {flag.category}: "
                         f"{flag.detail or 'read it as a reviewer'}"), style="yellow")
     if result.flags:
         out.print(plain(f"approve refuses it unless overridden: wiki approve {result.proposal} "
