@@ -178,6 +178,9 @@ def test_deletion_and_retraction_that_break_dependencies(cli, wiki: Wiki) -> Non
     assert "retracts old1, but new.md (new1) still names it in supersedes" in flags[0]["detail"]
     hand_made(wiki, "fine", {"free.md": None})  # nothing names it
     assert flags_of(cli, "fine") == []
+    moved = git(wiki.root, "show", "wiki:base.md").encode() + b"\n"
+    hand_made(wiki, "move", {"base.md": None, "moved/base.md": moved})  # same id: a rename
+    assert flags_of(cli, "move") == []
     with acting_as(BOB):
         assert cli("approve", "del").exit_code == 5
         assert cli("approve", "fine").exit_code == 0

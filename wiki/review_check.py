@@ -332,9 +332,15 @@ def _dependency_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeIte
         except EntryError:
             return None
 
-    old_entries = {p: entry(before.get(p), p) for p in changed if indextree.is_entry_path(p)}
-    new_entries = {p: entry(after.get(p), p) for p in changed if indextree.is_entry_path(p)}
+    old_entries = {p: entry(before.get(p), p) for p in changed
+                   if p in before and indextree.is_entry_path(p)}
+    if not any(old_entries.values()):  # only additions: nothing can break (and no parsing)
+        return []
+    new_entries = {p: entry(after.get(p), p) for p in old_entries}
     kept_ids = {e.id for e in new_entries.values() if e is not None}
+    if any(e is not None and e.id not in kept_ids for e in old_entries.values()):
+        kept_ids |= {e.id for p in changed if p not in before and indextree.is_entry_path(p)
+                     for e in [entry(after.get(p), p)] if e is not None}  # renamed, same id
     gone: dict[str, tuple[str, str]] = {}  # id -> (path, what happened)
     for path, old in old_entries.items():
         if old is None or old.status == "retracted":
