@@ -11,7 +11,6 @@ it touches was also changed on the wiki; otherwise it is refused as stale and ke
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,12 +27,18 @@ from wiki.errors import (
     ProposalClosedError,
     RefMovedError,
     ReviewChangedError,
-    ReviewFlaggedError,
     SelfApprovalError,
     StaleProposalError,
 )
 from wiki.gitrepo import Identity, current_identity
-from wiki.review_check import ReviewFlag, check, summary, tree_items
+from wiki.review_check import ReviewFlag, check
+from wiki.review_gate import (
+    MIN_EXPECT_DIGITS,
+    expected_hash,
+    override_reason,
+    override_trailers,
+    review_hash,
+)
 from wiki.safety import Flag, screen, screen_changes
 from wiki.snapshot import Snapshot, with_indexes
 from wiki.workspace import Wiki
@@ -43,10 +48,6 @@ APPROVAL_TRAILER = "Wiki-Approval"
 REVIEWED_TRAILER = "Wiki-Reviewed-Diff"
 PROPOSAL_TRAILER = "Wiki-Proposal"
 FLAG_TRAILER = "Wiki-Flag"
-OVERRIDE_TRAILER = "Wiki-Override"
-OVERRIDDEN_TRAILER = "Wiki-Overridden-Flag"
-MIN_EXPECT_DIGITS = 12
-"""The shortest prefix of the review hash that ``approve --expect`` accepts."""
 MAX_FLAGS = 100
 LAND_ATTEMPTS = 5
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
@@ -95,31 +96,6 @@ def changed_paths(before: Mapping[str, TreeFile], after: Mapping[str, TreeFile])
     excluded)."""
     paths = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
     return {p for p in paths if p.rpartition("/")[2] != indextree.INDEX_NAME}
-
-
-def review_hash(wiki: Wiki, proposal: Proposal) -> str:
-    """The sha256 (64 hex digits) over the sorted ``(path, mode and object before, mode and
-    object after)`` of every tree entry ``proposal`` changes, ``index.md`` files and
-    submodules included: what a reviewer saw in ``wiki diff``."""
-    before = tree_items(wiki, proposal.base)
-    after = tree_items(wiki, proposal.tip)
-    digest = hashlib.sha256()
-    for path in sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p)):
-        old, new = before.get(path), after.get(path)
-        digest.update(f"{path}\0{f'{old.mode:o} {old.sha}' if old else '-'}\0"
-                      f"{f'{new.mode:o} {new.sha}' if new else '-'}\n"
-                      .encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
-
-
-def expected_hash(expect: str) -> str:
-    """``approve --expect``'s value checked: the full review hash or a prefix of at least
-    :data:`MIN_EXPECT_DIGITS` hex digits, lower-cased. Raises :class:`ConfigError`."""
-    value = expect.strip().lower()
-    if not re.fullmatch(r"[0-9a-f]+", value) or len(value) < MIN_EXPECT_DIGITS:
-        raise ConfigError(f"--expect {expect!r}: give the review hash from `wiki diff` (64 hex "
-                          f"digits; a prefix of at least {MIN_EXPECT_DIGITS} is accepted)")
-    return value
 
 
 def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, kind: str, subject: str,
@@ -254,7 +230,7 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
             f"proposal {proposal.name} changed since it was reviewed, or the hash is mistyped "
             f"(review hash {reviewed}, expected {expect}); run `wiki diff {proposal.name}` "
             "again")
-    reason = _check_flags(proposal, override)
+    reason = override_reason(proposal, override)
     approver = approver or current_identity(wiki.repo)
     where = wiki.checked_out_in(wiki.ref)
     if where is not None:
@@ -302,7 +278,7 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
                    f"Proposed-by: {proposers}\n"
                    + "".join(f"Approved-by: {who}\n" for who in approvers) +
                    f"{PROPOSAL_TRAILER}: {proposal.name}\n{REVIEWED_TRAILER}: {reviewed}\n"
-                   + _override_trailers(proposal, reason))
+                   + override_trailers(proposal, reason))
         commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver)
         try:  # the wiki moves and the proposal closes in one atomic ref transaction
             wiki.store.update_refs([(wiki.ref, commit, head), (proposal.ref, None, proposal.tip)],
@@ -316,56 +292,6 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
         return Landing(proposal.name, commit, merged, approver, approvals=len(approvers))
     raise RefMovedError(f"the wiki branch kept moving; proposal {proposal.name} was not "
                         f"landed after {LAND_ATTEMPTS} attempts — run `wiki approve` again")
-
-
-def _check_flags(proposal: Proposal, override: str | None) -> str | None:
-    """The one-line override reason to record, or ``None`` for an unflagged proposal.
-    Raises :class:`ReviewFlaggedError` (flagged, no override; or a secret, which no override
-    lands), :class:`ConfigError` (a blank reason or one with control characters) and
-    :class:`SecretError` (a secret in the reason)."""
-    if override is not None:
-        if not override.strip():
-            raise ConfigError("--override-flags needs a reason (why the flagged content "
-                              "may land)")
-        if any(not (c.isprintable() or c in " \t\n") for c in override):
-            raise ConfigError("the --override-flags reason holds control or invisible "
-                              "characters; write it as plain text")
-    if not proposal.flags:
-        return None
-    blocking = [f for f in proposal.flags if not f.overridable]
-    if blocking:
-        first = blocking[0]
-        raise ReviewFlaggedError(
-            f"proposal {proposal.name} holds {summary(blocking)} flag(s), e.g. "
-            f"{first.path}: {first.kind}; secrets cannot be overridden (they would be "
-            f"pushed to every clone): `wiki reject {proposal.name} --reason ...` and "
-            "propose it again without them (or with --redact)", blocking)
-    if override is None:
-        raise ReviewFlaggedError(
-            f"proposal {proposal.name} is flagged ({summary(proposal.flags)}): read "
-            f"`wiki diff {proposal.name}`, then land it anyway with `wiki approve "
-            f"{proposal.name} --override-flags REASON` or reject it", proposal.flags)
-    reason, _ = screen(" ".join(override.split()), "the --override-flags reason")
-    return reason
-
-
-def _override_trailers(proposal: Proposal, reason: str | None) -> str:
-    """``Wiki-Override: <reason>`` and one ``Wiki-Overridden-Flag:`` per flag (at most
-    :data:`MAX_FLAGS`, then a count)."""
-    if reason is None:
-        return ""
-    lines = [f"{OVERRIDE_TRAILER}: {reason}"]
-    lines += [f"{OVERRIDDEN_TRAILER}: {_one_line(str(flag))}"
-              for flag in proposal.flags[:MAX_FLAGS]]
-    if len(proposal.flags) > MAX_FLAGS:
-        lines.append(f"{OVERRIDDEN_TRAILER}: ... and {len(proposal.flags) - MAX_FLAGS} more")
-    return "".join(line + "\n" for line in lines)
-
-
-def _one_line(text: str) -> str:
-    """``text`` with every character that is not printable (newlines, controls, bidi)
-    written as its escape, so a flagged path cannot forge or hide a trailer."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _check_open(wiki: Wiki, proposal: Proposal) -> None:

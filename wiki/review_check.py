@@ -72,7 +72,6 @@ MAX_NAME_BYTES = 255
 _WINDOWS_INVALID = set('\\:*?"<>|')
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
                      *(f"lpt{i}" for i in range(1, 10))}
-_RETRACTION_BREAKS = ("relations.depends_on", "supersedes")
 
 
 @dataclass(frozen=True)
@@ -156,12 +155,14 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
         old, new = before.get(path), after.get(path)
         if new is None:
             continue
-        old_text = _text(blobs.get(old.sha)) if old is not None and old.type == "blob" else None
+        old_text = blob_text(blobs.get(old.sha)) if old is not None and old.type == "blob" else None
         flags += _file_flags(path, new, old, old_text, blobs, sizes, cap, limit)
         if old is None:
             flags += _name_flags(path, after)
-    flags += _index_flags(wiki, base, tip, before, after, changed, blobs)
-    flags += _dependency_flags(wiki, base, tip, before, after, changed, blobs)
+    from wiki.review_tree import dependency_flags, index_flags
+
+    flags += index_flags(wiki, base, tip, before, after, changed, blobs)
+    flags += dependency_flags(wiki, tip, before, after, changed, blobs)
     flags += _history_flags(wiki, base, tip, before, after, limit)
     order = {c: i for i, c in enumerate(CATEGORIES)}
     unique = dict.fromkeys(flags)
@@ -186,7 +187,8 @@ def _sizes(wiki: Wiki, shas: set[str]) -> dict[str, int]:
     return sizes
 
 
-def _text(data: bytes | None) -> str | None:
+def blob_text(data: bytes | None) -> str | None:
+    """A blob as text: UTF-8, bytes that are not kept as surrogate escapes."""
     return None if data is None else data.decode("utf-8", "surrogateescape")
 
 
@@ -196,7 +198,7 @@ def _category(finding: Finding) -> str:
     return CONTROL if finding.rule == "I007" else INSTRUCTION
 
 
-def _content_flags(text: str, where: str, before: str | None,
+def content_flags(text: str, where: str, before: str | None,
                    categories: frozenset[str] | None = None) -> list[ReviewFlag]:
     """Flags of the findings of ``text`` that ``before`` does not already hold."""
     out = []
@@ -234,11 +236,11 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
     if size > limit:
         return [*flags, ReviewFlag("R006", "unscanned", path, 0, 0, SECRET_FLAG,
                                    f"{size} bytes: too large to scan for secrets")]
-    text = _text(blobs.get(new.sha)) or ""
+    text = blob_text(blobs.get(new.sha)) or ""
     name = path.rpartition("/")[2]
     if name == indextree.INDEX_NAME:
-        return flags  # its overview and listing: _index_flags
-    flags += _content_flags(text, path, old_text if old is not None else None)
+        return flags  # its overview and listing: wiki.review_tree.index_flags
+    flags += content_flags(text, path, old_text if old is not None else None)
     if indextree.is_entry_path(path) and new.mode == REGULAR_MODE:
         try:
             Entry.parse(path, blobs.get(new.sha) or b"")
@@ -257,7 +259,7 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
 def _name_flags(path: str, after: dict[str, TreeItem]) -> list[ReviewFlag]:
     """Flags of a new path: what it says (secrets, instructions, control characters) and
     whether it is a safe, portable wiki file name."""
-    flags = _content_flags(path, path, None)
+    flags = content_flags(path, path, None)
     flags = [ReviewFlag(f.rule, f.kind, path, 0, 0, f.category, "in the file name: "
                         + f.detail) for f in flags]
     problems = []
@@ -286,89 +288,6 @@ def _name_flags(path: str, after: dict[str, TreeItem]) -> list[ReviewFlag]:
     return flags
 
 
-def _index_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
-                 after: dict[str, TreeItem], changed: list[str],
-                 blobs: dict[str, bytes]) -> list[ReviewFlag]:
-    """A changed ``index.md``: its overview (free text) is screened like an entry; its
-    listing must be the one the tip's entries generate (the entries are screened)."""
-    from wiki.snapshot import Snapshot, with_indexes
-
-    indexes = [p for p in changed if p.rpartition("/")[2] == indextree.INDEX_NAME
-               and p in after and after[p].type == "blob" and after[p].sha in blobs]
-    if not indexes:
-        return []
-    flags: list[ReviewFlag] = []
-    snapshot = Snapshot(wiki.store, base)
-    tip_snapshot = Snapshot(wiki.store, tip)
-    changes = {p: tip_snapshot.read(p) for p in changed
-               if indextree.is_entry_path(p) or p in indexes}
-    expected = with_indexes(snapshot, changes)
-    for path in indexes:
-        folder = indextree.parent(path)
-        text = _text(blobs[after[path].sha]) or ""
-        old = before.get(path)
-        old_text = _text(wiki.store.read(old.sha)) if old and old.type == "blob" else None
-        overview = indextree.split_overview(text, folder)
-        flags += _content_flags(overview, path, old_text)
-        if expected.get(path) is not None and expected[path] != blobs[after[path].sha]:
-            flags.append(ReviewFlag("R004", "index-drift", path, 0, 0, SCHEMA,
-                                    "its listing is not the one its entries generate; "
-                                    "text below the marker is not reviewed"))
-    return flags
-
-
-def _dependency_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
-                      after: dict[str, TreeItem], changed: list[str],
-                      blobs: dict[str, bytes]) -> list[ReviewFlag]:
-    """Entries this proposal deletes or retracts that a live entry of the tip still names."""
-    from wiki.lint.content import named_ids
-    from wiki.snapshot import Snapshot
-
-    def entry(item: TreeItem | None, path: str) -> Entry | None:
-        if item is None or item.type != "blob" or item.sha not in blobs:
-            return None
-        try:
-            return Entry.parse(path, blobs[item.sha])
-        except EntryError:
-            return None
-
-    old_entries = {p: entry(before.get(p), p) for p in changed
-                   if p in before and indextree.is_entry_path(p)}
-    if not any(old_entries.values()):  # only additions: nothing can break (and no parsing)
-        return []
-    new_entries = {p: entry(after.get(p), p) for p in old_entries}
-    kept_ids = {e.id for e in new_entries.values() if e is not None}
-    if any(e is not None and e.id not in kept_ids for e in old_entries.values()):
-        kept_ids |= {e.id for p in changed if p not in before and indextree.is_entry_path(p)
-                     for e in [entry(after.get(p), p)] if e is not None}  # renamed, same id
-    gone: dict[str, tuple[str, str]] = {}  # id -> (path, what happened)
-    for path, old in old_entries.items():
-        if old is None or old.status == "retracted":
-            continue
-        new = new_entries.get(path)
-        if old.id not in kept_ids:
-            gone[old.id] = (path, "deletes")
-        elif new is not None and new.id == old.id and new.status == "retracted":
-            gone[old.id] = (path, "retracts")
-    if not gone:
-        return []
-    entries, _ = Snapshot(wiki.store, tip).entries()
-    flags = []
-    for other in entries:
-        if other.status == "retracted" or other.id in gone:
-            continue
-        for field, target in named_ids(other):
-            if target not in gone:
-                continue
-            path, how = gone[target]
-            if how == "retracts" and field not in _RETRACTION_BREAKS:
-                continue
-            flags.append(ReviewFlag("R005", "breaks-dependency", path, 0, 0, BREAKS,
-                                    f"this proposal {how} {target}, but {other.path} "
-                                    f"({other.id}) still names it in {field}"))
-    return flags
-
-
 def _history_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
                    after: dict[str, TreeItem], limit: int) -> list[ReviewFlag]:
     """Commit messages of the range (secrets, instructions, control characters) and
@@ -376,7 +295,7 @@ def _history_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
     flags: list[ReviewFlag] = []
     for commit in wiki.repo.iter_commits(f"{base}..{tip}"):
         where = f"commit {commit.hexsha[:12]} message"
-        flags += _content_flags(commit.message, where, None)
+        flags += content_flags(commit.message, where, None)
     done = subprocess.run(["git", f"--git-dir={wiki.repo.git_dir}", "rev-list", "--objects",
                            tip, "--not", base], capture_output=True)
     if done.returncode != 0:
@@ -402,8 +321,8 @@ def _history_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
                                     "secrets"))
             continue
         was = before.get(path)
-        flags += _content_flags(_text(data[sha]) or "", where,
-                                _text(old.get(was.sha)) if was is not None else None,
+        flags += content_flags(blob_text(data[sha]) or "", where,
+                                blob_text(old.get(was.sha)) if was is not None else None,
                                 frozenset({SECRET_FLAG}))
     return flags
 
