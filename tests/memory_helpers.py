@@ -7,11 +7,14 @@ from wiki.proposals import approve, propose
 from wiki.workspace import Wiki
 
 
-def land(w: Wiki, files: dict[str, str], subject: str = "test entries") -> None:
-    """Propose ``files`` (path -> text) as Alice and approve them as Bob."""
-    proposal, _ = propose(w, {p: t.encode() for p, t in files.items()}, base=None, kind="new",
+def land(w: Wiki, files: dict[str, str], subject: str = "test entries",
+         override: str | None = None) -> None:
+    """Propose ``files`` (path -> text) as Alice and approve them as Bob (``override``:
+    the reason to land content the review check flags, e.g. a planted injection)."""
+    proposal, _ = propose(w, {p: t.encode() for p, t in files.items()}, base=None,
+                          kind="new",
                           subject=subject, author=ALICE)
-    approve(w, proposal.name, approver=BOB)
+    approve(w, proposal.name, approver=BOB, override=override)
 
 
 def entry(entry_id: str, title: str, body: str, **fields) -> str:

@@ -17,6 +17,7 @@ from wiki.approval_policy import signatures
 from wiki.errors import SelfApprovalError, SignaturePolicyError, SigningError
 from wiki.gitrepo import Identity, normalise_email, normalise_name
 from wiki.proposals import approve, get_proposal, list_proposals, propose
+from wiki.snapshot import Snapshot, with_indexes
 from wiki.workspace import Wiki
 
 CAROL = Identity("Carol", "carol@example.com")
@@ -77,7 +78,10 @@ def _add_commit(wiki: Wiki, proposal_name: str, path: str, text: str, author: Id
     """Another commit on a proposal branch, made with plain git (as a teammate would)."""
     ref = wiki.proposal_prefix + proposal_name
     tip = wiki.store.resolve(ref)
-    tree = wiki.store.write_tree(wiki.store.files(tip), {path: text.encode()})
+    # the index.md files are regenerated as `wiki propose` would: the review check flags a
+    # listing that is not the generated one
+    snapshot = Snapshot(wiki.store, tip)
+    tree = wiki.store.write_tree(snapshot.files, with_indexes(snapshot, {path: text.encode()}))
     commit = wiki.store.commit(tree, [tip], f"also {path}\n", author=author,
                                committer=committer, sign=False)
     wiki.store.update_ref(ref, commit, tip, "test: a teammate's commit")

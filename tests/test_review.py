@@ -37,7 +37,7 @@ def test_diff_shows_fields_and_body(wiki: Wiki) -> None:
     leave = next(c for c in result.changes if c.path == "hr/leave.md")
     assert [(f.field, f.old, f.new) for f in leave.fields] == [("summary", "Old.", "New.")]
     assert "-Ten days." in leave.body_diff and "+Twelve days." in leave.body_diff
-    assert len(result.review_hash) == 16
+    assert len(result.review_hash) == 64  # the full sha256: --expect needs >= 12 digits
 
 
 def test_approve_refuses_when_the_proposal_changed_after_review(wiki: Wiki) -> None:
@@ -95,7 +95,8 @@ def test_cli_diff_reject_log_history(cli, wiki: Wiki) -> None:
     assert shown.exit_code == 0 and "added    a.md (a1) A" in shown.stdout
     review = json.loads(cli("diff", proposal.name, "--json").stdout)["review_hash"]
     with acting_as(BOB):
-        assert cli("approve", proposal.name, "--expect", "0000").exit_code == 4
+        assert cli("approve", proposal.name, "--expect", "0000").exit_code == 2  # too short
+        assert cli("approve", proposal.name, "--expect", "0" * 12).exit_code == 4
         assert cli("approve", proposal.name, "--expect", review).exit_code == 0
     assert "a1" in json.loads(cli("history", "a1", "--json").stdout)["id"]
     assert len(json.loads(cli("log", "--json").stdout)) == 2

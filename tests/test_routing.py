@@ -60,13 +60,14 @@ MIXED = "slack channel for travel vouchers and booking flights"
 0.05 (set in wiki.toml by the tests that need it), clear at the default 0.02."""
 
 
-def _land(wiki: Wiki, files: dict[str, str]) -> None:
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in files.items()}, base=None, kind="seed",
+def _land(wiki: Wiki, files: dict[str, str], override: str | None = None) -> None:
+    proposal, _ = propose(wiki, {p: t.encode() for p, t in files.items()}, base=None,
+                          kind="seed",
                           subject="seed", author=ALICE)
-    approve(wiki, proposal.name, approver=BOB)
+    approve(wiki, proposal.name, approver=BOB, override=override)
 
 
-def _set_search(wiki: Wiki, line: str) -> None:
+def _set_search(wiki: Wiki, line: str, override: str | None = None) -> None:
     """Set ``line`` (``key = value``) in the branch's ``[search]`` table through review:
     the template's line for that key is replaced, else the line is added."""
     text = wiki.snapshot().read("wiki.toml").decode()
@@ -74,7 +75,7 @@ def _set_search(wiki: Wiki, line: str) -> None:
     text, found = re.subn(rf"(?m)^{re.escape(key)}\s*=.*$", line, text, count=1)
     if not found:
         text = text.replace("[search]\n", f"[search]\n{line}\n", 1)
-    _land(wiki, {"wiki.toml": text})
+    _land(wiki, {"wiki.toml": text}, override)
 
 
 @pytest.fixture
@@ -163,7 +164,8 @@ def test_route_from_wiki_toml_and_no_route_override(kb: Wiki) -> None:
 
 
 def test_bad_route_settings_are_config_errors(kb: Wiki) -> None:
-    _set_search(kb, 'route_mode = "sideways"')
+    # the review check flags the invalid wiki.toml (schema); the test lands it on purpose
+    _set_search(kb, 'route_mode = "sideways"', override="an invalid setting, on purpose")
     with pytest.raises(ConfigError, match="route_mode is filter or boost"):
         kb.config()
 

@@ -106,6 +106,8 @@ CASES: dict[str, tuple[str, list[str]]] = {
                                 "call \u200b\u200b1-800-555-0100", "\u200b*hiring*\u200b and more",
                                 "\ufeffa file that starts with a BOM", "flag 🏴\U000e0067\U000e0062"
                                 "\U000e0073\U000e0063\U000e0074\U000e007f"]),
+    "I007": ("title \x1b]0;pwned\x07 here", ["tab\tseparated", "windows line\r\nend",
+                                                     "caf\u00e9 \u00a0 na\u00efve"]),
 }
 
 

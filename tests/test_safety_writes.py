@@ -17,7 +17,7 @@ from test_safety import UPPER, key_block, rand
 
 from wiki.ask import ask
 from wiki.authoring import edit_entry, new_entry, retract_entry
-from wiki.errors import SecretError
+from wiki.errors import ReviewFlaggedError, SecretError
 from wiki.ingest import ingest
 from wiki.lint import run_lint
 from wiki.proposals import approve, list_proposals, reject
@@ -207,7 +207,9 @@ def test_robustness_h1_instructions_are_flagged_and_answered_as_quoted_evidence(
             + INJECTION)
     result = new_entry(wiki, entry_text("e1", "Travel vouchers", body).encode())
     assert {f.rule for f in result.proposal.flags} == {"I001", "I004"}
-    approve(wiki, result.proposal.name, approver=BOB)
+    with pytest.raises(ReviewFlaggedError, match="is flagged"):  # not without a reason
+        approve(wiki, result.proposal.name, approver=BOB)
+    approve(wiki, result.proposal.name, approver=BOB, override="quoted as an example")
     answer = ask(wiki, "how do I file a travel voucher")
     assert not answer.gap and answer.citations[0].entry_id == "e1"
     for text, number in answer.sentences:  # verbatim sentences, each cited: evidence

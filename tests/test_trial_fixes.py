@@ -49,6 +49,7 @@ def test_a_wrong_expect_hash_may_be_a_typo(cli, repo: Path) -> None:
     write(repo / "docs" / "a.md", "# A\n\nAlpha is the first letter.\n")
     name = cli("ingest", str(repo / "docs")).stdout.strip()
     with acting_as(BOB):
-        refused = cli("approve", name, "--expect", "HASH")
+        assert cli("approve", name, "--expect", "HASH").exit_code == 2  # not a review hash
+        refused = cli("approve", name, "--expect", "0123456789ab")
     assert refused.exit_code == 4
     assert "changed since it was reviewed, or the hash is mistyped" in refused.stderr

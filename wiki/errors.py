@@ -134,3 +134,12 @@ class StorageError(WikiError):
         self.path, self.cause = path, cause
         super().__init__(f"cannot write {path}: {cause}; nothing on the wiki branch was "
                          "changed (free space or make it writable, then run the command again)")
+
+
+class ReviewFlaggedError(WikiError):
+    """The review check flagged the proposal (:mod:`wiki.review_check`) and the approver
+    did not override (or the flags cannot be overridden: secrets). Carries ``flags``."""
+
+    def __init__(self, message: str, flags: list):
+        self.flags = flags
+        super().__init__(message)

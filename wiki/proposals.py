@@ -19,12 +19,9 @@ from dataclasses import dataclass, field
 from wiki import approval_policy, indextree
 from wiki.branch import TreeFile
 from wiki.change_key import change_key
-from wiki.entry import Entry
 from wiki.errors import (
     BranchCheckedOutError,
     ConfigError,
-    DuplicateIdError,
-    EntryError,
     NotFoundError,
     ProposalClosedError,
     RefMovedError,
@@ -34,6 +31,15 @@ from wiki.errors import (
 )
 from wiki.gitrepo import Identity, current_committer, current_identity
 from wiki.locking import write_lock
+from wiki.review_check import ReviewFlag, check
+from wiki.review_gate import (
+    MIN_EXPECT_DIGITS,
+    expected_hash,
+    override_reason,
+    override_trailers,
+    review_hash,
+)
+from wiki.review_tree import check_ids
 from wiki.safety import Flag, screen, screen_changes
 from wiki.snapshot import Snapshot, with_indexes
 from wiki.workspace import Wiki
@@ -69,9 +75,10 @@ class Proposal:
     approvals: list[tuple[Identity, str]] = field(default_factory=list)
     """``(approver, review hash they approved)`` recorded so far (``approvals_required``
     above 1); an approval of an older state of the proposal no longer counts."""
-    flags: list[Flag] = field(default_factory=list)
-    """Instruction-like content found when it was proposed (``Wiki-Flag:`` trailers), for
-    the reviewer: see wiki.safety."""
+    flags: list[ReviewFlag] = field(default_factory=list)
+    """What the review check (:mod:`wiki.review_check`) found in ``base..tip``, computed
+    from the commits themselves (``Wiki-Flag:`` trailers are never trusted). ``approve``
+    refuses a flagged proposal unless overridden."""
     change: str = ""
     """The ``Wiki-Change:`` key of what it changes (:func:`change_key`; empty for proposals
     made before it existed)."""
@@ -94,23 +101,10 @@ class Landing:
 
 
 def changed_paths(before: Mapping[str, TreeFile], after: Mapping[str, TreeFile]) -> set[str]:
-    """Paths whose content differs between two trees (generated index.md files excluded)."""
-    paths = {p for p in before.keys() | after.keys()
-             if (before.get(p) or TreeFile("")).sha != (after.get(p) or TreeFile("")).sha}
+    """Paths whose content or mode differs between two trees (generated index.md files
+    excluded)."""
+    paths = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
     return {p for p in paths if p.rpartition("/")[2] != indextree.INDEX_NAME}
-
-
-def review_hash(wiki: Wiki, proposal: Proposal) -> str:
-    """16 hex digits of sha256 over the sorted ``(path, blob before, blob after)`` of what
-    ``proposal`` changes: what a reviewer saw in ``wiki diff``."""
-    before = wiki.store.files(proposal.base)
-    after = wiki.store.files(proposal.tip)
-    digest = hashlib.sha256()
-    for path in sorted(changed_paths(before, after)):
-        old = before[path].sha if path in before else "-"
-        new = after[path].sha if path in after else "-"
-        digest.update(f"{path}\0{old}\0{new}\n".encode())
-    return digest.hexdigest()[:16]
 
 
 def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, base: str | None,
@@ -203,10 +197,7 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
         base = merge_base[0].hexsha if merge_base else tip
     authors: list[Identity] = []
     approvals: list[tuple[Identity, str]] = []
-    flags: list[Flag] = []
     for item in wiki.repo.iter_commits(f"{base}..{tip}"):
-        flags += [f for f in map(Flag.parse, _trailers(item.message, FLAG_TRAILER))
-                  if f is not None and f not in flags]
         if approval_policy.is_approval_record(item):
             approvals.append((Identity(item.author.name or "", item.author.email or ""),
                               _trailer(item.message, REVIEWED_TRAILER) or ""))
@@ -225,7 +216,8 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
                                                                     reverse=True)), "")
     return Proposal(name, ref, tip, base, commit.summary, authors,
                     first.astimezone(dt.UTC), paths, stale=head != base, approvals=approvals,
-                    flags=flags, change=_trailer(first_message, CHANGE_TRAILER) or "",
+                    flags=check(wiki, base, tip),
+                    change=_trailer(first_message, CHANGE_TRAILER) or "",
                     conflicts=_trailers(first_message, CONFLICT_TRAILER))
 
 
@@ -240,7 +232,7 @@ def _trailers(message: str, key: str) -> list[str]:
 
 
 def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
-            expect: str | None = None) -> Landing:
+            expect: str | None = None, override: str | None = None) -> Landing:
     """Land proposal ``name`` on the wiki branch with compare-and-swap.
 
     Raises :class:`SelfApprovalError` when the approver authored or committed any of its
@@ -251,16 +243,25 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     after :data:`LAND_ATTEMPTS` lost races. With ``expect``, refuses
     (:class:`ReviewChangedError`) unless the proposal's review hash still equals it. The
     proposal branch is deleted once landed; its commits stay reachable from the history.
+    ``expect`` must be the full hash or a prefix of at least :data:`MIN_EXPECT_DIGITS` hex
+    digits (:class:`ConfigError` otherwise).
+
+    A proposal the review check flagged (``proposal.flags``) is refused with
+    :class:`ReviewFlaggedError` unless ``override`` gives a reason; the reason and every
+    overridden flag are recorded as ``Wiki-Override:`` / ``Wiki-Overridden-Flag:`` trailers
+    of the landing commit. Secrets cannot be overridden.
     """
+    wanted = expected_hash(expect) if expect is not None else None
     proposal = get_proposal(wiki, name)
     _check_open(wiki, proposal)
     reviewed = review_hash(wiki, proposal)
-    if expect is not None and not reviewed.startswith(expect.strip().lower() or "-"):
+    if wanted is not None and not reviewed.startswith(wanted):
         raise ReviewChangedError(
             f"proposal {proposal.name} changed since it was reviewed, or the hash is mistyped "
             f"(review hash {reviewed}, expected {expect}); run `wiki diff {proposal.name}` "
             "again")
     approver = approval_policy.check_approver(wiki, proposal, approver, reviewed)
+    reason = override_reason(proposal, override)
     where = wiki.checked_out_in(wiki.ref)
     if where is not None:
         raise BranchCheckedOutError(
@@ -268,7 +269,8 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
             "that worktree revert it on its next commit — use `git worktree add --detach` "
             "to browse the wiki, or switch that worktree away first")
     review = wiki.config().review
-    valid = [who for who, seen in proposal.approvals if seen == reviewed]
+    valid = [who for who, seen in proposal.approvals
+             if len(seen) >= MIN_EXPECT_DIGITS and reviewed.startswith(seen)]
     if approver.key() in {who.key() for who in valid}:
         raise SelfApprovalError(f"{approver} already approved proposal {proposal.name}; "
                                 f"it needs {review.approvals_required} different approvers")
@@ -278,7 +280,7 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     tip_files = wiki.store.files(proposal.tip)
     base_files = wiki.store.files(proposal.base)
     ours = changed_paths(base_files, tip_files)
-    _check_ids(wiki, proposal, tip_files, ours)
+    check_ids(wiki, proposal.name, tip_files, ours)
     for _ in range(LAND_ATTEMPTS):
         head = wiki.require_head()
         merged = head != proposal.base
@@ -301,7 +303,8 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
         message = (f"Land proposal {proposal.name}: {proposal.subject}\n\n"
                    f"Proposed-by: {proposers}\n"
                    + "".join(f"Approved-by: {who}\n" for who in approvers) +
-                   f"{PROPOSAL_TRAILER}: {proposal.name}\n{REVIEWED_TRAILER}: {reviewed}\n")
+                   f"{PROPOSAL_TRAILER}: {proposal.name}\n{REVIEWED_TRAILER}: {reviewed}\n"
+                   + override_trailers(proposal, reason))
         commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver,
                                    sign=approval_policy.signing(wiki))
         try:  # the wiki moves and the proposal closes in one atomic ref transaction
@@ -329,32 +332,6 @@ def _check_open(wiki: Wiki, proposal: Proposal) -> None:
     if rejected and wiki.repo.is_ancestor(proposal.tip, rejected):
         raise ProposalClosedError(f"proposal {proposal.name} was rejected (see `git log -1 "
                                   f"{rejected_prefix(wiki)}{proposal.name}`)")
-
-
-def _check_ids(wiki: Wiki, proposal: Proposal, tip_files: Mapping[str, TreeFile],
-               ours: set[str]) -> None:
-    """Refuse to land an entry whose id another entry already uses (ids are identities)."""
-    from wiki.derived import open_synced
-
-    ids: dict[str, str] = {}
-    for path in sorted(p for p in ours if p in tip_files and indextree.is_entry_path(p)):
-        try:
-            entry_id = Entry.parse(path, wiki.store.read(tip_files[path].sha)).id
-        except EntryError:
-            continue  # malformed entries are lint's business, not an identity clash
-        if entry_id in ids:
-            raise DuplicateIdError(f"proposal {proposal.name} gives id {entry_id!r} to both "
-                                   f"{ids[entry_id]} and {path}")
-        ids[entry_id] = path
-    index, _ = open_synced(wiki)
-    try:
-        for entry_id, path in ids.items():
-            others = [k for k in index.keys_for_doc_id(entry_id) if k not in ours]
-            if others:
-                raise DuplicateIdError(f"proposal {proposal.name}: {path} reuses id "
-                                       f"{entry_id!r} of {others[0]}; ids are never reused")
-    finally:
-        index.close()
 
 
 def _record_approval(wiki: Wiki, proposal: Proposal, approver: Identity, reviewed: str,

@@ -1,9 +1,12 @@
 """What a proposal changes, entry by entry and field by field, and its review hash.
 
-The review hash is sha256 over the sorted ``(path, blob before, blob after)`` triples of
-the proposal's changes (generated ``index.md`` files excluded), shortened to 16 hex
-digits. ``wiki diff`` shows it; ``wiki approve --expect HASH`` refuses to land anything
-else, so what was reviewed is exactly what lands.
+The review hash is the full sha256 (64 hex digits) over the sorted ``(path, mode and
+object before, mode and object after)`` of every tree entry the proposal changes
+(:func:`wiki.proposals.review_hash`). ``wiki diff`` shows it; ``wiki approve --expect
+HASH`` (the hash, or a prefix of at least 12 digits) refuses to land anything else, so
+what was reviewed is exactly what lands. A symbolic link is shown as a link to its target
+and a submodule as a gitlink, never as text; the flags are the review check's
+(:mod:`wiki.review_check`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from wiki import indextree
 from wiki.entry import Entry
 from wiki.errors import EntryError
 from wiki.proposals import changed_paths, get_proposal, review_hash
+from wiki.review_check import tree_items
 from wiki.snapshot import Snapshot
 from wiki.workspace import Wiki
 
@@ -57,7 +61,8 @@ class ProposalDiff:
     review_hash: str
     changes: list[FileChange]
     flags: list = field(default_factory=list)
-    """Instruction-like content flagged when it was proposed (``wiki.safety.Flag``)."""
+    """What the review check found (:class:`wiki.review_check.ReviewFlag`); ``wiki
+    approve`` refuses the proposal unless they are overridden."""
 
 
 def proposal_diff(wiki: Wiki, name: str) -> ProposalDiff:
@@ -65,10 +70,48 @@ def proposal_diff(wiki: Wiki, name: str) -> ProposalDiff:
     proposal = get_proposal(wiki, name)
     base = Snapshot(wiki.store, proposal.base)
     tip = Snapshot(wiki.store, proposal.tip)
-    changes = [_file_change(path, base.read(path), tip.read(path))
-               for path in sorted(changed_paths(base.files, tip.files))]
+    changes = []
+    for path in sorted(changed_paths(base.files, tip.files)):
+        old, new = base.files.get(path), tip.files.get(path)
+        if SYMLINK in (old and old.mode, new and new.mode):
+            changes.append(_link_change(path, old and old.mode, base.read(path),
+                                        new and new.mode, tip.read(path)))
+        else:
+            changes.append(_file_change(path, base.read(path), tip.read(path)))
+    before, after = tree_items(wiki, proposal.base), tree_items(wiki, proposal.tip)
+    for path in sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p)
+                       and "commit" in (getattr(before.get(p), "type", ""),
+                                        getattr(after.get(p), "type", ""))):
+        old, new = before.get(path), after.get(path)
+        kind = "added" if old is None else "deleted" if new is None else "modified"
+        changes.append(FileChange(path, kind, note=(
+            f"submodule (gitlink) {_object(old)} -> {_object(new)}: not a file")))
     return ProposalDiff(proposal.name, proposal.base, proposal.tip, proposal.subject,
                         review_hash(wiki, proposal), changes, proposal.flags)
+
+
+SYMLINK = 0o120000
+
+
+def _object(item) -> str:
+    if item is None:
+        return "(none)"
+    return f"commit {item.sha[:12]}" if item.type == "commit" else f"blob {item.sha[:12]}"
+
+
+def _link_change(path: str, old_mode: int | None, old: bytes | None, new_mode: int | None,
+                 new: bytes | None) -> FileChange:
+    """A change to or from a symbolic link: its target, never its bytes as text."""
+    kind = "added" if old is None else "deleted" if new is None else "modified"
+
+    def shown(mode: int | None, data: bytes | None) -> str:
+        if data is None:
+            return "(none)"
+        if mode == SYMLINK:
+            return f"symbolic link -> {data.decode('utf-8', 'replace')!r}"
+        return f"file of {len(data)} bytes"
+
+    return FileChange(path, kind, note=f"{shown(old_mode, old)} => {shown(new_mode, new)}")
 
 
 def _file_change(path: str, old: bytes | None, new: bytes | None) -> FileChange:

@@ -287,6 +287,12 @@ PATTERNS: tuple[Pattern, ...] = (
          "zero-width, bidi-control or tag characters that hide or reorder text",
          "[\u200b-\u200d\u2060-\u2064\ufeff\u180e\u202a-\u202e\u2066-\u2069"
          "\U000e0000-\U000e007f]+", accept=_hidden),
+    _row("I007", "control-characters",
+         "terminal control characters (C0/C1 controls other than tab and newline, ESC/CSI/OSC "
+         "sequences, a lone carriage return) that can rewrite what a terminal shows",
+         "\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\x07\x1b\n]{0,200}(?:\x07|\x1b\\\\)?|[@-~])?"
+         "|\x9b[0-?]*[ -/]*[@-~]|\r(?!\n)"
+         "|[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9a\x9c-\x9f\udc80-\udc9f]+"),
 )
 """Every pattern, specific before generic (see the module docstring)."""
 

@@ -191,10 +191,15 @@ def open_wiki():
 
 
 def report_flags(proposal) -> None:
-    """Warn on stderr about each instruction-like finding flagged on ``proposal``."""
+    """Warn on stderr about each flag the review check raised on ``proposal``
+    (:mod:`wiki.review_check`): approving it will need ``--override-flags``."""
     for flag in proposal.flags:
-        report(f"warning: {flag.path}:{flag.line}:{flag.column}: {flag.kind} ({flag.rule}) "
-               "flagged for the reviewer")
+        where = f"{flag.path}:{flag.line}:{flag.column}" if flag.line else flag.path
+        report(f"warning: {where}: {flag.kind} ({flag.rule}) flagged for the reviewer")
+    if proposal.flags:
+        report("warning: approving it will need `wiki approve --override-flags REASON`"
+               + ("" if all(f.overridable for f in proposal.flags)
+                  else "; secrets cannot be overridden"))
 
 
 def report_proposal(proposal, created: bool, existing: str | None, *,

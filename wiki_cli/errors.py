@@ -8,7 +8,8 @@
 | 3    | evidence gap: ``wiki ask`` found nothing confident enough to answer |
 | 4    | conflict: the wiki moved (lost compare-and-swap), a proposal is stale, or another |
 |      | process held the search index's lock too long |
-| 5    | refused by review policy (e.g. approving your own proposal, a secret in a proposal) |
+| 5    | refused by review policy (e.g. approving your own proposal, a secret in a proposal, |
+|      | a flagged proposal without --override-flags) |
 | 70   | internal error (a bug): the traceback is written to a log file |
 | 74   | storage: a file could not be written (read-only file system, no permission, disk |
 |      | full or over quota); the message names the path and the cause, and nothing on the |
@@ -47,6 +48,7 @@ from wiki.errors import (
     RefMovedError,
     RemoteError,
     ReviewChangedError,
+    ReviewFlaggedError,
     SecretError,
     SelfApprovalError,
     StaleProposalError,
@@ -76,6 +78,7 @@ EXIT_CODES: list[tuple[type[Exception], int]] = [
     (ProposalClosedError, FINDINGS),
     (RemoteError, USAGE),
     (SelfApprovalError, REFUSED),
+    (ReviewFlaggedError, REFUSED),
     (SecretError, REFUSED),
     (StorageError, STORAGE),
     (WikiError, FINDINGS),

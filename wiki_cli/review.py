@@ -40,13 +40,20 @@ def list_proposals(json_output: JsonOption = False) -> None:
 def approve(
     proposal: Annotated[str, typer.Argument(help="Proposal name (see `wiki proposals`).")],
     expect: Annotated[str | None, typer.Option(
-        "--expect", help="Review hash from `wiki diff`: refuse if the proposal changed.")] = None,
+        "--expect", help="Review hash from `wiki diff` (all 64 hex digits, or a prefix of at "
+        "least 12): refuse if the proposal changed since.")] = None,
+    override_flags: Annotated[str | None, typer.Option(
+        "--override-flags", metavar="REASON",
+        help="Land a proposal the review check flagged (instruction-like text, control "
+        "characters, size, non-regular files, file names, schema, broken dependencies); "
+        "REASON is recorded in the landing commit. Secrets cannot be overridden.")] = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Approve a proposal and land it on the wiki branch (compare-and-swap)."""
+    """Approve a proposal and land it on the wiki branch (compare-and-swap). A flagged
+    proposal (see `wiki diff`) is refused (exit 5) unless --override-flags gives a reason."""
     from wiki.proposals import approve as run
 
-    landing = run(open_wiki(), proposal, expect=expect)
+    landing = run(open_wiki(), proposal, expect=expect, override=override_flags)
     if json_output:
         print_json(landing)
         return
@@ -79,8 +86,12 @@ def diff(
     out.print(plain(f"base {result.base[:12]}  tip {result.tip[:12]}  "
                     f"review hash {result.review_hash}"))
     for flag in result.flags:
-        out.print(plain(f"flagged: {flag.path}:{flag.line}:{flag.column}: {flag.kind} "
-                        f"({flag.rule}): instruction-like text, read it as a reviewer"),
+        where = f"{flag.path}:{flag.line}:{flag.column}" if flag.line else flag.path
+        out.print(plain(f"flagged: {where}: {flag.kind} ({flag.rule}) {flag.category}: "
+                        f"{flag.detail or 'read it as a reviewer'}"), style="yellow")
+    if result.flags:
+        out.print(plain(f"approve refuses it unless overridden: wiki approve {result.proposal} "
+                        "--override-flags REASON (secrets cannot be overridden)"),
                   style="yellow")
     for change in result.changes:
         label = f" ({change.entry_id}) {change.title}" if change.entry_id else ""
