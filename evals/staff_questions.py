@@ -10,8 +10,10 @@ say), plus ``split`` (``tune`` or ``test``).
 
 The split was made once, by :func:`assign_splits` (a seeded hash of the id, stratified by
 style), and is stored in the file; the file is the truth from then on. Questions added
-later get their split from the same rule applied to the new questions alone, never by
-re-splitting the old ones. Tune on ``tune``; report ``test``.
+later carry a new ``batch`` number and get their split from the same rule applied to
+their batch alone, so the old questions are never re-split (batch 1: 155 questions;
+batch 2: 12 who/where questions added before any default was tuned on the set). Tune on
+``tune``; report ``test``.
 
     python -m evals.staff_questions [--data DIR]     # verify gold pages and quotes
 """
@@ -40,12 +42,13 @@ def split_key(question_id: str) -> str:
 
 
 def assign_splits(records: list[dict]) -> dict[str, str]:
-    """``{id: "tune" | "test"}``: within each style the questions are ordered by
-    :func:`split_key` and alternate tune, test, tune, ... (so each style's halves differ
-    by at most one question and tune gets the odd one)."""
-    by_style: dict[str, list[str]] = defaultdict(list)
+    """``{id: "tune" | "test"}``: within each batch and style (``batch`` defaults to 1)
+    the questions are ordered by :func:`split_key` and alternate tune, test, tune, ...
+    (so each batch's style halves differ by at most one question, tune getting the odd
+    one)."""
+    by_style: dict[tuple, list[str]] = defaultdict(list)
     for record in records:
-        by_style[record["style"]].append(record["id"])
+        by_style[(record.get("batch", 1), record["style"])].append(record["id"])
     splits = {}
     for ids in by_style.values():
         for position, question_id in enumerate(sorted(ids, key=split_key)):
