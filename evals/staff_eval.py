@@ -141,10 +141,27 @@ def cell(result: dict, key: str) -> str:
     return f"{value:.3f}"
 
 
+def rate(result: dict, key: str) -> float:
+    """A column as a number comparable across halves (counts as shares)."""
+    value = result[key]
+    if key in ("covered", "gold_cited", "false_gaps", "rule_false_gaps"):
+        return value / result["answerable"]
+    if key in ("gaps", "rule_gaps"):
+        return value / result["unanswerable"]
+    return value
+
+
 def markdown(results: dict[str, dict]) -> str:
+    """The metrics table (with ``test - tune`` when both halves ran; the issue asks for
+    the halves within 0.05) and support recall by style."""
     halves = list(results)
-    table = md_table(["metric", *halves], [[what, *(cell(results[h], key) for h in halves)]
-                                           for key, what in COLUMNS])
+    both = set(halves) == {"tune", "test"}
+    table = md_table(
+        ["metric", *halves, *(["test − tune"] if both else [])],
+        [[what, *(cell(results[h], key) for h in halves),
+          *([f"{rate(results['test'], key) - rate(results['tune'], key):+.3f}"
+             if key != "p50_ms" else ""] if both else [])]
+         for key, what in COLUMNS])
     styles = sorted({s for h in halves for s in results[h]["by_style"]})
     per_style = md_table(
         ["style", *(f"{h}: n / support recall / false gaps" for h in halves)],
