@@ -213,7 +213,9 @@ def pooled(results: dict[str, dict]) -> dict:
                                              for r in results.values()]))}
 
 
-def table(results: dict[str, dict], with_fit: bool = False) -> str:
+def table(results: dict[str, dict], with_fit: bool = False,
+          extra: tuple[str, ...] = ()) -> str:
+    """Rows per dataset and the mean over the datasets not named in ``extra``."""
     head = ["dataset", *(["fitted on", "coverage <", "cosine <"] if with_fit else []),
             "gaps on should-gap", "gap rate", "false gaps", "false-gap rate"]
     rows = []
@@ -222,8 +224,9 @@ def table(results: dict[str, dict], with_fit: bool = False) -> str:
                              if with_fit else []),
                      f"{r['gaps']}/{r['should_gap']}", f"{r['gap_rate']:.3f}",
                      f"{r['false_gaps']}/{r['should_not']}", f"{r['false_gap_rate']:.3f}"])
-    mean = pooled(results)
-    rows.append(["**mean of datasets**", *([""] * 3 if with_fit else []), "",
+    mean = pooled({k: v for k, v in results.items() if k not in extra})
+    rows.append([f"**mean of {len(results) - len(extra)} datasets**",
+                 *([""] * 3 if with_fit else []), "",
                  f"{mean['gap_rate']:.3f}", "", f"{mean['false_gap_rate']:.3f}"])
     return md_table(head, rows)
 
@@ -264,7 +267,7 @@ def main() -> None:
                            "vectors embedded (MiniLM), not a BM25-only stand-in"}),
         "", "## Baseline: the current rule (nothing fitted)", "",
         "handbook-test is the staff questions' test half (not used anywhere else here).", "",
-        table(baseline),
+        table(baseline, extra=("handbook-test",)),
         *sum(([
             "", f"## Objective `{objective}`: leave-one-dataset-out (fit on two, tested on "
             "the third)", "", table(cv["lodo"], with_fit=True),
