@@ -241,6 +241,13 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     data = data_dir(args.data)
+    from evals.locomo import DETAILS
+    from evals.staff_eval import FEATURES_CACHE
+
+    for needed, command in ((FEATURES_CACHE, "python -m evals.staff_eval"),
+                            (DETAILS, "python -m evals.run --dataset locomo --method hybrid")):
+        if not needed.exists():
+            raise SystemExit(f"error: {needed} is missing: run `{command}` first")
     sets = [Data("handbook-tune", handbook_features("tune")),
             Data("locomo", locomo_features()),
             Data("scifact", scifact_features(data, log=lambda m: print(m, file=sys.stderr)))]
