@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DATA   ?= $(abspath ../shared/data)
 
-.PHONY: setup setup-llm demo test lint eval eval-llm bench clean fuzz
+.PHONY: setup setup-llm demo test lint eval eval-staff eval-llm bench clean fuzz
 
 setup: $(STAMP)
 
@@ -47,7 +47,16 @@ eval: $(STAMP)
 	WIKI_DATA="$(DATA)" WIKI_EMBED_MODEL=none $(BIN)/python -m evals.changed
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.ask_gaps
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.answers --cli-runs 8
+	$(MAKE) eval-staff
 	$(MAKE) eval-llm
+
+## make eval-staff: the staff-written questions (tune and test halves) and the gap rule across
+## datasets, cross-validated (needs the LoCoMo hybrid run of `evals.run`; first SciFact embedding ~10 min)
+eval-staff: $(STAMP)
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.staff_questions
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.staff_eval
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.answers --questions staff --split tune
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.gap_calibration
 
 ## make eval-llm: the LLM walk on the handbook dev questions (skips without `make setup-llm`)
 eval-llm: $(STAMP)

@@ -269,6 +269,11 @@ def main() -> None:
     parser.add_argument("--llm", metavar="MODEL", default=None,
                         help="only the product picker, extractive and written by MODEL "
                              "(e.g. local/qwen2.5-coder-1.5b): writes answers-llm.md")
+    parser.add_argument("--questions", choices=("dev", "staff"), default="dev",
+                        help="dev: questions-dev (41); staff: evals/questions/"
+                             "handbook-staff.jsonl (writes answers-staff-<split>.md)")
+    parser.add_argument("--split", choices=("tune", "test", "all"), default="tune",
+                        help="the staff questions' half (default tune: choose on it)")
     parser.add_argument("--cli-runs", type=int, default=0,
                         help="also time N `wiki ask` processes, product vs fused-0.3-floor-0.6")
     args = parser.parse_args()
@@ -277,17 +282,25 @@ def main() -> None:
     from wiki.workspace import Wiki
 
     wiki = Wiki(path)
-    answerable = read_jsonl(data / QUESTIONS / "answerable.jsonl")
-    unanswerable = read_jsonl(data / QUESTIONS / "unanswerable.jsonl")
+    if args.questions == "staff":
+        from evals.staff_questions import records
+
+        rows = records(args.split)
+        answerable = [r for r in rows if r["support"]]
+        unanswerable = [r for r in rows if not r["support"]]
+    else:
+        answerable = read_jsonl(data / QUESTIONS / "answerable.jsonl")
+        unanswerable = read_jsonl(data / QUESTIONS / "unanswerable.jsonl")
     product = product_variant()
-    variants, stem = VARIANTS, "answers"
+    suffix = f"-staff-{args.split}" if args.questions == "staff" else ""
+    variants, stem = VARIANTS, "answers" + suffix
     if args.llm:
         os.environ["WIKI_MODEL"] = args.llm
         base = next(v for v in VARIANTS if v.name == product)
         variants, stem = [base, Variant(f"llm {args.llm}", "the model writes the answer from "
                                         "the product picker's cited entries; only verified "
                                         "sentences kept", base.settings, synthesize=True)], \
-            "answers-llm"
+            "answers-llm" + suffix
     results = [run_variant(wiki, v, answerable, unanswerable) for v in variants]
     for result in results[1:]:  # answer texts of the first row and the product only
         for row in result["rows"] if result["variant"] != product else ():
@@ -295,10 +308,12 @@ def main() -> None:
     cli = cli_latency(path, [product, "fused-0.3-floor-0.6"], args.cli_runs) \
         if args.cli_runs else {}
     text = "\n".join([
-        header("Extractive answers of `wiki ask` (handbook dev)",
+        header("Extractive answers of `wiki ask` (handbook "
+               + (f"staff questions, {args.split} half)" if suffix else "dev)"),
                {"date": now(), "project commit": project_commit(),
-                "questions": f"{len(answerable)} answerable, {len(unanswerable)} "
-                             "unanswerable (dev set: variants chosen on it)",
+                "questions": f"{len(answerable)} answerable, {len(unanswerable)}"
+                             + (f" unanswerable (staff set, {args.split} half)" if suffix
+                                else " unanswerable (dev set: variants chosen on it)"),
                 "retrieval": f"default legs, embedding model "
                              f"{os.environ.get('WIKI_EMBED_MODEL', 'all-MiniLM-L6-v2')}; "
                              f"{'model: ' + args.llm if args.llm else 'no LLM'}, no "

@@ -40,14 +40,20 @@ REJECTED_TYPES = {
 """Types measured and left out: ``name -> (question pattern, evidence pattern)``."""
 
 
-def handbook(data: Path) -> dict:
-    """Ask every dev question through :func:`wiki.ask.ask`; gaps by rule."""
+def handbook(data: Path, questions: str = "dev", split: str = "tune") -> dict:
+    """Ask every dev question (``questions="staff"``: the staff questions' ``split``
+    half, :mod:`evals.staff_questions`) through :func:`wiki.ask.ask`; gaps by rule."""
     from wiki.ask import ask
     from wiki.workspace import Wiki
 
     path, _ = cached_handbook(data)
     wiki = Wiki(path)
-    answerable, unanswerable = handbook_questions(data)
+    if questions == "staff":
+        from evals.staff_questions import questions as staff_questions
+
+        answerable, unanswerable = staff_questions(split)
+    else:
+        answerable, unanswerable = handbook_questions(data)
     rows = []
     for question, gold in [*((q, True) for q in answerable),
                            *((q, False) for q in unanswerable)]:
@@ -103,15 +109,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--questions", choices=("dev", "staff"), default="dev",
+                        help="staff: evals/questions/handbook-staff.jsonl (writes "
+                             "ask-gaps-staff-<split>.md)")
+    parser.add_argument("--split", choices=("tune", "test", "all"), default="tune")
     args = parser.parse_args()
     data = data_dir(args.data)
-    hand, loco = handbook(data), locomo(data)
+    hand, loco = handbook(data, args.questions, args.split), locomo(data)
+    which = (f"staff questions, {args.split} half" if args.questions == "staff"
+             else "handbook dev")
     gaps = [r for r in hand["rows"] if r["gap"]]
     text = "\n".join([
-        header("Abstention of `wiki ask` (handbook dev) and the answer-type check (LoCoMo)",
+        header(f"Abstention of `wiki ask` ({which}) and the answer-type check (LoCoMo)",
                {"date": now(), "project commit": project_commit(),
                 "answer types": ", ".join(name for name, _ in QUESTION_TYPES)}),
-        "", "## Handbook dev: `wiki.ask.ask`, extractive, no revalidation", "",
+        "", f"## {which}: `wiki.ask.ask`, extractive, no revalidation", "",
         md_table(["evidence gaps on unanswerable", "false gaps on answerable"],
                  [[f"{hand['gaps']}/{hand['unanswerable']}",
                    f"{hand['false_gaps']}/{hand['answerable']}"]]),
@@ -129,7 +141,8 @@ def main() -> None:
         "(`REJECTED_TYPES`).", "",
         md_table(["type", "status", "question set", "questions", "misses (gold turns)",
                   "misses (gold sessions)"], loco["rows"])])
-    write(Path(args.out), "ask-gaps", text, {"handbook": hand, "locomo": loco})
+    stem = f"ask-gaps-staff-{args.split}" if args.questions == "staff" else "ask-gaps"
+    write(Path(args.out), stem, text, {"handbook": hand, "locomo": loco})
     print(text)
 
 

@@ -127,3 +127,27 @@ def gap_sweep(answerable: Sequence[float], unanswerable: Sequence[float],
                     "gaps_unanswerable": sum(1 for c in unanswerable if c < t),
                     "false_gaps_answerable": sum(1 for c in answerable if c < t)})
     return out
+
+
+def auroc(positives: Sequence[float], negatives: Sequence[float]) -> float:
+    """Area under the ROC curve of a score that should be higher for ``positives``
+    (e.g. answerable questions' top retrieval score) than for ``negatives``
+    (unanswerable ones): the probability that a random positive outscores a random
+    negative, ties counting one half. Computed by the rank formula of the Mann-Whitney
+    U statistic (Mann & Whitney 1947; Hanley & McNeil 1982, Radiology 143:29):
+    ``U = R_pos - n_pos (n_pos + 1) / 2`` with ``R_pos`` the sum of the positives'
+    mid-ranks in the pooled sample, ``AUROC = U / (n_pos n_neg)``. Raises
+    ``ValueError`` when either group is empty."""
+    if not positives or not negatives:
+        raise ValueError("AUROC needs at least one positive and one negative score")
+    pooled = sorted([(v, 1) for v in positives] + [(v, 0) for v in negatives])
+    rank_sum, i = 0.0, 0
+    while i < len(pooled):
+        j = i
+        while j < len(pooled) and pooled[j][0] == pooled[i][0]:
+            j += 1
+        mid = (i + 1 + j) / 2  # mid-rank of the tied block (1-based ranks i+1 .. j)
+        rank_sum += mid * sum(label for _, label in pooled[i:j])
+        i = j
+    n_pos, n_neg = len(positives), len(negatives)
+    return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
