@@ -1,0 +1,125 @@
+"""Adversarial reproductions against issue 13's guarantees (review, identity, base,
+masking, source policy): each test is an attack that once worked, now refused. Real git
+repositories, the CLI in-process, no mocks of our own code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ALICE, BOB, acting_as, entry_text, git
+
+from wiki.errors import ReviewFlaggedError, SelfApprovalError
+from wiki.gitrepo import Identity
+from wiki.proposals import approve, get_proposal, propose
+from wiki.review_gate import review_hash
+from wiki.workspace import Wiki
+
+CAROL = Identity("Carol", "carol@example.com")
+MALLORY = Identity("Mallory", "mallory@example.com")
+TOKEN = "ghp_" + "Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"  # the shape of a GitHub token
+
+
+def _env(who: Identity, committer: Identity | None = None) -> dict[str, str]:
+    committer = committer or who
+    return {**os.environ, "GIT_AUTHOR_NAME": who.name, "GIT_AUTHOR_EMAIL": who.email,
+            "GIT_COMMITTER_NAME": committer.name, "GIT_COMMITTER_EMAIL": committer.email}
+
+
+def _git(repo: Path, *args: str, data: bytes | None = None,
+         env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], input=data, capture_output=True,
+                          check=True, env=env or os.environ)
+    return done.stdout.decode().strip()
+
+
+def commit_files(wiki: Wiki, parent: str, files: dict[str, bytes | None], message: str,
+                 who: Identity = MALLORY, committer: Identity | None = None,
+                 parents: list[str] | None = None) -> str:
+    """A commit made with plain git plumbing on ``parent``'s tree (no wiki code)."""
+    repo = wiki.root
+    index = {**_env(who, committer), "GIT_INDEX_FILE": str(repo / ".git" / "breakit.index")}
+    _git(repo, "read-tree", parent, env=index)
+    for path, data in files.items():
+        if data is None:
+            _git(repo, "update-index", "--force-remove", "--", path, env=index)
+            continue
+        sha = _git(repo, "hash-object", "-w", "--stdin", data=data)
+        _git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha},{path}", env=index)
+    tree = _git(repo, "write-tree", env=index)
+    args = [a for p in (parents or [parent]) for a in ("-p", p)]
+    return _git(repo, "commit-tree", tree, *args, "-F", "-", data=message.encode(),
+                env=_env(who, committer))
+
+
+def empty_commit(wiki: Wiki, parent: str, message: str, who: Identity,
+                 committer: Identity | None = None) -> str:
+    tree = _git(wiki.root, "rev-parse", f"{parent}^{{tree}}")
+    return _git(wiki.root, "commit-tree", tree, "-p", parent, "-F", "-",
+                data=message.encode(), env=_env(who, committer))
+
+
+def set_ref(wiki: Wiki, name: str, commit: str) -> None:
+    _git(wiki.root, "update-ref", f"refs/heads/wiki-proposals/{name}", commit)
+
+
+def set_review(wiki: Wiki, **settings: object) -> None:
+    toml = wiki.snapshot().read("wiki.toml").decode()
+    for key, value in settings.items():
+        old = next(line for line in toml.splitlines() if line.startswith(f"{key} ="))
+        toml = toml.replace(old, f"{key} = {str(value).lower()}")
+    proposal, _ = propose(wiki, {"wiki.toml": toml.encode()}, kind="config", base=None,
+                          subject="review policy", author=ALICE)
+    approve(wiki, proposal.name, approver=BOB)
+
+
+# --- approval records --------------------------------------------------------------------
+
+def test_proposer_cannot_count_a_hand_made_approval_record_of_their_own(wiki: Wiki) -> None:
+    set_review(wiki, approvals_required=2)
+    head = wiki.require_head()
+    tip = commit_files(wiki, head, {"a.md": entry_text("a1", "A", "mallory's").encode()},
+                       "edit a\n")
+    set_ref(wiki, "m", tip)
+    reviewed = review_hash(wiki, get_proposal(wiki, "m"))
+    record = empty_commit(wiki, tip, f"Approve proposal m\n\nWiki-Approval: {MALLORY}\n"
+                          f"Wiki-Reviewed-Diff: {reviewed}\n", MALLORY)
+    set_ref(wiki, "m", record)
+    landing = approve(wiki, "m", approver=CAROL)
+    assert not landing.landed, "Mallory's own approval record counted as a second approver"
+    assert wiki.require_head() != tip and not landing.landed
+
+
+def _record(wiki: Wiki, tip: str, who: Identity, reviewed: str,
+            committer: Identity | None = None) -> str:
+    return empty_commit(wiki, tip, f"Approve proposal\n\nWiki-Approval: {who}\n"
+                        f"Wiki-Reviewed-Diff: {reviewed}\n", who, committer)
+
+
+def test_record_authored_as_someone_else_but_committed_by_the_proposer_does_not_count(
+        wiki: Wiki) -> None:
+    set_review(wiki, approvals_required=2)
+    tip = commit_files(wiki, wiki.require_head(), {"a.md": entry_text("a1", "A", "m").encode()},
+                       "edit a\n")
+    set_ref(wiki, "m", tip)
+    reviewed = review_hash(wiki, get_proposal(wiki, "m"))
+    set_ref(wiki, "m", _record(wiki, tip, BOB, reviewed, committer=MALLORY))
+    assert not approve(wiki, "m", approver=CAROL).landed
+
+
+def test_a_copied_approval_record_counts_once(wiki: Wiki) -> None:
+    set_review(wiki, approvals_required=3)
+    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()}, base=None,
+                          kind="edit", subject="a", author=ALICE)
+    first = approve(wiki, proposal.name, approver=BOB)
+    assert not first.landed
+    tip = wiki.store.resolve(proposal.ref)
+    reviewed = review_hash(wiki, get_proposal(wiki, proposal.name))
+    bob_tagged = Identity("Bob Reviewer", "bob+again@example.com")
+    set_ref(wiki, proposal.name, _record(wiki, tip, bob_tagged, reviewed))
+    second = approve(wiki, proposal.name, approver=CAROL)
+    assert not second.landed and second.approvals == 2  # Bob once, Carol
+    with pytest.raises(SelfApprovalError, match="already approved"):
+        approve(wiki, proposal.name, approver=Identity("B", "BOB@example.com"))
