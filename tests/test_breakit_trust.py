@@ -123,3 +123,25 @@ def test_a_copied_approval_record_counts_once(wiki: Wiki) -> None:
     assert not second.landed and second.approvals == 2  # Bob once, Carol
     with pytest.raises(SelfApprovalError, match="already approved"):
         approve(wiki, proposal.name, approver=Identity("B", "BOB@example.com"))
+
+
+# --- the proposal's base -------------------------------------------------------------------
+
+def test_a_wiki_base_trailer_naming_a_commit_off_the_wiki_does_not_hide_it(cli,
+                                                                          wiki: Wiki) -> None:
+    head = wiki.require_head()
+    hidden = commit_files(wiki, head, {"ops/keys.md": entry_text(
+        "k1", "Keys", f"deploy token {TOKEN}").encode()}, "add keys\n")
+    tip = commit_files(wiki, hidden, {"a.md": entry_text("a1", "A", "harmless").encode()},
+                       f"edit a\n\nWiki-Base: {hidden}\n")
+    set_ref(wiki, "lie", tip)
+    proposal = get_proposal(wiki, "lie")
+    assert proposal.base == head  # the trailer named a commit that is not on the wiki
+    assert "ops/keys.md" in proposal.paths
+    assert any(f.category == "secret" for f in proposal.flags)
+    with acting_as(BOB):
+        refused = cli("approve", "lie", "--override-flags", "looked fine")
+    assert refused.exit_code == 5, refused.stdout
+    assert wiki.require_head() == head
+    landed_history = git(wiki.root, "rev-list", "wiki")
+    assert hidden not in landed_history
