@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git
 
-from wiki.errors import ReviewFlaggedError, SelfApprovalError
+from wiki.errors import SelfApprovalError
 from wiki.gitrepo import Identity
 from wiki.proposals import approve, get_proposal, propose
 from wiki.review_gate import review_hash
@@ -145,3 +145,27 @@ def test_a_wiki_base_trailer_naming_a_commit_off_the_wiki_does_not_hide_it(cli,
     assert wiki.require_head() == head
     landed_history = git(wiki.root, "rev-list", "wiki")
     assert hidden not in landed_history
+
+
+# --- what the review check reads -----------------------------------------------------------
+
+def _index_with(wiki: Wiki, path: str, extra: str) -> bytes:
+    from wiki import indextree
+
+    text = (wiki.snapshot().read(path) or b"").decode()
+    if not text:
+        text = "# Evil\n\n" + indextree.MARKER + "\n"
+    return (text + extra).encode()
+
+
+@pytest.mark.parametrize("path", ["index.md", "empty/index.md"])
+def test_a_secret_below_the_index_marker_is_a_secret_flag(cli, wiki: Wiki, path: str) -> None:
+    head = wiki.require_head()
+    tip = commit_files(wiki, head, {path: _index_with(wiki, path, f"\nkey: {TOKEN}\n")},
+                       "tidy the index\n")
+    set_ref(wiki, "ix", tip)
+    flags = get_proposal(wiki, "ix").flags
+    assert any(f.category == "secret" and f.path == path for f in flags), flags
+    with acting_as(BOB):
+        refused = cli("approve", "ix", "--override-flags", "only the index")
+    assert refused.exit_code == 5 and wiki.require_head() == head
