@@ -169,3 +169,26 @@ def test_a_secret_below_the_index_marker_is_a_secret_flag(cli, wiki: Wiki, path:
     with acting_as(BOB):
         refused = cli("approve", "ix", "--override-flags", "only the index")
     assert refused.exit_code == 5 and wiki.require_head() == head
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_a_secret_in_a_file_that_is_not_utf8_cannot_be_overridden_in(cli, wiki: Wiki,
+                                                                     encoding: str) -> None:
+    head = wiki.require_head()
+    data = entry_text("u1", "U", f"token {TOKEN}").encode(encoding)
+    tip = commit_files(wiki, head, {"u.md": data}, "add u\n")
+    set_ref(wiki, "enc", tip)
+    flags = get_proposal(wiki, "enc").flags
+    assert any(f.category == "secret" and f.path == "u.md" for f in flags), flags
+    with acting_as(BOB):
+        refused = cli("approve", "enc", "--override-flags", "odd encoding, fine")
+    assert refused.exit_code == 5 and wiki.require_head() == head
+
+
+def test_a_secret_behind_nul_bytes_in_an_earlier_commit_is_not_missed(wiki: Wiki) -> None:
+    head = wiki.require_head()
+    first = commit_files(wiki, head, {"b.md": b"\0\0" + TOKEN.encode("utf-16-le")}, "b\n")
+    tip = commit_files(wiki, first, {"b.md": None}, "drop b\n")
+    set_ref(wiki, "nul", tip)
+    flags = get_proposal(wiki, "nul").flags
+    assert any(f.category == "secret" for f in flags), flags

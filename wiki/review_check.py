@@ -8,7 +8,8 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
 ``secret``
     a secret (:mod:`wiki.safety`, rules ``S0xx``) new in a changed file, a new file's name,
     a commit message, or a blob of any commit of the range (history lands too); also a
-    blob too large to scan (``R006``). Never overridable.
+    blob too large to scan (``R006``) or that is not UTF-8 text (``R007``: NUL bytes,
+    UTF-16, binary). Never overridable.
 ``instruction``
     instruction-like text (``I001``-``I006``) new in a file, a name or a commit message.
 ``control-chars``
@@ -187,6 +188,23 @@ def _sizes(wiki: Wiki, shas: set[str]) -> dict[str, int]:
     return sizes
 
 
+def not_text(data: bytes | None) -> str | None:
+    """Why ``data`` cannot be scanned as text (NUL bytes, not UTF-8: UTF-16 would spread a
+    token over NULs that no pattern matches), or ``None`` when it is UTF-8 text. A wiki
+    holds UTF-8 markdown only, so such a blob is flagged ``R007`` in the secret category:
+    no override lands what could not be read."""
+    if not data:
+        return None
+    if b"\0" in data:
+        return "binary content (NUL bytes): cannot be scanned for secrets"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (f"not UTF-8 text (byte {exc.start}): cannot be scanned for secrets; "
+                "wiki files are UTF-8 markdown")
+    return None
+
+
 def blob_text(data: bytes | None) -> str | None:
     """A blob as text: UTF-8, bytes that are not kept as surrogate escapes."""
     return None if data is None else data.decode("utf-8", "surrogateescape")
@@ -236,6 +254,9 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
     if size > limit:
         return [*flags, ReviewFlag("R006", "unscanned", path, 0, 0, SECRET_FLAG,
                                    f"{size} bytes: too large to scan for secrets")]
+    unreadable = not_text(blobs.get(new.sha))
+    if unreadable:
+        return [*flags, ReviewFlag("R007", "not-text", path, 0, 0, SECRET_FLAG, unreadable)]
     text = blob_text(blobs.get(new.sha)) or ""
     name = path.rpartition("/")[2]
     if name == indextree.INDEX_NAME:
@@ -319,6 +340,10 @@ def _history_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
             flags.append(ReviewFlag("R006", "unscanned", where, 0, 0, SECRET_FLAG,
                                     f"{sizes.get(sha, 0)} bytes: too large to scan for "
                                     "secrets"))
+            continue
+        unreadable = not_text(data[sha])
+        if unreadable:
+            flags.append(ReviewFlag("R007", "not-text", where, 0, 0, SECRET_FLAG, unreadable))
             continue
         was = before.get(path)
         flags += content_flags(blob_text(data[sha]) or "", where,
