@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git
 
-from wiki.errors import SelfApprovalError
+from test_source_policy import connections, reader  # noqa: F401 (fixture)
+
+from wiki.errors import SelfApprovalError, SourceNotAllowedError
 from wiki.gitrepo import Identity
 from wiki.proposals import approve, get_proposal, propose
 from wiki.review_gate import review_hash
@@ -192,3 +194,32 @@ def test_a_secret_behind_nul_bytes_in_an_earlier_commit_is_not_missed(wiki: Wiki
     set_ref(wiki, "nul", tip)
     flags = get_proposal(wiki, "nul").flags
     assert any(f.category == "secret" for f in flags), flags
+
+
+# --- the reader's source policy ------------------------------------------------------------
+
+@pytest.mark.parametrize("uri", [
+    "http://[2002:7f00:1::]/",           # 6to4 of 127.0.0.1
+    "http://[2002:a00:1::1]/",           # 6to4 of 10.0.0.1
+    "http://[2002:a9fe:a9fe::]/latest",  # 6to4 of 169.254.169.254 (cloud metadata)
+    "http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/",  # Teredo, client 10.0.0.1
+    "http://2130706433/", "http://0x7f.1/", "http://127.1/",
+    "http://0/", "http://public@127.0.0.1/", "http://[::ffff:127.0.0.1]/",
+    "http://[::127.0.0.1]/", "http://[64:ff9b::a00:1]/",
+])
+def test_addresses_that_carry_an_internal_ipv4_are_refused_before_any_connection(
+        uri: str, connections: list) -> None:
+    with reader() as sources:
+        check = sources.check(uri)
+        with pytest.raises(SourceNotAllowedError):
+            sources.read(uri)
+    assert check.refused and "(not allowed: " in check.error, check
+    assert connections == []
+
+
+@pytest.mark.parametrize("uri", ["http://0177.0.0.1/", "http://[::1/", "http://exa mple.com/"])
+def test_a_malformed_source_url_is_a_reason_not_a_crash(uri: str, connections: list) -> None:
+    with reader() as sources:
+        check = sources.check(uri)  # httpx.InvalidURL escaped: ask and lint ended in 70
+    assert check.error and check.fingerprint is None, check
+    assert connections == []
