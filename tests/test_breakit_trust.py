@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git
 
-from test_source_policy import connections, reader  # noqa: F401 (fixture)
+from test_source_policy import cite, connections, reader  # noqa: F401 (fixture)
 
 from wiki.errors import SelfApprovalError, SourceNotAllowedError
 from wiki.gitrepo import Identity
@@ -223,3 +223,15 @@ def test_a_malformed_source_url_is_a_reason_not_a_crash(uri: str, connections: l
         check = sources.check(uri)  # httpx.InvalidURL escaped: ask and lint ended in 70
     assert check.error and check.fingerprint is None, check
     assert connections == []
+
+
+def test_a_nul_byte_in_a_cited_path_is_a_reason_not_a_crash(cli, wiki: Wiki, tmp_path: Path,
+                                                            monkeypatch) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n")
+    monkeypatch.setenv("WIKI_SOURCE_ROOTS", str(root))
+    cite(wiki, f"{(root / 'a.md').as_uri()}%00.txt")
+    linted = cli("lint", "--format", "json")
+    assert linted.exit_code == 1, (linted.stdout, linted.stderr)  # findings, not exit 70
+    assert "NUL byte" in linted.stdout
