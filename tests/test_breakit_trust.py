@@ -235,3 +235,49 @@ def test_a_nul_byte_in_a_cited_path_is_a_reason_not_a_crash(cli, wiki: Wiki, tmp
     linted = cli("lint", "--format", "json")
     assert linted.exit_code == 1, (linted.stdout, linted.stderr)  # findings, not exit 70
     assert "NUL byte" in linted.stdout
+
+
+# --- masking -------------------------------------------------------------------------------
+
+PASSWORD_URL = "postgres://billing:Zq8rT2vLx9pW@db.internal:5432/bills"
+
+
+def test_wiki_diff_shows_that_there_is_a_secret_without_printing_it(cli, wiki: Wiki) -> None:
+    head = wiki.require_head()
+    tip = commit_files(wiki, head, {"ops/deploy.md": entry_text(
+        "d1", f"Deploy {TOKEN}", f"Use {TOKEN} and {PASSWORD_URL}.").encode()},
+        f"deploy notes {TOKEN}\n")
+    set_ref(wiki, "sec", tip)
+    for args in (("diff", "sec"), ("diff", "sec", "--json"), ("proposals",),
+                 ("proposals", "--json")):
+        shown = cli(*args)
+        assert shown.exit_code == 0, shown.stderr
+        for secret in (TOKEN, "Zq8rT2vLx9pW"):
+            assert secret not in shown.stdout and secret not in shown.stderr, args
+    assert "[REDACTED:" in cli("diff", "sec").stdout
+
+
+def _land_raw(wiki: Wiki, path: str, text: str) -> None:
+    from wiki.snapshot import write_commit
+
+    head = wiki.require_head()
+    new = write_commit(wiki.snapshot(head), {path: text.encode()}, "raw\n", author=ALICE)
+    wiki.store.update_ref(wiki.ref, new, head, "test")
+
+
+def test_secrets_in_frontmatter_keys_tags_and_source_uris_are_masked(cli, wiki: Wiki) -> None:
+    uri = "https://deploy:Zq8rT2vLx9pW@git.example.com/ops.git"
+    text = ("---\nid: s1\ntitle: Deploy notes\nsummary: How to deploy.\n"
+            f"tags: [ops, {TOKEN}]\n{TOKEN}: a key that is a token\n"
+            f"sources: [{{uri: '{uri}', fingerprint: 'sha256:00'}}]\n---\n"
+            "Deploy with the pipeline.\n")
+    _land_raw(wiki, "ops/notes.md", text)
+    for args in (("show", "ops/notes.md"), ("show", "ops/notes.md", "--json"),
+                 ("search", "deploy", "--json"), ("ask", "how to deploy?"),
+                 ("ask", "how to deploy?", "--json"), ("lint",), ("lint", "--format", "json"),
+                 ("log", "--json")):
+        shown = cli(*args)
+        assert shown.exit_code in (0, 1, 3), (args, shown.stdout, shown.stderr)
+        for secret in (TOKEN, "Zq8rT2vLx9pW"):
+            assert secret not in shown.stdout and secret not in shown.stderr, (args, shown.stdout,
+                                                                                shown.stderr)
