@@ -281,3 +281,38 @@ def test_secrets_in_frontmatter_keys_tags_and_source_uris_are_masked(cli, wiki: 
         for secret in (TOKEN, "Zq8rT2vLx9pW"):
             assert secret not in shown.stdout and secret not in shown.stderr, (args, shown.stdout,
                                                                                 shown.stderr)
+
+
+# --- the review policy changed by the proposal under review ---------------------------------
+
+def _toml_with(wiki: Wiki, **settings: object) -> bytes:
+    toml = wiki.snapshot().read("wiki.toml").decode()
+    for key, value in settings.items():
+        old = next(line for line in toml.splitlines() if line.startswith(f"{key} ="))
+        toml = toml.replace(old, f"{key} = {str(value).lower()}")
+    return toml.encode()
+
+
+def test_a_proposal_that_weakens_the_review_policy_is_judged_by_the_policy_it_replaces(
+        cli, wiki: Wiki) -> None:
+    set_review(wiki, approvals_required=2)
+    head = wiki.require_head()
+    tip = commit_files(wiki, head, {
+        "wiki.toml": _toml_with(wiki, approvals_required=1, allow_self_approval=True),
+        "a.md": entry_text("a1", "A", "mallory's").encode()}, "tidy config\n")
+    set_ref(wiki, "weak", tip)
+    flags = get_proposal(wiki, "weak").flags
+    assert {f.kind for f in flags if f.category == "review-policy"} == {
+        "approvals-lowered", "self-approval-allowed"}, flags
+    with acting_as(MALLORY):  # her own change: the head's rule still applies
+        assert cli("approve", "weak", "--override-flags", "mine").exit_code == 5
+    with acting_as(BOB):
+        refused = cli("approve", "weak")
+        assert refused.exit_code == 5 and "review-policy" in refused.stderr
+        first = cli("approve", "weak", "--override-flags", "we agreed in the meeting")
+        assert first.exit_code == 0 and wiki.require_head() == head  # 1 of the 2 needed
+    with acting_as(CAROL):
+        landed = cli("approve", "weak", "--override-flags", "we agreed in the meeting")
+        assert landed.exit_code == 0, landed.stderr
+    message = git(wiki.root, "log", "-1", "--format=%B", "wiki")
+    assert "Wiki-Overridden-Flag: R008 approvals-lowered wiki.toml" in message
