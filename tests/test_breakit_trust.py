@@ -316,3 +316,25 @@ def test_a_proposal_that_weakens_the_review_policy_is_judged_by_the_policy_it_re
         assert landed.exit_code == 0, landed.stderr
     message = git(wiki.root, "log", "-1", "--format=%B", "wiki")
     assert "Wiki-Overridden-Flag: R008 approvals-lowered wiki.toml" in message
+
+
+# --- lost update: the inferred base of an exported file -------------------------------------
+
+def test_an_export_that_ties_between_two_revisions_is_based_on_the_older(cli, repo: Path,
+                                                                          tmp_path: Path) -> None:
+    from test_lost_update import A_PATH, _land, _seed, _show
+
+    _seed(cli, repo)
+    exported, _ = _show(cli, "a1")  # Alice exports A
+    carol = tmp_path / "carol.md"  # Carol fixes a typo-like wording AND another line
+    carol.write_text(exported.replace("within 30 days", "within thirty days")
+                     .replace("Receipts are required.", "Receipts are required over 20 EUR."))
+    _land(cli, str(carol), "--edit", "a1", who=CAROL)
+    alice = tmp_path / "alice.md"  # Alice, from her old copy, makes the same first fix only
+    alice.write_text(exported.replace("within 30 days", "within thirty days"))
+    made = cli("propose", str(alice), "--edit", "a1")
+    if made.exit_code == 0 and made.stdout.strip():
+        with acting_as(BOB):
+            cli("approve", made.stdout.strip())
+    text = git(repo, "show", f"wiki:{A_PATH}")
+    assert "Receipts are required over 20 EUR." in text, "Carol's landed line was reverted"
