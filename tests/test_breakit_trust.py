@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git
-
 from test_source_policy import cite, connections, reader  # noqa: F401 (fixture)
 
 from wiki.errors import SelfApprovalError, SourceNotAllowedError
@@ -208,7 +207,7 @@ def test_a_secret_behind_nul_bytes_in_an_earlier_commit_is_not_missed(wiki: Wiki
     "http://[::127.0.0.1]/", "http://[64:ff9b::a00:1]/",
 ])
 def test_addresses_that_carry_an_internal_ipv4_are_refused_before_any_connection(
-        uri: str, connections: list) -> None:
+        uri: str, connections: list) -> None:  # noqa: F811 (the imported fixture)
     with reader() as sources:
         check = sources.check(uri)
         with pytest.raises(SourceNotAllowedError):
@@ -218,7 +217,8 @@ def test_addresses_that_carry_an_internal_ipv4_are_refused_before_any_connection
 
 
 @pytest.mark.parametrize("uri", ["http://0177.0.0.1/", "http://[::1/", "http://exa mple.com/"])
-def test_a_malformed_source_url_is_a_reason_not_a_crash(uri: str, connections: list) -> None:
+def test_a_malformed_source_url_is_a_reason_not_a_crash(
+        uri: str, connections: list) -> None:  # noqa: F811 (the imported fixture)
     with reader() as sources:
         check = sources.check(uri)  # httpx.InvalidURL escaped: ask and lint ended in 70
     assert check.error and check.fingerprint is None, check
