@@ -128,19 +128,49 @@ def check_approver(wiki: Wiki, proposal: Proposal, approver: Identity | None,
     changes = [c for c in commits if not is_approval_record(c)]
     if not review.allow_self_approval:
         _check_identities(proposal.name, changes, actors)
+    records = _countable(records, changes, review.allow_self_approval)
     for record in records:
         if _trailer(record.message, REVIEWED_TRAILER) != reviewed:
             continue
-        recorded = _identity(record.author)
-        for me in actors:
-            if me.same_person(recorded):
-                raise SelfApprovalError(
-                    f"{me} already approved proposal {proposal.name} (recorded as "
-                    f"{recorded}); it needs {review.approvals_required} different approvers")
+        for recorded in _people(record):
+            for me in actors:
+                if me.same_person(recorded):
+                    raise SelfApprovalError(
+                        f"{me} already approved proposal {proposal.name} (recorded as "
+                        f"{recorded}); it needs {review.approvals_required} different "
+                        "approvers")
+    proposal.approvals[:] = [(_identity(r.author), _trailer(r.message, REVIEWED_TRAILER) or "")
+                             for r in records]
     if review.require_signatures:
         _check_signatures(wiki, proposal, approver, changes, records, reviewed,
                           review.allow_self_approval)
     return approver
+
+
+def _people(commit: git.Commit) -> list[Identity]:
+    """The author and the committer of ``commit`` (one entry when they are the same)."""
+    return _unique([_identity(commit.author), _identity(commit.committer)])
+
+
+def _countable(records: list[git.Commit], changes: list[git.Commit],
+               allow_self: bool) -> list[git.Commit]:
+    """The approval records that may count, oldest first: none authored or committed by a
+    proposer (an approval record is a plain commit anyone with push access can make, so a
+    proposer could otherwise approve their own change by hand), unless ``allow_self``; and
+    one per person (a record copied, or made again under the same or a ``+tag`` identity,
+    counts once)."""
+    proposers = [who for commit in changes for who in _people(commit)]
+    kept: list[git.Commit] = []
+    seen: list[Identity] = []
+    for record in reversed(records):  # iter_commits lists newest first
+        people = _people(record)
+        if not allow_self and any(p.same_person(q) for p in people for q in proposers):
+            continue
+        if any(p.same_person(q) for p in people for q in seen):
+            continue
+        seen += people
+        kept.append(record)
+    return kept
 
 
 def _check_identities(name: str, changes: list[git.Commit], actors: list[Identity]) -> None:

@@ -35,7 +35,9 @@ class Inferred:
 
 def infer_base(wiki: Wiki, target: str, text: bytes) -> Inferred:
     """The base of an edit ``text`` of entry ``target`` (id or path, as on the head).
-    Ties go to the newer revision, so a text equal to the head's is based on the head.
+    Ties between revisions that differ go to the older one (a base too old is only
+    behind; one too new loses the changes in between); revisions that differ only in
+    ``updated:`` count as one.
     Raises ``NotFoundError`` for an unknown entry."""
     head = wiki.require_head()
     path = find_entry(wiki, target).path
@@ -43,13 +45,21 @@ def infer_base(wiki: Wiki, target: str, text: bytes) -> Inferred:
                                     head, "--", path).split()
     wanted = _lines(text)
     best: Inferred | None = None
+    best_lines: list[str] | None = None
     current_until = head
     for changed in listed:  # newest first: each revision is current until the next one
         data = wiki.store.read_path(changed, path)
         if data is not None:
-            score = difflib.SequenceMatcher(None, wanted, _lines(data), autojunk=False).ratio()
-            if best is None or score > best.similarity:
+            lines = _lines(data)
+            score = difflib.SequenceMatcher(None, wanted, lines, autojunk=False).ratio()
+            # a tie between two different revisions goes to the older one: the text may
+            # repeat part of a later change (the same typo fixed twice) without having
+            # seen the rest of it; too old a base only makes the proposal behind (approve
+            # refuses, rebase merges), too new a one reverts what the writer never saw
+            if best is None or score > best.similarity or (
+                    score == best.similarity and lines != best_lines):
                 best = Inferred(current_until, changed, score, current_until == head)
+                best_lines = lines
         parents = wiki.repo.commit(changed).parents
         if not parents:
             break

@@ -192,7 +192,10 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
         base = _trailer(item.message, BASE_TRAILER)
         if base:
             break
-    if base is None or not wiki.repo.is_ancestor(base, tip):
+    # the trailer is written by whoever made the branch: it counts only for a commit of the
+    # wiki itself, else a base naming the proposer's own commit hides it from review
+    if (base is None or not wiki.repo.is_ancestor(base, tip)
+            or (head is not None and not wiki.repo.is_ancestor(base, head))):
         merge_base = wiki.repo.merge_base(tip, head) if head else []
         base = merge_base[0].hexsha if merge_base else tip
     authors: list[Identity] = []

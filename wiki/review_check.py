@@ -8,7 +8,8 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
 ``secret``
     a secret (:mod:`wiki.safety`, rules ``S0xx``) new in a changed file, a new file's name,
     a commit message, or a blob of any commit of the range (history lands too); also a
-    blob too large to scan (``R006``). Never overridable.
+    blob too large to scan (``R006``) or that is not UTF-8 text (``R007``: NUL bytes,
+    UTF-16, binary). Never overridable.
 ``instruction``
     instruction-like text (``I001``-``I006``) new in a file, a name or a commit message.
 ``control-chars``
@@ -28,6 +29,11 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
     an entry whose frontmatter does not parse or validate (:meth:`Entry.parse`), an invalid
     ``wiki.toml``, or an ``index.md`` whose listing is not the one its entries generate
     (``R004``).
+``review-policy``
+    a ``wiki.toml`` change (or deletion) that weakens ``[review]``: fewer
+    ``approvals_required``, ``allow_self_approval`` turned on, ``require_signatures``
+    turned off (``R008``). The policy on the wiki head still decides who may land it;
+    the flag makes the weakening an explicit, recorded override.
 ``breaks-dependency``
     a deleted entry that a live entry still names (``relations``, ``supersedes``,
     ``superseded_by``: lint W006 afterwards), or a retracted one that a live entry
@@ -55,7 +61,9 @@ from wiki.workspace import Wiki
 SECRET_FLAG, INSTRUCTION, CONTROL, SIZE = "secret", "instruction", "control-chars", "size"
 NON_REGULAR, FILE_NAME, SCHEMA, BREAKS = ("non-regular", "file-name", "schema",
                                          "breaks-dependency")
-CATEGORIES = (SECRET_FLAG, INSTRUCTION, CONTROL, SIZE, NON_REGULAR, FILE_NAME, SCHEMA, BREAKS)
+POLICY = "review-policy"
+CATEGORIES = (SECRET_FLAG, INSTRUCTION, CONTROL, SIZE, NON_REGULAR, FILE_NAME, SCHEMA, BREAKS,
+              POLICY)
 """Every flag category, in the order messages list them."""
 NOT_OVERRIDABLE = frozenset({SECRET_FLAG})
 """Categories ``wiki approve --override-flags`` cannot land: a secret in a landed commit is
@@ -153,6 +161,10 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
     flags: list[ReviewFlag] = []
     for path in changed:
         old, new = before.get(path), after.get(path)
+        if path == CONFIG_PATH:
+            texts = [blob_text(blobs.get(i.sha)) if i is not None and i.type == "blob" else None
+                     for i in (old, new)]
+            flags += policy_flags(*texts)
         if new is None:
             continue
         old_text = blob_text(blobs.get(old.sha)) if old is not None and old.type == "blob" else None
@@ -185,6 +197,23 @@ def _sizes(wiki: Wiki, shas: set[str]) -> dict[str, int]:
         if len(parts) == 3 and parts[2].isdigit():
             sizes[parts[0]] = int(parts[2])
     return sizes
+
+
+def not_text(data: bytes | None) -> str | None:
+    """Why ``data`` cannot be scanned as text (NUL bytes, not UTF-8: UTF-16 would spread a
+    token over NULs that no pattern matches), or ``None`` when it is UTF-8 text. A wiki
+    holds UTF-8 markdown only, so such a blob is flagged ``R007`` in the secret category:
+    no override lands what could not be read."""
+    if not data:
+        return None
+    if b"\0" in data:
+        return "binary content (NUL bytes): cannot be scanned for secrets"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (f"not UTF-8 text (byte {exc.start}): cannot be scanned for secrets; "
+                "wiki files are UTF-8 markdown")
+    return None
 
 
 def blob_text(data: bytes | None) -> str | None:
@@ -236,6 +265,9 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
     if size > limit:
         return [*flags, ReviewFlag("R006", "unscanned", path, 0, 0, SECRET_FLAG,
                                    f"{size} bytes: too large to scan for secrets")]
+    unreadable = not_text(blobs.get(new.sha))
+    if unreadable:
+        return [*flags, ReviewFlag("R007", "not-text", path, 0, 0, SECRET_FLAG, unreadable)]
     text = blob_text(blobs.get(new.sha)) or ""
     name = path.rpartition("/")[2]
     if name == indextree.INDEX_NAME:
@@ -254,6 +286,29 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
         except ConfigError as exc:
             flags.append(ReviewFlag("R004", "invalid-config", path, 0, 0, SCHEMA, str(exc)))
     return flags
+
+
+def policy_flags(old_text: str | None, new_text: str | None) -> list[ReviewFlag]:
+    """``R008`` flags of a ``wiki.toml`` change from ``old_text`` to ``new_text``
+    (``None``: absent, i.e. the defaults) that weakens ``[review]``. An unreadable side
+    counts as the defaults (its schema flag says why)."""
+    def review(text: str | None):
+        try:
+            return parse_config(text or "").review
+        except ConfigError:
+            return parse_config("").review
+
+    was, now = review(old_text), review(new_text)
+    found = []
+    if now.approvals_required < was.approvals_required:
+        found.append(("approvals-lowered", f"approvals_required {was.approvals_required} -> "
+                                           f"{now.approvals_required}"))
+    if now.allow_self_approval and not was.allow_self_approval:
+        found.append(("self-approval-allowed", "allow_self_approval turned on"))
+    if was.require_signatures and not now.require_signatures:
+        found.append(("signatures-dropped", "require_signatures turned off"))
+    return [ReviewFlag("R008", kind, CONFIG_PATH, 0, 0, POLICY,
+                       f"weakens the review policy: {detail}") for kind, detail in found]
 
 
 def _name_flags(path: str, after: dict[str, TreeItem]) -> list[ReviewFlag]:
@@ -319,6 +374,10 @@ def _history_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
             flags.append(ReviewFlag("R006", "unscanned", where, 0, 0, SECRET_FLAG,
                                     f"{sizes.get(sha, 0)} bytes: too large to scan for "
                                     "secrets"))
+            continue
+        unreadable = not_text(data[sha])
+        if unreadable:
+            flags.append(ReviewFlag("R007", "not-text", where, 0, 0, SECRET_FLAG, unreadable))
             continue
         was = before.get(path)
         flags += content_flags(blob_text(data[sha]) or "", where,

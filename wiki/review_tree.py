@@ -35,16 +35,19 @@ def index_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
                if indextree.is_entry_path(p) or p in indexes}
     expected = with_indexes(snapshot, changes)
     for path in indexes:
-        folder = indextree.parent(path)
         text = blob_text(blobs[after[path].sha]) or ""
         old = before.get(path)
         old_text = blob_text(wiki.store.read(old.sha)) if old and old.type == "blob" else None
-        overview = indextree.split_overview(text, folder)
-        flags += content_flags(overview, path, old_text)
-        if expected.get(path) is not None and expected[path] != blobs[after[path].sha]:
+        want = expected.get(path)
+        generated = want.decode("utf-8", "surrogateescape") if want is not None else ""
+        # all of it is screened (what is below the marker lands too when the drift is
+        # overridden); what the generated listing holds was screened in its entries
+        flags += content_flags(text, path, (old_text or "") + "\0" + generated)
+        if want != blobs[after[path].sha]:
             flags.append(ReviewFlag("R004", "index-drift", path, 0, 0, SCHEMA,
-                                    "its listing is not the one its entries generate; "
-                                    "text below the marker is not reviewed"))
+                                    "its listing is not the one its entries generate"
+                                    if want is not None else
+                                    "an index.md of a folder that has no entries"))
     return flags
 
 

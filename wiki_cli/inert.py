@@ -76,11 +76,22 @@ def shown(text: str) -> str:
 
 def masked_values(value: Any) -> Any:
     """A JSON value (dicts, lists, strings, numbers) with the secrets in every string masked
-    (tuples become lists); keys are kept."""
+    (tuples become lists), keys included: an entry's frontmatter keys are stored text too
+    (``ghp_...: value``). Two keys that mask alike are kept apart by a ``#2`` suffix."""
     if isinstance(value, str):
         return mask_secrets(value)
     if isinstance(value, dict):
-        return {k: masked_values(v) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if isinstance(key, str):
+                masked = base = mask_secrets(key)
+                n = 1
+                while masked != key and masked in out:
+                    n += 1
+                    masked = f"{base}#{n}"
+                key = masked
+            out[key] = masked_values(item)
+        return out
     if isinstance(value, (list, tuple)):
         return [masked_values(v) for v in value]
     return value

@@ -40,8 +40,12 @@ class FileSource:
 
     @staticmethod
     def path(uri: str) -> Path:
-        """The local path a ``file:`` uri names (not checked against any policy)."""
-        return Path(url2pathname(unquote(urlparse(uri).path)))
+        """The local path a ``file:`` uri names (not checked against any policy). Raises
+        :class:`SourceError` for a path no file system has (``%00``: a NUL byte)."""
+        name = url2pathname(unquote(urlparse(uri).path))
+        if "\0" in name:
+            raise SourceError(uri, "names no valid path (a NUL byte)")
+        return Path(name)
 
     def allowed(self, uri: str) -> Path:
         """The real path of ``uri`` when the reader's policy allows reading it; raises
@@ -57,6 +61,8 @@ class FileSource:
             path = self.allowed(uri)
         except SourceNotAllowedError as exc:
             return Check.not_allowed(exc)
+        except SourceError as exc:
+            return Check(uri, error=f"is unreadable ({exc.reason})")
         return file_check(self.env, uri, path)
 
     def read(self, uri: str) -> str:

@@ -144,6 +144,8 @@ class GitSource:
         path = self.relative(uri)
         if path is None:
             raise SourceNotAllowedError(uri, "the path leaves the repository")
+        if "\0" in path:
+            raise SourceNotAllowedError(uri, "a NUL byte in the path")
         reason = git_path_refusal(path)
         if reason is not None:
             raise SourceNotAllowedError(uri, reason)

@@ -114,6 +114,11 @@ class HttpSource:
         except SourceNotAllowedError as exc:
             hop = "" if exc.path == uri else f"redirected to {exc.path}: "
             raise SourceNotAllowedError(uri, hop + exc.reason) from None
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
+            # a malformed URL in an entry (``http://0177.0.0.1/``, ``http://[::1/``) or in
+            # a redirect's Location: a reason, never a crash of ask/lint (exit 70)
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise SourceError(uri, f"unreachable (not a valid URL: {reason})") from None
         except httpx.TooManyRedirects:
             raise SourceError(uri, f"unreachable (more than {MAX_REDIRECTS} redirects)"
                               ) from None

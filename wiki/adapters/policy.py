@@ -137,8 +137,10 @@ class SourcePolicy:
     # -- http(s): -------------------------------------------------------------------------
     def address_refusal(self, address: Address, port: int) -> str | None:
         """Why connecting to ``address``:``port`` is not allowed (``None``: allowed)."""
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-            address = address.ipv4_mapped
+        if isinstance(address, ipaddress.IPv6Address):
+            embedded = _embedded_ipv4(address)
+            if embedded is not None and _non_public(embedded):
+                address = embedded  # judged (and named) by the IPv4 address it reaches
         kind = _non_public(address)
         if kind is None or self.private:
             return None
@@ -171,6 +173,28 @@ class SourcePolicy:
                 shown = reason if str(address) == host.strip("[]") else f"{host}: {reason}"
                 raise SourceNotAllowedError(uri, shown)
         return str(addresses[0])
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries and is delivered to: IPv4-mapped
+    (``::ffff:10.0.0.1``), 6to4 (``2002:0a00:0001::``: a host with a 6to4 route sends it
+    to ``10.0.0.1``), Teredo (the client address), IPv4-compatible (``::10.0.0.1``) and
+    NAT64 (``64:ff9b::10.0.0.1``). ``None`` for other addresses."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    packed = address.packed
+    if packed[:12] == bytes(12) and packed[12:] not in (bytes(4), bytes(3) + b"\1"):
+        return ipaddress.IPv4Address(packed[12:])  # ::a.b.c.d (not :: or ::1)
+    if address in _NAT64:
+        return ipaddress.IPv4Address(packed[12:])
+    return None
+
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
 def _non_public(address: Address) -> str | None:
