@@ -5,7 +5,8 @@ content), a ``kind`` name (``github-token``), a ``category`` (``secret`` | ``ins
 a ``severity`` (secrets ``error``, instructions ``warning``), a one-line ``description``,
 the regular expression, the group that is the secret itself (what redaction replaces) and
 an optional ``accept(text, match)`` test that turns placeholders (``password=<your password>``,
-``api_key = os.environ["KEY"]``, ``AKIA...EXAMPLE``) and legitimate uses (a zero-width
+``api_key = os.environ["KEY"]``, ``AKIA...EXAMPLE``, documentation's made-up tokens such as
+``ghp_abcdefghijklmnopqrstuvwxyz0123456789``) and legitimate uses (a zero-width
 joiner inside an emoji) into non-findings. Rows are tried in order; a later row's match that
 overlaps an earlier row's is dropped, so specific rows come before generic ones. A
 ``folded`` row is written in lower case and matched against the text with its ASCII letters
@@ -68,12 +69,37 @@ def is_placeholder(value: str) -> bool:
     return folded[0] in "$%{[(<@*" or bool(_CODE_VALUE.match(value.strip()))
 
 
+MADE_UP_RUN = 8
+"""A token body holding this many consecutive ascending letters or digits is made up."""
+
+
+def is_made_up(value: str) -> bool:
+    """Whether ``value`` (a prefixed token such as ``ghp_...``) is visibly made up, the way
+    documentation writes example tokens: it holds a run of :data:`MADE_UP_RUN` or more
+    consecutive ascending letters or digits (``abcdefgh``, ``ABCDEFGH``, ``01234567``), as
+    in ``ghp_abcdefghijklmnopqrstuvwxyz0123456789``. A generated token holds such a run at
+    a given position with probability about ``36 / 62**8``: never in practice. Only the
+    token rows use this; a password assignment keeps ``12345678`` as a (weak) real value."""
+    run = 1
+    for previous, current in zip(value, value[1:], strict=False):
+        same_class = ((previous.isdigit() and current.isdigit())
+                      or (previous.islower() and current.islower())
+                      or (previous.isupper() and current.isupper()))
+        run = run + 1 if same_class and ord(current) == ord(previous) + 1 else 1
+        if run >= MADE_UP_RUN:
+            return True
+    return False
+
+
 def _secret(text: str, match: re.Match[str]) -> str:
     return text[match.start("secret"):match.end("secret")]
 
 
 def _not_placeholder(text: str, match: re.Match[str]) -> bool:
-    return not is_placeholder(_secret(text, match))
+    """A token row's test: neither a placeholder (:func:`is_placeholder`) nor a visibly
+    made-up example (:func:`is_made_up`)."""
+    value = _secret(text, match)
+    return not (is_placeholder(value) or is_made_up(value))
 
 
 def _assignment(text: str, match: re.Match[str]) -> bool:

@@ -1,0 +1,54 @@
+"""What a newcomer ran into following README.md and docs/guide.md (make demo, the guide's
+walk-through): each test holds one fix.
+
+Secret-looking strings are built at run time, so this file holds nothing a scanner flags.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from pathlib import Path
+
+from wiki.errors import SecretError
+from wiki.safety import scan, screen
+from wiki.safety_patterns import is_made_up
+
+ROOT = Path(__file__).resolve().parent.parent
+ALNUM = string.ascii_letters + string.digits
+
+
+def rand(n: int, seed: int = 11) -> str:
+    """A deterministic random-looking string (a stand-in for a real credential)."""
+    rng = random.Random(f"{seed}-{n}")
+    return "".join(rng.choice(ALNUM) for _ in range(n))
+
+
+# -- documentation's made-up tokens are placeholders, real-looking ones are not -------------
+
+def test_made_up_example_tokens_are_not_secrets() -> None:
+    alphabet = string.ascii_lowercase + string.digits  # abc...xyz0123456789: 36 characters
+    examples = ["ghp_" + alphabet, "ghp_" + alphabet.upper()[:26] + "0123456789",
+                "npm_" + "0123456789" * 3 + "abcdef", "sk-" + "proj-" + alphabet + "ABCD",
+                "AKIA" + "ABCDEFGHIJKLMNOP"]
+    for text in examples:
+        assert [f.kind for f in scan(f"Deploy with token {text}.")] == [], text
+    assert is_made_up("x" + string.ascii_lowercase[:8])
+    assert not is_made_up("abcdefg" + "Z" + "0123456")  # runs of 7 are not enough
+
+
+def test_real_looking_tokens_are_still_refused() -> None:
+    token = "ghp_" + rand(36)
+    assert not is_made_up(token)
+    try:
+        screen(f"Deploy with token {token}.\n", "deploy.md")
+    except SecretError as error:
+        assert "deploy.md:1:19: secret (github-token) ghp_…" in str(error)
+    else:  # pragma: no cover - the assertion below explains
+        raise AssertionError("a real-looking token was not refused")
+
+
+def test_a_password_of_ascending_digits_still_counts() -> None:
+    """Only the prefixed token rows treat a run as made up: a password is a literal."""
+    found = scan("password = " + "12345678" + "9\n")
+    assert [f.kind for f in found] == ["password-assignment"]
