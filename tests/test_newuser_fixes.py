@@ -10,6 +10,8 @@ import random
 import string
 from pathlib import Path
 
+from conftest import BOB, acting_as
+
 from wiki.errors import SecretError
 from wiki.safety import scan, screen
 from wiki.safety_patterns import is_made_up
@@ -52,3 +54,27 @@ def test_a_password_of_ascending_digits_still_counts() -> None:
     """Only the prefixed token rows treat a run as made up: a password is a literal."""
     found = scan("password = " + "12345678" + "9\n")
     assert [f.kind for f in found] == ["password-assignment"]
+
+
+# -- the project's own docs ingest and land without overrides (make demo) -----------------
+
+def test_project_docs_hold_no_secret_or_instruction_finding() -> None:
+    """Docs describe the hostile patterns instead of quoting them (docs/lint.md, W015)."""
+    paths = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+    found = [f.describe(str(p.relative_to(ROOT))) for p in paths for f in scan(p.read_text())]
+    assert found == []
+
+
+def test_make_demo_corpus_lands_without_override(cli) -> None:
+    """What scripts/demo.sh does by default: ingest docs/ and README.md, a second person
+    approves with no --override-flags."""
+    assert cli("init").exit_code == 0
+    ingested = cli("ingest", str(ROOT / "docs"), str(ROOT / "README.md"))
+    assert ingested.exit_code == 0, ingested.output
+    lines = ingested.stderr.splitlines()
+    assert [line for line in lines if line.startswith(("skipped ", "warning:"))] == []
+    assert "0 skipped" in ingested.stderr
+    with acting_as(BOB):
+        landed = cli("approve", ingested.stdout.strip())
+    assert landed.exit_code == 0, landed.output
+    assert landed.stderr.startswith("landed: ")
