@@ -10,7 +10,7 @@ import random
 import string
 from pathlib import Path
 
-from conftest import BOB, acting_as
+from conftest import BOB, acting_as, write
 
 from wiki.errors import SecretError
 from wiki.safety import scan, screen
@@ -78,3 +78,21 @@ def test_make_demo_corpus_lands_without_override(cli) -> None:
         landed = cli("approve", ingested.stdout.strip())
     assert landed.exit_code == 0, landed.output
     assert landed.stderr.startswith("landed: ")
+
+
+# -- wiki show: the `--edit --base` hint only for entries ------------------------------------
+
+def test_show_of_a_non_entry_gives_no_propose_hint(cli, repo: Path) -> None:
+    assert cli("init").exit_code == 0
+    shown = cli("show", "wiki.toml")
+    assert shown.exit_code == 0 and "approvals_required" in shown.stdout
+    assert "wiki propose" not in shown.stderr
+    assert shown.stderr.startswith("read at wiki commit ")
+    write(repo / "note.md", "---\ntitle: Parking\n---\nStaff park in garage B.\n")
+    name = cli("propose", str(repo / "note.md"), "--category", "facilities").stdout.strip()
+    with acting_as(BOB):
+        assert cli("approve", name).exit_code == 0
+    entry = cli("show", "facilities/parking.md")
+    assert entry.exit_code == 0
+    assert "wiki propose FILE --edit facilities/parking.md --base " in entry.stderr
+
