@@ -96,3 +96,14 @@ def test_show_of_a_non_entry_gives_no_propose_hint(cli, repo: Path) -> None:
     assert entry.exit_code == 0
     assert "wiki propose FILE --edit facilities/parking.md --base " in entry.stderr
 
+
+# -- wiki hook uninstall says what it did -----------------------------------------------------
+
+def test_hook_uninstall_says_it_removed_the_hook(cli) -> None:
+    assert cli("init").exit_code == 0
+    assert cli("hook", "install").stderr == "install: hook installed\n"
+    removed = cli("hook", "uninstall")
+    assert removed.exit_code == 0 and removed.stderr == "uninstall: hook removed\n"
+    again = cli("hook", "uninstall")
+    assert again.stderr == "uninstall: no wiki hook was installed; nothing removed\n"
+    assert cli("hook", "status").stderr == "status: hook not installed\n"
