@@ -10,7 +10,7 @@ import random
 import string
 from pathlib import Path
 
-from conftest import BOB, acting_as, write
+from conftest import BOB, acting_as, git, write
 
 from wiki.errors import SecretError
 from wiki.safety import scan, screen
@@ -107,3 +107,31 @@ def test_hook_uninstall_says_it_removed_the_hook(cli) -> None:
     again = cli("hook", "uninstall")
     assert again.stderr == "uninstall: no wiki hook was installed; nothing removed\n"
     assert cli("hook", "status").stderr == "status: hook not installed\n"
+
+
+# -- wiki ingest: honest closing line -------------------------------------------------------
+
+def test_ingest_names_wiki_diff_and_does_not_claim_a_match_it_held_back(cli, repo: Path) -> None:
+    source = write(repo / "docs" / "travel.md", "# Travel\n\nFile a voucher within five days.\n")
+    git(repo, "add", "docs")
+    git(repo, "commit", "-q", "-m", "travel")
+    assert cli("init").exit_code == 0
+    first = cli("ingest", "docs/")
+    name = first.stdout.strip()
+    assert f"review with `wiki diff {name}`" in first.stderr
+    with acting_as(BOB):
+        assert cli("approve", name).exit_code == 0
+    edited = cli("show", "docs/travel.md").stdout.replace("five days", "seven days")
+    write(repo / "edit.md", edited)
+    edit = cli("propose", "--edit", "docs/travel.md", str(repo / "edit.md")).stdout.strip()
+    with acting_as(BOB):
+        assert cli("approve", edit).exit_code == 0
+    source.write_text("# Travel\n\nFile a voucher within ten days.\n")
+    git(repo, "commit", "-q", "-am", "travel: ten days")
+    again = cli("ingest", "docs/")
+    assert again.exit_code == 0 and again.stdout == ""
+    assert "conflict: docs/travel.md was edited since it was compiled" in again.stderr
+    assert "already matches" not in again.stderr
+    assert again.stderr.splitlines()[-1] == (
+        "nothing to propose: the sources' only changes are for 1 entry edited by hand, held "
+        "back (see the conflict line above)")
