@@ -135,3 +135,24 @@ def test_ingest_names_wiki_diff_and_does_not_claim_a_match_it_held_back(cli, rep
     assert again.stderr.splitlines()[-1] == (
         "nothing to propose: the sources' only changes are for 1 entry edited by hand, held "
         "back (see the conflict line above)")
+
+
+# -- approving with only GIT_AUTHOR_* changed says what to set ------------------------------
+
+def test_approving_with_only_the_author_variables_names_the_committer_fix(
+        cli, repo: Path, monkeypatch) -> None:
+    assert cli("init").exit_code == 0
+    write(repo / "note.md", "---\ntitle: Canteen\n---\nThe canteen opens at noon.\n")
+    name = cli("propose", str(repo / "note.md"), "--category", "facilities").stdout.strip()
+    monkeypatch.setenv("GIT_AUTHOR_NAME", BOB.name)  # the committer stays Alice
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", BOB.email)
+    refused = cli("approve", name)
+    assert refused.exit_code == 5 and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(
+        f"error: Alice Author <alice@example.com> cannot approve proposal {name}: that is "
+        "your committer identity (your author identity is Bob Reviewer <bob@example.com>)")
+    assert "set GIT_COMMITTER_NAME and GIT_COMMITTER_EMAIL as well as GIT_AUTHOR_*" in (
+        refused.stderr)
+    monkeypatch.setenv("GIT_COMMITTER_NAME", BOB.name)
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", BOB.email)
+    assert cli("approve", name).exit_code == 0
