@@ -156,3 +156,17 @@ def test_approving_with_only_the_author_variables_names_the_committer_fix(
     monkeypatch.setenv("GIT_COMMITTER_NAME", BOB.name)
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", BOB.email)
     assert cli("approve", name).exit_code == 0
+
+
+# -- wiki facts set with a blank key or value ------------------------------------------------
+
+def test_facts_set_refuses_a_blank_key_or_value(cli) -> None:
+    assert cli("init").exit_code == 0
+    blank_key = cli("facts", "set", " ", "1")
+    assert blank_key.exit_code == 2
+    assert blank_key.stderr == ("error: the fact key is empty: give both, e.g. `wiki facts set "
+                                "travel.receipt_threshold 100`\n")
+    blank_value = cli("facts", "set", "office.city", "")
+    assert blank_value.exit_code == 2
+    assert blank_value.stderr.startswith("error: the fact value of 'office.city' is empty")
+    assert cli("proposals", "--json").stdout.strip() == "[]"
