@@ -170,3 +170,20 @@ def test_facts_set_refuses_a_blank_key_or_value(cli) -> None:
     assert blank_value.exit_code == 2
     assert blank_value.stderr.startswith("error: the fact value of 'office.city' is empty")
     assert cli("proposals", "--json").stdout.strip() == "[]"
+
+
+# -- wiki search says when its hits are weak -------------------------------------------------
+
+def test_search_notes_weak_matches(cli, repo: Path) -> None:
+    write(repo / "docs" / "travel.md", "# Travel\n\nFile a travel voucher within five days.\n")
+    assert cli("init").exit_code == 0
+    name = cli("ingest", str(repo / "docs")).stdout.strip()
+    with acting_as(BOB):
+        assert cli("approve", name).exit_code == 0
+    weak = cli("search", "travel zzqx plugh frobnicate quux")
+    assert weak.exit_code == 0 and "docs/travel.md" in weak.stdout
+    notes = [line for line in weak.stderr.splitlines() if "weak" in line]
+    assert len(notes) == 1 and notes[0].startswith("note: weak matches only (word coverage 0.")
+    assert notes[0].endswith("`wiki ask` would report an evidence gap")
+    good = cli("search", "travel voucher")
+    assert good.exit_code == 0 and "weak" not in good.stderr

@@ -83,10 +83,13 @@ def search(
         grid.add_row(str(hit.rank), f"{hit.score:.3f}", plain(hit.title), plain(hit.key),
                      *([legs] if explain else []))
     out.print(grid)
+    cosine = "" if result.top_cosine is None else f", best cosine {result.top_cosine:.2f}"
     if explain:
-        cosine = "" if result.top_cosine is None else f", best cosine {result.top_cosine:.2f}"
         report(f"word coverage {result.confidence:.2f}{cosine}; evidence gap: "
                f"{'yes' if result.gap else 'no'}; commit {result.commit[:12]}")
+    elif result.gap:  # the vector leg ranks every entry: say when none is really a match
+        report(f"note: weak matches only (word coverage {result.confidence:.2f}{cosine}); "
+               "`wiki ask` would report an evidence gap")
 
 
 @app.command()
