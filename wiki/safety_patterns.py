@@ -77,8 +77,8 @@ def is_made_up(value: str) -> bool:
     """Whether ``value`` (a prefixed token such as ``ghp_...``) is visibly made up, the way
     documentation writes example tokens: it holds a run of :data:`MADE_UP_RUN` or more
     consecutive ascending letters or digits (``abcdefgh``, ``ABCDEFGH``, ``01234567``), as
-    in ``ghp_abcdefghijklmnopqrstuvwxyz0123456789``. A generated token holds such a run at
-    a given position with probability about ``36 / 62**8``: never in practice. Only the
+    in ``ghp_abcdefghijklmnopqrstuvwxyz0123456789``. A generated 36-character body holds
+    such a run with probability about ``29 / 62**7`` (1e-11): never in practice. Only the
     token rows use this; a password assignment keeps ``12345678`` as a (weak) real value."""
     run = 1
     for previous, current in zip(value, value[1:], strict=False):
