@@ -126,7 +126,32 @@ def _base64(text: str, match: re.Match[str]) -> bool:
     blob = match.group(0)
     separators = blob.count("/") + blob.count("-") + blob.count("_")
     return (any(c.isdigit() for c in blob) and blob.lower() != blob and blob.upper() != blob
-            and separators * 12 <= len(blob) and len(set(blob)) > 16)
+            and separators * 12 <= len(blob) and len(set(blob)) > 16
+            and not _readable_link_payload(text, match))
+
+
+def _readable_link_payload(text: str, match: re.Match[str]) -> bool:
+    """Whether the blob is the payload of a JWT-shaped token (``eyJ...`` after an ``eyJ...``
+    header and a dot) that decodes to a JSON object holding nothing instruction-like: a
+    signed link, such as a newsletter's tracking link (``{"bulletin_link_id": 103, "url":
+    ...}``) in an ordinary page. Nothing is hidden in it, and the JWT row (S014) judges
+    whether the token is a credential. A payload that does not decode, is not an object,
+    or whose decoded text matches an instruction row is still flagged."""
+    start, blob = match.start(), match.group(0)
+    if not blob.startswith("eyJ") or start < 1 or text[start - 1] != ".":
+        return False
+    if re.search(r"eyJ[A-Za-z0-9_-]{10,}$", text[max(0, start - 400):start - 1]) is None:
+        return False
+    try:
+        decoded = base64.urlsafe_b64decode(blob + "=" * (-len(blob) % 4)).decode("utf-8")
+        claims = json.loads(decoded)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    if not isinstance(claims, dict):
+        return False
+    folded = decoded.lower()
+    return not any(row.regex.search(folded if row.folded else decoded) for row in PATTERNS
+                   if row.category == INSTRUCTION and row.rule != "I005")
 
 
 def _url_password(text: str, match: re.Match[str]) -> bool:
