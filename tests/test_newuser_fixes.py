@@ -216,3 +216,18 @@ def test_a_link_payload_hiding_an_instruction_is_still_flagged() -> None:
     assert [f.rule for f in scan(_link(payload))] == ["I005"]
     plain = rand(250)  # a blob that is no link payload: flagged as before
     assert [f.rule for f in scan(f"data: {plain}1aA\n")] == ["I005"]
+
+
+# -- wiki propose --edit wiki.toml says how config changes -----------------------------------
+
+def test_editing_wiki_toml_through_propose_says_how(cli, repo: Path) -> None:
+    assert cli("init").exit_code == 0
+    toml = write(repo / "wiki.toml", cli("show", "wiki.toml").stdout.replace(
+        "approvals_required = 1", "approvals_required = 2"))
+    refused = cli("propose", str(toml), "--edit", "wiki.toml")
+    assert refused.exit_code == 1
+    assert refused.stderr == (
+        "error: 'wiki.toml' is a file of the wiki branch 'wiki' but not an entry; `wiki "
+        "propose` changes entries only: change it with a proposal branch "
+        "(docs/guide.md#configuration)\n")
+    assert cli("show", "nosuch").stderr.startswith("error: no entry with id or path 'nosuch'")

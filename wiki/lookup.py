@@ -45,6 +45,11 @@ def find_entry(wiki: Wiki, target: str, snapshot: Snapshot | None = None) -> Ent
             keys = index.keys_for_doc_id(target)
         finally:
             index.close()
+    if not keys and target in snapshot.files:  # wiki.toml: on the branch, not an entry
+        raise NotFoundError(
+            f"{target!r} is a file of the wiki branch '{wiki.branch}' but not an entry; "
+            "`wiki propose` changes entries only: change it with a proposal branch "
+            "(docs/guide.md#configuration)")
     if not keys:
         raise NotFoundError(f"no entry with id or path {target!r} on branch '{wiki.branch}'")
     if len(keys) > 1:
