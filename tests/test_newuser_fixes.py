@@ -227,7 +227,10 @@ def test_editing_wiki_toml_through_propose_says_how(cli, repo: Path) -> None:
     refused = cli("propose", str(toml), "--edit", "wiki.toml")
     assert refused.exit_code == 1
     assert refused.stderr == (
-        "error: 'wiki.toml' is a file of the wiki branch 'wiki' but not an entry; `wiki "
-        "propose` changes entries only: change it with a proposal branch "
-        "(docs/guide.md#configuration)\n")
+        "error: 'wiki.toml' is a file of the wiki branch 'wiki', not an entry: `wiki show "
+        "wiki.toml` prints it (without --json); it changes through a proposal branch "
+        "(docs/guide.md#configuration), not `wiki propose`\n")
+    index = cli("show", "index.md", "--json")
+    assert index.exit_code == 1 and "'index.md' is a file of the wiki branch" in index.stderr
+    assert cli("show", "index.md").exit_code == 0
     assert cli("show", "nosuch").stderr.startswith("error: no entry with id or path 'nosuch'")
