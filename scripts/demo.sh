@@ -43,15 +43,19 @@ echo "== wiki init" >&2
 echo "== wiki ingest ${sources[*]}" >&2
 start=$(date +%s.%N)
 proposal="$("$WIKI" ingest "${sources[@]}")"
-# The corpus quotes prompt-injection examples (docs on the safety scan), which the review
-# check flags: the reviewer lands it with an explicit, recorded override.
-"$WIKI" diff "$proposal" --stat 2>/dev/null | grep '^flagged:' >&2 || true
-echo "== wiki approve $proposal --override-flags (as a second person)" >&2
+# This project's docs ingest without review flags. Another corpus may hold text the review
+# check flags (a page quoting a prompt injection): the demo shows the flags, and its
+# reviewer lands them with an explicit, recorded override, as a person would after reading.
+flagged="$("$WIKI" diff "$proposal" --stat 2>/dev/null | grep '^flagged:' || true)"
+override=()
+if [ -n "$flagged" ]; then
+  echo "$flagged" >&2
+  override=(--override-flags "demo: flagged pages of the demo corpus, read by the reviewer")
+fi
+echo "== wiki approve $proposal${flagged:+ --override-flags} (as a second person)" >&2
 GIT_AUTHOR_NAME="Rita Reviewer" GIT_AUTHOR_EMAIL="rita@example.com" \
   GIT_COMMITTER_NAME="Rita Reviewer" GIT_COMMITTER_EMAIL="rita@example.com" \
-  "$WIKI" approve "$proposal" \
-  --override-flags "demo corpus: pages that describe prompt injection, read by the reviewer" \
-  >/dev/null
+  "$WIKI" approve "$proposal" ${override[@]+"${override[@]}"} >/dev/null
 "$WIKI" index >/dev/null
 end=$(date +%s.%N)
 echo "== ingest + review + index: $(python3 -c "print(f'{$end - $start:.1f}')") s" >&2

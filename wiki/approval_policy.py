@@ -127,7 +127,7 @@ def check_approver(wiki: Wiki, proposal: Proposal, approver: Identity | None,
     records = [c for c in commits if is_approval_record(c)]
     changes = [c for c in commits if not is_approval_record(c)]
     if not review.allow_self_approval:
-        _check_identities(proposal.name, changes, actors)
+        _check_identities(proposal.name, changes, actors, author=actors[0])
     records = _countable(records, changes, review.allow_self_approval)
     for record in records:
         if _trailer(record.message, REVIEWED_TRAILER) != reviewed:
@@ -173,18 +173,33 @@ def _countable(records: list[git.Commit], changes: list[git.Commit],
     return kept
 
 
-def _check_identities(name: str, changes: list[git.Commit], actors: list[Identity]) -> None:
+def _check_identities(name: str, changes: list[git.Commit], actors: list[Identity], *,
+                      author: Identity) -> None:
+    """Raise :class:`SelfApprovalError` when one of ``actors`` (the approver's author
+    identity ``author`` and, unless the same, their committer identity) authored or
+    committed one of ``changes``. When only the committer identity matched, the message
+    says so: someone who set ``GIT_AUTHOR_*`` to act as another person but not
+    ``GIT_COMMITTER_*`` is still themselves as committer."""
     for commit in changes:
         for role, actor in (("authored", commit.author), ("committed", commit.committer)):
             theirs = _identity(actor)
             for me in actors:
                 why = me.same_person(theirs)
-                if why:
+                if not why:
+                    continue
+                if me != author and not author.same_person(theirs):
                     raise SelfApprovalError(
-                        f"{me} cannot approve proposal {name}: they authored or committed "
-                        f"it ({theirs} {role} its commit {commit.hexsha[:12]}: {why}, "
-                        "compared without case and +tags); ask someone else to run "
-                        "`wiki approve`")
+                        f"{me} cannot approve proposal {name}: that is your committer "
+                        f"identity (your author identity is {author}), and {theirs} "
+                        f"{role} its commit {commit.hexsha[:12]} ({why}, compared without "
+                        "case and +tags); to act as another person set GIT_COMMITTER_NAME "
+                        "and GIT_COMMITTER_EMAIL as well as GIT_AUTHOR_*, or ask someone "
+                        "else to run `wiki approve`")
+                raise SelfApprovalError(
+                    f"{me} cannot approve proposal {name}: they authored or committed "
+                    f"it ({theirs} {role} its commit {commit.hexsha[:12]}: {why}, "
+                    "compared without case and +tags); ask someone else to run "
+                    "`wiki approve`")
 
 
 def _check_signatures(wiki: Wiki, proposal: Proposal, approver: Identity, changes: list[git.Commit],

@@ -147,10 +147,16 @@ def set_fact(wiki: Wiki, key: str, value: str, *, unit: str = "", as_of: str = "
     """Propose ``key = value``: a supersession of the one active entry holding the key,
     or a new ``type: fact`` entry in ``category`` when none does. Returns an
     :class:`wiki.authoring.Authored` (``proposal`` ``None`` when the value is already
-    current). Raises ``ConfigError`` when several entries hold the key (resolve W003)."""
+    current). Raises ``ConfigError`` when several entries hold the key (resolve W003) or
+    when ``key`` or ``value`` is blank."""
     import yaml
 
     from wiki import authoring
+
+    if not key.strip() or not value.strip():
+        what = "key" if not key.strip() else f"value of {key!r}"
+        raise ConfigError(f"the fact {what} is empty: give both, e.g. "
+                          "`wiki facts set travel.receipt_threshold 100`")
 
     claim = {"value": scalar(value)}
     claim.update({k: v for k, v in (("unit", unit), ("as_of", as_of)) if v})

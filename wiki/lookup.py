@@ -7,6 +7,7 @@ import unicodedata
 from wiki.derived import open_synced
 from wiki.entry import Entry
 from wiki.errors import NotFoundError
+from wiki.indextree import INDEX_NAME
 from wiki.snapshot import Snapshot
 from wiki.workspace import Wiki
 
@@ -35,6 +36,8 @@ def find_entry(wiki: Wiki, target: str, snapshot: Snapshot | None = None) -> Ent
     """
     snapshot = snapshot or wiki.snapshot()
     for path in _candidates(target):
+        if path.rsplit("/", 1)[-1] == INDEX_NAME and path in snapshot.files:
+            raise NotFoundError(_not_an_entry(wiki, path))
         if path in snapshot.files and path.endswith(".md"):
             return snapshot.entry(path)
     if snapshot.commit != wiki.head():  # the derived index follows the head only
@@ -45,8 +48,18 @@ def find_entry(wiki: Wiki, target: str, snapshot: Snapshot | None = None) -> Ent
             keys = index.keys_for_doc_id(target)
         finally:
             index.close()
+    if not keys and target in snapshot.files:  # wiki.toml: on the branch, not an entry
+        raise NotFoundError(_not_an_entry(wiki, target))
     if not keys:
         raise NotFoundError(f"no entry with id or path {target!r} on branch '{wiki.branch}'")
     if len(keys) > 1:
         raise NotFoundError(f"id {target!r} is used by {len(keys)} entries: {', '.join(keys)}")
     return snapshot.entry(keys[0])
+
+
+def _not_an_entry(wiki: Wiki, path: str) -> str:
+    """The message for a file of the branch that is not an entry (``wiki.toml``, a
+    generated ``index.md``): where it can be read and how it changes."""
+    return (f"{path!r} is a file of the wiki branch '{wiki.branch}', not an entry: `wiki show "
+            f"{path}` prints it (without --json); it changes through a proposal branch "
+            "(docs/guide.md#configuration), not `wiki propose`")

@@ -5,7 +5,8 @@ content), a ``kind`` name (``github-token``), a ``category`` (``secret`` | ``ins
 a ``severity`` (secrets ``error``, instructions ``warning``), a one-line ``description``,
 the regular expression, the group that is the secret itself (what redaction replaces) and
 an optional ``accept(text, match)`` test that turns placeholders (``password=<your password>``,
-``api_key = os.environ["KEY"]``, ``AKIA...EXAMPLE``) and legitimate uses (a zero-width
+``api_key = os.environ["KEY"]``, ``AKIA...EXAMPLE``, documentation's made-up tokens such as
+``ghp_abcdefghijklmnopqrstuvwxyz0123456789``) and legitimate uses (a zero-width
 joiner inside an emoji) into non-findings. Rows are tried in order; a later row's match that
 overlaps an earlier row's is dropped, so specific rows come before generic ones. A
 ``folded`` row is written in lower case and matched against the text with its ASCII letters
@@ -68,12 +69,37 @@ def is_placeholder(value: str) -> bool:
     return folded[0] in "$%{[(<@*" or bool(_CODE_VALUE.match(value.strip()))
 
 
+MADE_UP_RUN = 8
+"""A token body holding this many consecutive ascending letters or digits is made up."""
+
+
+def is_made_up(value: str) -> bool:
+    """Whether ``value`` (a prefixed token such as ``ghp_...``) is visibly made up, the way
+    documentation writes example tokens: it holds a run of :data:`MADE_UP_RUN` or more
+    consecutive ascending letters or digits (``abcdefgh``, ``ABCDEFGH``, ``01234567``), as
+    in ``ghp_abcdefghijklmnopqrstuvwxyz0123456789``. A generated 36-character body holds
+    such a run with probability about ``29 / 62**7`` (1e-11): never in practice. Only the
+    token rows use this; a password assignment keeps ``12345678`` as a (weak) real value."""
+    run = 1
+    for previous, current in zip(value, value[1:], strict=False):
+        same_class = ((previous.isdigit() and current.isdigit())
+                      or (previous.islower() and current.islower())
+                      or (previous.isupper() and current.isupper()))
+        run = run + 1 if same_class and ord(current) == ord(previous) + 1 else 1
+        if run >= MADE_UP_RUN:
+            return True
+    return False
+
+
 def _secret(text: str, match: re.Match[str]) -> str:
     return text[match.start("secret"):match.end("secret")]
 
 
 def _not_placeholder(text: str, match: re.Match[str]) -> bool:
-    return not is_placeholder(_secret(text, match))
+    """A token row's test: neither a placeholder (:func:`is_placeholder`) nor a visibly
+    made-up example (:func:`is_made_up`)."""
+    value = _secret(text, match)
+    return not (is_placeholder(value) or is_made_up(value))
 
 
 def _assignment(text: str, match: re.Match[str]) -> bool:
@@ -100,7 +126,32 @@ def _base64(text: str, match: re.Match[str]) -> bool:
     blob = match.group(0)
     separators = blob.count("/") + blob.count("-") + blob.count("_")
     return (any(c.isdigit() for c in blob) and blob.lower() != blob and blob.upper() != blob
-            and separators * 12 <= len(blob) and len(set(blob)) > 16)
+            and separators * 12 <= len(blob) and len(set(blob)) > 16
+            and not _readable_link_payload(text, match))
+
+
+def _readable_link_payload(text: str, match: re.Match[str]) -> bool:
+    """Whether the blob is the payload of a JWT-shaped token (``eyJ...`` after an ``eyJ...``
+    header and a dot) that decodes to a JSON object holding nothing instruction-like: a
+    signed link, such as a newsletter's tracking link (``{"bulletin_link_id": 103, "url":
+    ...}``) in an ordinary page. Nothing is hidden in it, and the JWT row (S014) judges
+    whether the token is a credential. A payload that does not decode, is not an object,
+    or whose decoded text matches an instruction row is still flagged."""
+    start, blob = match.start(), match.group(0)
+    if not blob.startswith("eyJ") or start < 1 or text[start - 1] != ".":
+        return False
+    if re.search(r"eyJ[A-Za-z0-9_-]{10,}$", text[max(0, start - 400):start - 1]) is None:
+        return False
+    try:
+        decoded = base64.urlsafe_b64decode(blob + "=" * (-len(blob) % 4)).decode("utf-8")
+        claims = json.loads(decoded)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    if not isinstance(claims, dict):
+        return False
+    folded = decoded.lower()
+    return not any(row.regex.search(folded if row.folded else decoded) for row in PATTERNS
+                   if row.category == INSTRUCTION and row.rule != "I005")
 
 
 def _url_password(text: str, match: re.Match[str]) -> bool:

@@ -87,12 +87,17 @@ def ingest(
     if result.proposal is not None and not json_output:
         report_flags(result.proposal)
         verb = "proposed" if result.proposal_created else "already proposed as"
-        report(f"{verb} {result.proposal.name}: review with `git log -p "
-               f"{result.proposal.ref}`, land with `wiki approve {result.proposal.name}` "
+        report(f"{verb} {result.proposal.name}: review with `wiki diff "
+               f"{result.proposal.name}`, land with `wiki approve {result.proposal.name}` "
                "(by someone else)")
         out.print(result.proposal.name)
     elif result.sources == 0 and not json_output:
         report("nothing ingested: no readable source among the given paths")
+    elif result.changed == 0 and result.conflicts and not json_output:
+        held = len(result.conflicts)
+        report(f"nothing to propose: the sources' only changes are for {held} "
+               f"entr{'y' if held == 1 else 'ies'} edited by hand, held back (see the "
+               "conflict line above)")
     elif result.changed == 0 and not json_output:
         report("nothing to propose: the wiki already matches these sources")
     if result.sources == 0:

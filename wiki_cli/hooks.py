@@ -15,13 +15,16 @@ hook_app = typer.Typer(help="The post-commit hook that marks entries whose sourc
 app.add_typer(hook_app, name="hook")
 
 
-def _show(result, json_output: bool, verb: str) -> None:
+def _show(result, json_output: bool, verb: str, state: str | None = None) -> None:
+    """``VERB: STATE`` on stderr (``state`` defaults to ``hook installed`` / ``hook not
+    installed``), the hook's path on stdout; ``--json``: the status object."""
     if json_output:
         print_json(result)
         return
-    state = "installed" if result.installed else "not installed"
-    chained = " (chains post-commit.legacy)" if result.chained else ""
-    report(f"{verb}: hook {state}{chained}")
+    if state is None:
+        state = "hook installed" if result.installed else "hook not installed"
+    chained = " (chains post-commit.legacy)" if result.installed and result.chained else ""
+    report(f"{verb}: {state}{chained}")
     out.print(result.path)
 
 
@@ -36,9 +39,19 @@ def install(json_output: JsonOption = False) -> None:
 @hook_app.command("uninstall")
 def uninstall(json_output: JsonOption = False) -> None:
     """Remove the hook and restore a chained foreign hook."""
+    from wiki.hook import status as current
     from wiki.hook import uninstall as run
 
-    _show(run(open_wiki()), json_output, "uninstall")
+    wiki = open_wiki()
+    before = current(wiki)
+    after = run(wiki)
+    if not before.installed:
+        state = "no wiki hook was installed; nothing removed"
+    elif before.chained:
+        state = "hook removed; your own post-commit hook is back in place"
+    else:
+        state = "hook removed"
+    _show(after, json_output, "uninstall", state)
 
 
 @hook_app.command("status")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Annotated
 
 import typer
@@ -84,10 +83,13 @@ def search(
         grid.add_row(str(hit.rank), f"{hit.score:.3f}", plain(hit.title), plain(hit.key),
                      *([legs] if explain else []))
     out.print(grid)
+    cosine = "" if result.top_cosine is None else f", best cosine {result.top_cosine:.2f}"
     if explain:
-        cosine = "" if result.top_cosine is None else f", best cosine {result.top_cosine:.2f}"
         report(f"word coverage {result.confidence:.2f}{cosine}; evidence gap: "
                f"{'yes' if result.gap else 'no'}; commit {result.commit[:12]}")
+    elif result.gap:  # the vector leg ranks every entry: say when none is really a match
+        report(f"note: weak matches only (word coverage {result.confidence:.2f}{cosine}); "
+               "`wiki ask` would report an evidence gap")
 
 
 @app.command()
@@ -231,9 +233,13 @@ def show(
     raw = None if json_output else raw_file(wiki, target, snapshot)
     if raw is not None:  # any file on the branch, valid entry or not, shown as stored
         write_raw(raw.decode("utf-8", "replace"))
+        try:
+            entry = find_entry(wiki, target, snapshot)
+        except WikiError:  # not an entry (index.md, wiki.toml) or a malformed one
+            _report_commit(snapshot.commit, None)
+            return
         _report_commit(snapshot.commit, target)
-        with contextlib.suppress(WikiError):  # not an entry (index.md, wiki.toml) or bad
-            _report_links(wiki, find_entry(wiki, target, snapshot))
+        _report_links(wiki, entry)
         return
     entry = find_entry(wiki, target, snapshot)
     if json_output:
@@ -246,8 +252,13 @@ def show(
     _report_links(wiki, entry)
 
 
-def _report_commit(commit: str, target: str) -> None:
-    """Say which wiki commit was read, for `wiki propose FILE --edit ID --base COMMIT`."""
+def _report_commit(commit: str, target: str | None) -> None:
+    """Say which wiki commit was read, for `wiki propose FILE --edit ID --base COMMIT`
+    (``target`` ``None``: not a readable entry, such as ``wiki.toml`` or an ``index.md``,
+    which `wiki propose --edit` refuses: no such hint)."""
+    if target is None:
+        report(f"read at wiki commit {commit}")
+        return
     report(f"read at wiki commit {commit} (to propose an edit of this copy: "
            f"wiki propose FILE --edit {target} --base {commit[:12]})")
 
