@@ -176,6 +176,12 @@ def test_reingest_leaves_a_reviewed_hand_edit_alone_and_says_so(cli, repo: Path,
     proposal = get_proposal(wiki, changed.stdout.strip())
     assert proposal.conflicts == ["docs/leave.md: hand-edited since compiled"]
     assert "docs/leave.md" not in proposal.paths and "docs/tock.md" in proposal.paths
+    shown = cli("diff", proposal.name)  # the reviewer sees the decision left open
+    assert "conflict: docs/leave.md: hand-edited since compiled: left as it is" in shown.stdout
+    assert json.loads(cli("diff", proposal.name, "--json").stdout)["conflicts"] == [
+        "docs/leave.md: hand-edited since compiled"]
+    listed = cli("proposals").stdout
+    assert "conflict" in listed.split(proposal.name, 1)[1].splitlines()[0]
     with acting_as(BOB):
         assert cli("approve", proposal.name).exit_code == 0
     assert "HR Links (not by email)." in _head_text(repo, "docs/leave.md")

@@ -63,6 +63,9 @@ class ProposalDiff:
     flags: list = field(default_factory=list)
     """What the review check found (:class:`wiki.review_check.ReviewFlag`); ``wiki
     approve`` refuses the proposal unless they are overridden."""
+    conflicts: list[str] = field(default_factory=list)
+    """Entries the proposing ingest left alone because they were edited since it compiled
+    them (``docs/a.md: hand-edited since compiled``): a decision for the reviewer."""
 
 
 def proposal_diff(wiki: Wiki, name: str) -> ProposalDiff:
@@ -87,7 +90,8 @@ def proposal_diff(wiki: Wiki, name: str) -> ProposalDiff:
         changes.append(FileChange(path, kind, note=(
             f"submodule (gitlink) {_object(old)} -> {_object(new)}: not a file")))
     return ProposalDiff(proposal.name, proposal.base, proposal.tip, proposal.subject,
-                        review_hash(wiki, proposal), changes, proposal.flags)
+                        review_hash(wiki, proposal), changes, proposal.flags,
+                        proposal.conflicts)
 
 
 SYMLINK = 0o120000

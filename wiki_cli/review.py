@@ -32,7 +32,9 @@ def list_proposals(json_output: JsonOption = False) -> None:
         grid.add_row(p.name, str(p.authors[0]) if p.authors else "?",
                      p.created.strftime("%Y-%m-%d %H:%M"), str(len(p.paths)),
                      "behind" if p.stale else "current",
-                     ",".join(sorted({f.rule for f in p.flags})) or "-", plain(p.subject))
+                     ",".join(sorted({f.rule for f in p.flags}
+                              | ({"conflict"} if p.conflicts else set()))) or "-",
+                     plain(p.subject))
     out.print(grid)
 
 
@@ -93,6 +95,9 @@ def diff(
         out.print(plain(f"approve refuses it unless overridden: wiki approve {result.proposal} "
                         "--override-flags REASON (secrets cannot be overridden)"),
                   style="yellow")
+    for conflict in result.conflicts:
+        out.print(plain(f"conflict: {conflict}: left as it is; the source's change needs a "
+                        "decision (wiki propose --edit, or ingest --overwrite)"), style="yellow")
     for change in result.changes:
         label = f" ({change.entry_id}) {change.title}" if change.entry_id else ""
         out.print(plain(f"\n{change.kind:8} {change.path}{label}  "
