@@ -83,8 +83,11 @@ def storage_cause(error: BaseException) -> str | None:
 def disk_cause(path: Path | str, said: str) -> str:
     """``said`` (SQLite's words, e.g. "unable to open database file") made precise from
     the file system holding ``path`` (its nearest existing folder): read-only, not
-    writable by this user, or full; ``said`` unchanged when none of these holds."""
+    writable by this user, or full; or ``path`` itself a dangling symbolic link;
+    ``said`` unchanged when none of these holds."""
     folder = Path(path)
+    if folder.is_symlink() and not folder.exists():
+        return f"it is a symbolic link to {os.readlink(folder)}, which does not exist"
     while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent
     try:

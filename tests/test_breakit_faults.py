@@ -1,0 +1,111 @@
+"""Fault injection beyond the examples issue 15 was fixed with: new examples of each of its
+kinds, run through the real CLI (in-process, and a few real ``python -m wiki_cli``
+subprocesses). Each test names the kind (docs/robustness.md)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import BOB, acting_as, write
+from test_hybrid import HashingEmbedder
+
+from indexes import embedders
+
+QUESTION = "how do I file a travel voucher?"
+
+
+def _land(cli, repo: Path, **files: str) -> None:
+    """Init, ingest ``docs/`` (two entries plus ``files``), approve as Bob, index."""
+    write(repo / "docs" / "travel.md", "---\ntitle: Travel vouchers\n---\n"
+          "File a travel voucher in Concur within five days of returning.\n")
+    write(repo / "docs" / "leave.md", "# Annual leave\n\nRequest annual leave two weeks ahead.\n")
+    for name, text in files.items():
+        write(repo / "docs" / name, text)
+    assert cli("init").exit_code == 0
+    name = cli("ingest", str(repo / "docs")).stdout.strip()
+    with acting_as(BOB):
+        landed = cli("approve", name)
+    assert landed.exit_code == 0, landed.output
+    assert cli("index").exit_code == 0
+
+
+def _db(repo: Path) -> Path:
+    return repo / ".git" / "wiki" / "wiki.sqlite"
+
+
+# -- kind 1: a damaged derived index ----------------------------------------------------------
+
+@pytest.fixture
+def vectors_on(monkeypatch) -> HashingEmbedder:
+    model = HashingEmbedder()
+    embedders.register("fake-hash", lambda: model)
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-hash")
+    return model
+
+
+@pytest.mark.parametrize("damage", [
+    "UPDATE embeddings SET vector = substr(vector, 1, 10)",  # truncated blobs
+    "UPDATE embeddings SET dim = 3",  # a dimension that is not the model's
+    "UPDATE embeddings SET vector = 'not a vector'",  # text where a blob belongs
+])
+@pytest.mark.parametrize("command", [("search", "travel voucher"), ("ask", QUESTION)])
+def test_damaged_vector_rows_are_embedded_again(cli, repo: Path, vectors_on, damage: str,
+                                                command: tuple[str, ...]) -> None:
+    _land(cli, repo)
+    with sqlite3.connect(_db(repo)) as conn:
+        assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 2
+        conn.execute(damage)
+    result = cli(*command)
+    assert result.exit_code == 0, result.output
+    assert "docs/travel.md" in result.stdout
+    assert "warning: 2 stored vectors of the search index were damaged; embedded again" \
+        in result.stderr
+    with sqlite3.connect(_db(repo)) as conn:
+        assert conn.execute("SELECT count(*), min(dim), min(length(vector)) "
+                            "FROM embeddings").fetchone() == (2, 64, 256)
+    again = cli(*command)
+    assert again.exit_code == 0 and "warning" not in again.stderr
+
+
+@pytest.mark.parametrize("table", ["embeddings", "names", "docs_tri"])
+def test_a_table_missing_from_the_index_is_a_damaged_index(cli, repo: Path, vectors_on,
+                                                           table: str) -> None:
+    _land(cli, repo)
+    with sqlite3.connect(_db(repo)) as conn:
+        conn.execute(f"DROP TABLE {table}")
+    result = cli("search", "travel voucher")
+    assert result.exit_code == 0, result.output
+    assert "docs/travel.md" in result.stdout
+    warning = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and f"{table}" in warning[0] and "missing" in warning[0]
+    assert warning[0].endswith("rebuilt from the branch")
+    assert len(list(_db(repo).parent.glob("wiki.sqlite.corrupt-*"))) >= 1
+    assert cli("status").exit_code == 0
+
+
+def test_a_dangling_symlink_in_place_of_the_index_is_named(cli, repo: Path) -> None:
+    _land(cli, repo)
+    db = _db(repo)
+    db.unlink()
+    db.symlink_to(repo / "gone" / "x.sqlite")
+    found = cli("search", "travel voucher")
+    assert found.exit_code == 0 and "docs/travel.md" in found.stdout
+    assert "symbolic link to" in found.stderr and "does not exist" in found.stderr
+    rebuilt = cli("index", "--rebuild")
+    assert rebuilt.exit_code == 74
+    assert rebuilt.stderr.count("\n") == 1 and "symbolic link to" in rebuilt.stderr
+    assert db.is_symlink()  # the user's link is left as it is
+
+
+def test_a_directory_in_place_of_the_index_is_one_line(cli, repo: Path) -> None:
+    _land(cli, repo)
+    db = _db(repo)
+    db.unlink()
+    db.mkdir()
+    for command in (("search", "travel"), ("status",), ("index", "--rebuild")):
+        result = cli(*command)
+        assert result.exit_code not in (0, 70), result.output
+        assert "is a directory" in result.stderr and result.stderr.count("\n") == 1
+    assert db.is_dir()
