@@ -8,8 +8,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import BOB, acting_as, write
+from conftest import BOB, acting_as, git, write
 from test_hybrid import HashingEmbedder
+from test_storage_faults import _fill, _one_error, _refs, read_only
+from test_storage_faults import small_disk as small_disk  # a fixture, re-exported
 
 from indexes import embedders
 
@@ -109,3 +111,106 @@ def test_a_directory_in_place_of_the_index_is_one_line(cli, repo: Path) -> None:
         assert result.exit_code not in (0, 70), result.output
         assert "is a directory" in result.stderr and result.stderr.count("\n") == 1
     assert db.is_dir()
+
+
+# -- kind 2: read-only or full disk, new places --------------------------------------------
+
+BADGE = "---\ntitle: Badges\n---\nBadges come from the security office.\n"
+
+
+def _pending(cli, repo: Path) -> str:
+    write(repo / "more" / "parking.md", "# Parking\n\nParking permits come from GSA.\n")
+    name = cli("ingest", str(repo / "more")).stdout.strip()
+    assert name.startswith("ingest-")
+    return name
+
+
+def test_read_only_refs_dir_alone(cli, repo: Path, tmp_path: Path) -> None:
+    """Only ``.git/refs`` read-only: objects can be written but no ref can move. Every
+    writer ends in one exit-74 line naming the ref; reads work; nothing moved."""
+    _land(cli, repo)
+    pending = _pending(cli, repo)
+    badge = write(tmp_path / "badge.md", BADGE)
+    before = _refs(repo)
+    with read_only(repo / ".git" / "refs"):
+        assert cli("search", "travel voucher").exit_code == 0
+        _one_error(cli("reject", pending, "--reason", "not now"), ".git/refs/heads/wiki-rejected",
+                   "Read-only file system")
+        with acting_as(BOB):
+            _one_error(cli("approve", pending), ".git/refs/heads/wiki", "Read-only file system")
+        _one_error(cli("propose", str(badge), "--category", "docs"), ".git/refs/heads/",
+                   "Read-only file system")
+        _one_error(cli("facts", "set", "travel.days", "5"), ".git/refs/heads/",
+                   "Read-only file system")
+    assert _refs(repo) == before
+    assert cli("reject", pending, "--reason", "not now").exit_code == 0  # writable again
+
+
+def test_read_only_objects_dir_alone(cli, repo: Path, tmp_path: Path) -> None:
+    _land(cli, repo)
+    badge = write(tmp_path / "badge.md", BADGE)
+    before = _refs(repo)
+    with read_only(repo / ".git" / "objects"):
+        found = cli("search", "travel voucher")
+        assert found.exit_code == 0 and "docs/travel.md" in found.stdout
+        write(repo / "more" / "parking.md", "# Parking\n\nParking permits come from GSA.\n")
+        _one_error(cli("ingest", str(repo / "more")), ".git/objects", "Read-only file system")
+        _one_error(cli("propose", str(badge), "--category", "docs"), ".git/objects",
+                   "Read-only file system")
+    assert _refs(repo) == before
+
+
+def _repo_on(disk: Path) -> Path:
+    repo = disk / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo / "README.md", "# project\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "first")
+    return repo
+
+
+def test_full_disk_propose_reject_facts_lint_fix_sync(runner, small_disk: Path,
+                                                     tmp_path: Path) -> None:
+    from wiki_cli.app import app
+
+    repo = _repo_on(small_disk)
+
+    def run(*args: str):
+        return runner.invoke(app, ["-C", str(repo), *args])
+
+    _land(run, repo)
+    pending = _pending(run, repo)
+    # a hand edit of index.md on the branch: index drift, which lint --fix proposes to fix
+    tree = tmp_path / "wikitree"
+    git(repo, "worktree", "add", "-q", str(tree), "wiki")
+    (tree / "index.md").write_text("# Index\n\nnothing here\n")
+    git(tree, "commit", "-q", "-am", "hand edit")
+    git(repo, "worktree", "remove", str(tree))
+    assert "W005" in run("lint").stdout
+    # a remote with one more commit to fetch
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    assert run("sync", "origin").exit_code == 0
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", "-b", "wiki", str(remote), str(other))
+    write(other / "notes" / "big.md", "# Big\n\n" + "lorem ipsum dolor " * 40000 + "\n")
+    git(other, "add", "-A")
+    git(other, "commit", "-q", "-m", "big")
+    git(other, "push", "-q", "origin", "wiki")
+    badge = write(tmp_path / "badge.md", BADGE)
+    before = _refs(repo)
+    _fill(small_disk)
+    try:
+        full = "No space left on device"
+        _one_error(run("propose", str(badge), "--category", "docs"), str(repo / ".git"), full)
+        _one_error(run("reject", pending, "--reason", "not now"), str(repo / ".git"), full)
+        _one_error(run("facts", "set", "travel.days", "5"), str(repo / ".git"), full)
+        _one_error(run("lint", "--fix"), str(repo / ".git"), full)
+        _one_error(run("sync", "origin"), str(repo / ".git" / "objects"), full)
+        assert _refs(repo) == before
+    finally:
+        (small_disk / "filler").unlink()
+    assert git(repo, "fsck", "--no-dangling") == ""
+    assert run("sync", "origin").exit_code == 0

@@ -122,6 +122,10 @@ def storage_error(error: BaseException, path: Path | str, *,
     if anywhere and isinstance(error, OSError) and error.errno not in WRITE_ERRNOS:
         return None
     cause = storage_cause(error)
+    if cause is None and isinstance(error, git.GitCommandError):
+        # git's words vary by version and step ("unable to create directory for ...",
+        # "cannot lock ref"); the file system it was writing into says what it was
+        cause = disk_cause(path, "") or None
     if cause is None:
         return None
     where = getattr(error, "filename", None) or path
