@@ -214,3 +214,35 @@ def test_full_disk_propose_reject_facts_lint_fix_sync(runner, small_disk: Path,
         (small_disk / "filler").unlink()
     assert git(repo, "fsck", "--no-dangling") == ""
     assert run("sync", "origin").exit_code == 0
+
+
+# -- kind 3: control characters, new places -------------------------------------------------
+
+ESCAPED = ('---\ntitle: "Clip \\e]52;c;aGk=\\a board [bold]x[/bold] [link=https://e.x]y[/link]"\n'
+           'tags: ["ok", "\\x9b2J"]\naliases: ["al\\u001b[31mred"]\n---\nClipboard board text.\n')
+
+
+def test_control_characters_written_as_yaml_escapes_are_flagged_and_inert(cli, repo: Path) -> None:
+    """The stored bytes hold ``\\e`` (YAML escape text), the value the tool reads holds ESC:
+    review flags it (I007) on the field's line and every output shows it as escape text;
+    rich markup in a title is printed as the literal text."""
+    _land(cli, repo)
+    write(repo / "docs" / "clip.md", ESCAPED)
+    proposed = cli("ingest", str(repo / "docs" / "clip.md"))
+    assert proposed.exit_code == 0, proposed.output
+    flagged = [line for line in proposed.stderr.splitlines() if "I007" in line]
+    assert len(flagged) == 3, proposed.stderr  # title, tags, aliases (lines of the entry)
+    name = proposed.stdout.strip()
+    with acting_as(BOB):
+        refused = cli("approve", name)
+        assert refused.exit_code == 5, refused.output
+        assert cli("approve", name, "--override-flags", "test of inert output").exit_code == 0
+    for command in (("search", "clipboard board"), ("show", "docs/clip.md"),
+                    ("search", "clipboard", "--json"), ("lint", "--format", "markdown"),
+                    ("log",), ("history", "docs/clip.md")):
+        result = cli(*command)
+        assert result.exit_code in (0, 1), (command, result.output)
+        for raw in ("\x1b", "\x9b", "\x07"):
+            assert raw not in result.output, (command, result.output)
+    shown = cli("search", "clipboard board").stdout
+    assert "[bold]x[/bold] [link=https://e.x]y[/link]" in shown and "\\x1b]52" in shown

@@ -45,7 +45,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from wiki import indextree
+from wiki import frontmatter, indextree
 from wiki.config import CONFIG_PATH, IngestConfig, parse_config
 from wiki.entry import Entry
 from wiki.errors import ConfigError, EntryError, WikiError
@@ -241,6 +241,8 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
     if name == indextree.INDEX_NAME:
         return flags  # its overview and listing: wiki.review_tree.index_flags
     flags += content_flags(text, path, old_text if old is not None else None)
+    if path.endswith(".md"):
+        flags += _escaped_control_flags(text, path, old_text if old is not None else None)
     if indextree.is_entry_path(path) and new.mode == REGULAR_MODE:
         try:
             Entry.parse(path, blobs.get(new.sha) or b"")
@@ -253,6 +255,44 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
             parse_config(text)
         except ConfigError as exc:
             flags.append(ReviewFlag("R004", "invalid-config", path, 0, 0, SCHEMA, str(exc)))
+    return flags
+
+
+def _field_strings(text: str | None) -> dict[str, str]:
+    """Top-level frontmatter key -> its string values as YAML decodes them (joined)."""
+    if not text or "\\" not in text:
+        return {}
+    try:
+        data = frontmatter.parse(frontmatter.normalize_newlines(text), "").data
+    except EntryError:
+        return {}
+
+    def strings(value) -> list[str]:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, dict):
+            return [s for k, v in value.items() for s in strings(k) + strings(v)]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return []
+
+    return {str(key): "\n".join(strings(key) + strings(value)) for key, value in data.items()}
+
+
+def _escaped_control_flags(text: str, path: str, old_text: str | None) -> list[ReviewFlag]:
+    """I007 for control characters written as YAML escapes (``"\\e[2J"``, ``"\\x9b"``,
+    ``"\\u001b"``) in the frontmatter: the stored bytes are plain, the value the tool reads
+    and shows holds the character. Placed on the key's line."""
+    before = _field_strings(old_text)
+    flags = []
+    lines = None
+    for key, value in _field_strings(text).items():
+        for flag in content_flags(value, path, before.get(key), frozenset({CONTROL})):
+            if lines is None:
+                lines = frontmatter.parse(frontmatter.normalize_newlines(text), "").key_lines
+            flags.append(ReviewFlag(flag.rule, flag.kind, path, lines.get(key, 0), 0,
+                                    flag.category, f"field '{key}', as YAML decodes it: "
+                                    f"{flag.detail}"))
     return flags
 
 
