@@ -4,6 +4,7 @@ subprocesses). Each test names the kind (docs/robustness.md)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -246,3 +247,45 @@ def test_control_characters_written_as_yaml_escapes_are_flagged_and_inert(cli, r
             assert raw not in result.output, (command, result.output)
     shown = cli("search", "clipboard board").stdout
     assert "[bold]x[/bold] [link=https://e.x]y[/link]" in shown and "\\x1b]52" in shown
+
+
+# -- kind 5: what a deletion breaks ---------------------------------------------------------
+
+def _entry_id(cli, path: str) -> str:
+    return json.loads(cli("show", path, "--json").stdout)["id"]
+
+
+def _hand_made_proposal(repo: Path, tmp_path: Path, name: str, *deleted: str) -> None:
+    """A proposal branch made with git alone (as one pushed by a colleague would be)."""
+    tree = tmp_path / "hand"
+    git(repo, "worktree", "add", "-q", "-b", f"wiki-proposals/{name}", str(tree), "wiki")
+    git(tree, "rm", "-q", *deleted)
+    git(tree, "commit", "-q", "-m", f"delete {' '.join(deleted)}")
+    git(repo, "worktree", "remove", str(tree))
+
+
+def test_a_deletion_that_breaks_a_body_link_or_conflicts_with_is_flagged(cli, repo: Path,
+                                                                         tmp_path: Path) -> None:
+    _land(cli, repo)
+    leave = _entry_id(cli, "docs/leave.md")
+    travel = _entry_id(cli, "docs/travel.md")
+    faq = write(tmp_path / "faq.md", f"---\ntitle: Leave FAQ\nrelations:\n  conflicts_with: "
+                f"[{travel}]\n---\nSee [the leave rules](leave.md#how) and [x][r].\n\n"
+                "[r]: ./leave.md\n")
+    proposed = cli("propose", str(faq), "--category", "docs")
+    assert proposed.exit_code == 0, proposed.output
+    with acting_as(BOB):
+        assert cli("approve", proposed.stdout.strip()).exit_code == 0
+    _hand_made_proposal(repo, tmp_path, "del-1", "docs/leave.md", "docs/travel.md")
+    diff = cli("diff", "del-1")
+    flagged = [line for line in diff.stdout.splitlines() if line.startswith("flagged:")]
+    assert any("deletes docs/leave.md" in f and "links to it ('leave.md#how')" in f
+               for f in flagged), diff.stdout
+    assert any(f"deletes {travel}" in f and "relations.conflicts_with" in f
+               for f in flagged), diff.stdout
+    assert not any(leave in f for f in flagged)  # leave.md is named by a link, not an id
+    with acting_as(BOB):
+        refused = cli("approve", "del-1")
+    assert refused.exit_code == 5 and "breaks-dependency" in refused.stderr
+    listed = cli("proposals").stdout
+    assert "R005" in listed
