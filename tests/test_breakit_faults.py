@@ -289,3 +289,63 @@ def test_a_deletion_that_breaks_a_body_link_or_conflicts_with_is_flagged(cli, re
     assert refused.exit_code == 5 and "breaks-dependency" in refused.stderr
     listed = cli("proposals").stdout
     assert "R005" in listed
+
+
+# -- kind 7: shallow clones and conflict markers, new places ----------------------------------
+
+def _approve_all(cli, repo: Path) -> None:
+    for name in git(repo, "for-each-ref", "--format=%(refname:lstrip=3)",
+                    "refs/heads/wiki-proposals/").split():
+        with acting_as(BOB):
+            assert cli("approve", name).exit_code == 0
+
+
+def test_facts_history_in_a_shallow_clone_says_where_it_starts(cli, repo: Path,
+                                                               tmp_path: Path) -> None:
+    from test_faults_git import clone, run
+
+    _land(cli, repo)
+    assert cli("facts", "set", "travel.days", "5", "--category", "docs").exit_code == 0
+    _approve_all(cli, repo)
+    assert cli("facts", "set", "travel.days", "6").exit_code == 0
+    _approve_all(cli, repo)
+    full = cli("facts", "travel.days")
+    assert full.exit_code == 0 and " set        5" in full.stdout and "shallow" not in full.stderr
+    shallow = clone(repo, tmp_path / "shallow", 1)
+    seen = run(shallow, "facts", "travel.days")
+    assert seen.exit_code == 0, seen.output
+    assert "travel.days = 6" in seen.stdout
+    assert " set        5" not in seen.stdout  # the clone has not got that landing
+    notes = [line for line in seen.stderr.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "this clone is shallow" in notes[0]
+    assert "git fetch --unshallow" in notes[0]
+    never = run(shallow, "facts", "travel.nights")  # cannot say "never held" from here
+    assert never.exit_code == 1 and "this clone is shallow" in never.stderr
+    assert "has ever held" not in never.stderr
+
+
+@pytest.mark.parametrize("text", [
+    "---\ntitle: Merge\n---\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> b\n",
+    "---\r\ntitle: Merge\r\n---\r\nintro\r\n<<<<<<< HEAD\r\nours\r\n||||||| base\r\nold\r\n"
+    "=======\r\ntheirs\r\n>>>>>>> b\r\n",
+])
+def test_propose_refuses_a_file_with_conflict_markers(cli, repo: Path, tmp_path: Path,
+                                                      text: str) -> None:
+    _land(cli, repo)
+    before = git(repo, "for-each-ref")
+    half = tmp_path / "half.md"
+    half.write_bytes(text.encode())
+    refused = cli("propose", str(half), "--category", "docs")
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr.strip().startswith("error: half.md:") and \
+        "unresolved merge-conflict markers" in refused.stderr
+    shown = cli("show", "docs/leave.md").stdout
+    half.write_text(shown + "\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> b\n")
+    edit = cli("propose", str(half), "--edit", "docs/leave.md")
+    assert edit.exit_code == 2 and "unresolved merge-conflict markers" in edit.stderr
+    assert git(repo, "for-each-ref") == before
+    assert half.read_text().endswith(">>>>>>> b\n")  # the user's file untouched
+    fenced = tmp_path / "fenced.md"
+    fenced.write_text("---\ntitle: How a conflict looks\n---\n```\n<<<<<<< HEAD\nours\n"
+                      "=======\ntheirs\n>>>>>>> b\n```\n")
+    assert cli("propose", str(fenced), "--category", "docs").exit_code == 0
