@@ -349,3 +349,53 @@ def test_propose_refuses_a_file_with_conflict_markers(cli, repo: Path, tmp_path:
     fenced.write_text("---\ntitle: How a conflict looks\n---\n```\n<<<<<<< HEAD\nours\n"
                       "=======\ntheirs\n>>>>>>> b\n```\n")
     assert cli("propose", str(fenced), "--category", "docs").exit_code == 0
+
+
+# -- kind 8: frontmatter types ----------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "text", "line", "message"), [
+    ("list-title.md", "---\ntitle: [a, b]\n---\nbody\n", 2, "field 'title': must be text, got a list"),
+    ("map-title.md", "---\ntitle: {a: 1}\n---\nbody\n", 2, "field 'title': must be text, got a mapping"),
+    ("set-tags.md", "---\ntitle: x\ntags: !!set {a, b}\n---\nbody\n", 3,
+     "field 'tags': must be text or a list of text, got a set"),
+    ("map-tag.md", "---\r\ntitle: x\r\ntags:\r\n  - a\r\n  - {b: 1}\r\n---\r\nbody\r\n", 3,
+     "field 'tags': must be text or a list of text, got a mapping"),
+    ("pyobj.md", "---\ntitle: !!python/object:os.system\n---\nbody\n", 2,
+     "could not determine a constructor for the tag 'tag:yaml.org,2002:python/object:os.system'"),
+    ("apply.md", "---\ntitle: !!python/object/apply:os.system ['touch PWNED']\n---\nbody\n", 2,
+     "could not determine a constructor"),
+    ("custom.md", "---\ntitle: x\naliases: [!custom y]\n---\nbody\n", 3,
+     "could not determine a constructor for the tag '!custom'"),
+])
+def test_a_source_field_ingest_would_drop_is_reported_with_its_line(
+        cli, repo: Path, name: str, text: str, line: int, message: str) -> None:
+    _land(cli, repo)
+    bad = repo / "src" / name
+    bad.parent.mkdir()
+    bad.write_bytes(text.encode())
+    write(repo / "src" / "good.md", "# Good\n\nA good source.\n")
+    result = cli("ingest", str(repo / "src"))
+    skipped = [x for x in result.stderr.splitlines() if x.startswith("skipped")]
+    assert skipped == [f"skipped src/{name}: src/{name}:{line}: " + skipped[0].split(
+        f"src/{name}:{line}: ", 1)[-1]], result.stderr
+    assert message in skipped[0]
+    assert "good.md" not in result.stderr and result.stdout.strip().startswith("ingest-")
+    assert bad.read_bytes() == text.encode()  # left as it is
+    assert not (repo / "PWNED").exists()
+
+
+def test_yaml_1_1_scalars_in_a_proposed_entry_keep_their_text(cli, repo: Path,
+                                                              tmp_path: Path) -> None:
+    _land(cli, repo)
+    entry = write(tmp_path / "odd.md", "---\ntitle: 0x1F\ntags: yes\naliases: [on, off, 12:30, "
+                  "!!int 7, 2026-01-01]\n---\nOdd scalars.\n")
+    proposed = cli("propose", str(entry), "--category", "docs")
+    assert proposed.exit_code == 0, proposed.output
+    with acting_as(BOB):
+        assert cli("approve", proposed.stdout.strip()).exit_code == 0
+    shown = json.loads(cli("show", "docs/0x1f.md", "--json").stdout)
+    assert shown["title"] == "0x1F"
+    assert shown["tags"] == ["yes"]
+    assert shown["meta"]["aliases"] == ["on", "off", "12:30", "7", "2026-01-01"]
+    stored = git(repo, "show", "wiki:docs/0x1f.md")
+    assert "title: 0x1F\ntags: yes\naliases: [on, off, 12:30, !!int 7, 2026-01-01]\n" in stored

@@ -259,6 +259,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     text, _ = screen(text, shown, redact_secrets=redact)  # the fingerprint is the source's
     front = parse_frontmatter(text, shown, text_fields=TEXT_FIELDS.union(
         config.ingest.tag_fields, config.ingest.alias_fields))
+    _check_text_fields(front, shown, ("title", "summary", *config.ingest.tag_fields,
+                                      *config.ingest.alias_fields))
     if not md.plain_text(front.body).strip():
         raise SourceError(shown, "no text to compile (empty, or frontmatter only)")
     uri = source_uri(path, wiki.root)
@@ -340,6 +342,22 @@ def _occurrence(entry: Entry) -> int:
     raw = (entry.meta.get("sources") or [{}])[0]
     value = raw.get("occurrence", 1) if isinstance(raw, dict) else 1
     return value if isinstance(value, int) else 1
+
+
+def _check_text_fields(front, shown: str, keys: Iterable[str]) -> None:
+    """Raise :class:`EntryError` (the file, the key's line) when a field whose text ingest
+    reads holds a structure it would otherwise drop without a word: a mapping (or a YAML
+    ``!!set``) anywhere, a list as ``title``/``summary``, a mapping as a list item."""
+    for key in dict.fromkeys(keys):
+        value = front.data.get(key)
+        single = key in ("title", "summary")
+        items = value if isinstance(value, list) and not single else [value]
+        for item in items:
+            if isinstance(item, (dict, set)) or (single and isinstance(item, list)):
+                kind = {dict: "a mapping", set: "a set", list: "a list"}[type(item)]
+                wanted = "text" if single else "text or a list of text"
+                raise EntryError(shown, f"must be {wanted}, got {kind}", field=key,
+                                 line=front.key_lines.get(key))
 
 
 def _scalar(value) -> str:
