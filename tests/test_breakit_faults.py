@@ -399,3 +399,47 @@ def test_yaml_1_1_scalars_in_a_proposed_entry_keep_their_text(cli, repo: Path,
     assert shown["meta"]["aliases"] == ["on", "off", "12:30", "7", "2026-01-01"]
     stored = git(repo, "show", "wiki:docs/0x1f.md")
     assert "title: 0x1F\ntags: yes\naliases: [on, off, 12:30, !!int 7, 2026-01-01]\n" in stored
+
+
+# -- kind 9: queries ---------------------------------------------------------------------------
+
+CORPUS = {
+    "cpp.md": "---\ntitle: Using C++ templates\n---\nTemplates in C++ are compile-time.\n",
+    "appc.md": "# Appendix C\n\nAppendix C lists vitamin C sources and C notes.\n",
+    "cmm.md": "# Portable assembly\n\nC-- is a portable assembly language.\n",
+    "astar.md": "# Pathfinding\n\nThe A* search algorithm finds shortest paths.\n",
+    "appa.md": "# Appendix A\n\nAppendix A covers vitamin A and a search for A.\n",
+    "tock.md": "# Tock\n\nTock line #670 is for time out of office.\n",
+}
+
+
+def _paths(cli, query: str) -> list[str]:
+    result = cli("search", query, "--json")
+    assert result.exit_code in (0, 1), result.output
+    return [hit["path"] for hit in json.loads(result.stdout)["hits"]]
+
+
+@pytest.mark.parametrize(("query", "first"), [
+    ("C--", "docs/cmm.md"), ("A*", "docs/astar.md"), ("A* search", "docs/astar.md"),
+    ("C/C++", "docs/cpp.md"), ("c++ templates", "docs/cpp.md")])
+def test_more_code_like_names_outrank_the_letter(cli, repo: Path, query: str,
+                                                 first: str) -> None:
+    _land(cli, repo, **CORPUS)
+    found = _paths(cli, query)
+    assert found and found[0] == first, found
+
+
+def test_no_leg_searches_a_word_past_the_limit(cli, repo: Path) -> None:
+    """The note says the 65th word was ignored: the alias leg and the trigram path must
+    not find an entry by it either (they did: Tock by its title, travel by 'voucher')."""
+    _land(cli, repo, **CORPUS)
+    filler = " ".join(f"w{i}" for i in range(64))
+    for last in ("Tock", "voucher"):
+        result = cli("search", f"{filler} {last}", "--json", "--explain")
+        assert "only the first 64 were searched (1 ignored)" in result.stderr
+        assert json.loads(result.stdout)["hits"] == [], result.stdout
+        assert json.loads(result.stdout)["truncated"] == {"kept": 64, "dropped": 1}
+    exactly = " ".join(["the"] * 5 + [f"w{i}" for i in range(63)]) + " the Tock"
+    kept = cli("search", exactly, "--json")  # 64 words (stopwords do not count): all searched
+    assert json.loads(kept.stdout)["truncated"] is None
+    assert [h["path"] for h in json.loads(kept.stdout)["hits"]][0] == "docs/tock.md"
