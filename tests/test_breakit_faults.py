@@ -443,3 +443,111 @@ def test_no_leg_searches_a_word_past_the_limit(cli, repo: Path) -> None:
     kept = cli("search", exactly, "--json")  # 64 words (stopwords do not count): all searched
     assert json.loads(kept.stdout)["truncated"] is None
     assert [h["path"] for h in json.loads(kept.stdout)["hits"]][0] == "docs/tock.md"
+
+
+# -- kind 10: identity of renamed sources ------------------------------------------------------
+
+SOURCES = {
+    "alpha.md": "# Alpha\n\nAlpha is the first procedure for onboarding new staff quickly.\n",
+    "beta.md": "# Beta\n\nBeta describes the badge pickup at the front desk on day one.\n",
+    "gamma.md": "# Gamma\n\nGamma lists the parking rules for the north garage.\n",
+}
+
+
+def _ids_by_title(repo: Path) -> dict[str, tuple[str, str]]:
+    """Title -> (entry id, source uri) of every entry under ``hr/`` on the wiki branch."""
+    from wiki.entry import Entry
+
+    out = {}
+    for path in git(repo, "ls-tree", "-r", "--name-only", "wiki", "hr/").split():
+        if path.endswith("index.md"):
+            continue
+        entry = Entry.parse(path, git(repo, "show", f"wiki:{path}").encode() + b"\n")
+        out[entry.title] = (entry.id, entry.sources[0].uri)
+    return out
+
+
+def _ingest_hr(cli, repo: Path):
+    result = cli("ingest", str(repo / "hr"))
+    assert result.exit_code == 0, result.output
+    with acting_as(BOB):
+        assert cli("approve", result.stdout.strip()).exit_code == 0
+    return result
+
+
+def _cycle(repo: Path, *names: str) -> None:
+    """git mv names[0] -> names[1] -> ... -> names[0] (each file takes the next's name)."""
+    git(repo, "mv", f"hr/{names[-1]}", "hr/tmp.md")
+    for source, target in reversed(list(zip(names, names[1:], strict=False))):
+        git(repo, "mv", f"hr/{source}", f"hr/{target}")
+    git(repo, "mv", "hr/tmp.md", f"hr/{names[0]}")
+    git(repo, "commit", "-q", "-m", "names exchanged")
+
+
+@pytest.mark.parametrize("names", [("alpha.md", "beta.md"),
+                                   ("alpha.md", "beta.md", "gamma.md")])
+def test_sources_that_exchanged_names_keep_their_entries(cli, repo: Path,
+                                                         names: tuple[str, ...]) -> None:
+    for name, text in SOURCES.items():
+        write(repo / "hr" / name, text)
+    git(repo, "add", "hr")
+    git(repo, "commit", "-q", "-m", "sources")
+    assert cli("init").exit_code == 0
+    _ingest_hr(cli, repo)
+    before = _ids_by_title(repo)
+    _cycle(repo, *names)
+    result = _ingest_hr(cli, repo)
+    renamed = [line for line in result.stderr.splitlines() if line.startswith("renamed")]
+    assert len(renamed) == len(names), result.stderr
+    after = _ids_by_title(repo)
+    for title, (entry_id, _) in before.items():
+        assert after[title][0] == entry_id  # each entry follows its own text
+        moved_to = (repo / "hr" / Path(after[title][1].removeprefix("git:")).name)
+        assert title in moved_to.read_text()
+    assert cli("ingest", str(repo / "hr")).stdout.strip() == ""  # nothing left to do
+
+
+def test_a_copy_over_another_source_is_an_edit_not_a_rename(cli, repo: Path) -> None:
+    """b.md overwritten with a.md's text while a.md stays: no cycle, no identity moves."""
+    for name, text in SOURCES.items():
+        write(repo / "hr" / name, text)
+    git(repo, "add", "hr")
+    git(repo, "commit", "-q", "-m", "sources")
+    assert cli("init").exit_code == 0
+    _ingest_hr(cli, repo)
+    before = _ids_by_title(repo)
+    write(repo / "hr" / "beta.md", SOURCES["alpha.md"])
+    result = _ingest_hr(cli, repo)
+    assert "renamed" not in result.stderr
+    from wiki.entry import Entry
+
+    alpha_id, beta_id = before["Alpha"][0], before["Beta"][0]
+    by_id = {}
+    for path in git(repo, "ls-tree", "-r", "--name-only", "wiki", "hr/").split():
+        if not path.endswith("index.md"):
+            entry = Entry.parse(path, git(repo, "show", f"wiki:{path}").encode() + b"\n")
+            by_id[entry.id] = (entry.title, entry.sources[0].uri)
+    assert by_id[alpha_id] == ("Alpha", "git:hr/alpha.md")  # untouched
+    assert by_id[beta_id] == ("Alpha", "git:hr/beta.md")  # its source now says Alpha
+
+
+def test_a_split_source_moved_to_another_folder_keeps_every_section(cli, repo: Path) -> None:
+    words = lambda stem, n: " ".join(f"{stem}{i}" for i in range(n))  # noqa: E731
+    write(repo / "hr" / "guide.md", f"# Guide\n\nIntro {words('intro', 50)}.\n\n## Setup\n\n"
+          f"Install {words('setup', 300)}.\n\n## Usage\n\nRun {words('usage', 300)}.\n")
+    git(repo, "add", "hr")
+    git(repo, "commit", "-q", "-m", "guide")
+    assert cli("init").exit_code == 0
+    _ingest_hr(cli, repo)
+    before = {title: entry_id for title, (entry_id, _) in _ids_by_title(repo).items()}
+    assert len(before) == 3
+    (repo / "ops").mkdir()
+    git(repo, "mv", "hr/guide.md", "ops/Guide.md")
+    git(repo, "commit", "-q", "-m", "moved, case changed")
+    result = cli("ingest", str(repo / "ops"))
+    assert "renamed git:hr/guide.md -> git:ops/Guide.md" in result.stderr
+    with acting_as(BOB):
+        assert cli("approve", result.stdout.strip()).exit_code == 0
+    after = _ids_by_title(repo)
+    assert {title: entry_id for title, (entry_id, _) in after.items()} == before
+    assert {uri for _, uri in after.values()} == {"git:ops/Guide.md"}
