@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 from conftest import BOB, acting_as, git, write
+from test_faults_llm import QUESTION as FAULTS_QUESTION
+from test_faults_llm import populated as populated  # fixtures, re-exported
+from test_faults_llm import silent as silent
 from test_hybrid import HashingEmbedder
 from test_storage_faults import _fill, _one_error, _refs, read_only
 from test_storage_faults import small_disk as small_disk  # a fixture, re-exported
@@ -551,3 +554,82 @@ def test_a_split_source_moved_to_another_folder_keeps_every_section(cli, repo: P
     after = _ids_by_title(repo)
     assert {title: entry_id for title, (entry_id, _) in after.items()} == before
     assert {uri for _, uri in after.values()} == {"git:ops/Guide.md"}
+
+
+# -- kind 4: retries (held; kept as tests) -----------------------------------------------------
+
+def test_retried_writers_return_the_open_proposal(cli, repo: Path) -> None:
+    _land(cli, repo)
+    leave = _entry_id(cli, "docs/leave.md")
+    first = cli("propose", "--retract", leave, "--reason", "obsolete")
+    again = cli("propose", "--retract", leave, "--reason", "obsolete", "--json")
+    assert first.exit_code == again.exit_code == 0
+    assert json.loads(again.stdout)["created"] is False
+    assert json.loads(again.stdout)["proposal"]["name"] == first.stdout.strip()
+    third = cli("propose", "--retract", leave, "--reason", "obsolete")
+    assert third.stdout.strip() == first.stdout.strip()
+    assert "already proposed as" in third.stderr
+    fact = cli("facts", "set", "travel.days", "5", "--category", "docs")
+    fact_again = cli("facts", "set", "travel.days", "5", "--category", "docs")
+    assert fact.stdout.strip() == fact_again.stdout.strip()
+    names = git(repo, "for-each-ref", "--format=%(refname)", "refs/heads/wiki-proposals/")
+    assert len(names.split()) == 2
+
+
+def test_concurrent_approvals_of_one_proposal_land_it_once(cli, repo: Path) -> None:
+    """Three real ``wiki approve`` processes at once: one lands, the others say it
+    landed (exit 1), the branch has one landing."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import identity_env
+
+    _land(cli, repo)
+    name = _pending(cli, repo)
+    head = git(repo, "rev-parse", "wiki")
+    env = {**os.environ, **identity_env(BOB),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    runs = [subprocess.Popen([sys.executable, "-m", "wiki_cli", "-C", str(repo), "approve", name],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(3)]
+    done = [(run.wait(timeout=120), run.stdout.read(), run.stderr.read()) for run in runs]
+    for run in runs:
+        run.stdout.close()
+        run.stderr.close()
+    codes = sorted(code for code, _, _ in done)
+    assert codes == [0, 1, 1], done
+    for code, _, err in done:
+        if code:
+            assert err.count("\n") == 1 and name in err and "internal error" not in err
+    landings = git(repo, "rev-list", "--first-parent", f"{head}..wiki").split()
+    assert len(landings) == 1
+
+
+# -- kind 6: a model that never answers (held; kept as tests) ----------------------------------
+
+def test_distill_and_mcp_ask_spend_one_deadline(populated, silent, cli, repo: Path) -> None:
+    """``ingest --distill`` of three sources sends one request and falls back to the plain
+    compile with a note; the MCP ``ask`` tool answers extractively; neither retries."""
+    import anyio
+
+    from wiki_cli.mcp_server import build_server
+
+    for i in range(3):
+        write(repo / "src" / f"rule{i}.md", f"# Rule {i}\n\nClaims under rule {i} are filed "
+              f"within {i + 3} days of travel.\n")
+    distilled = cli("ingest", str(repo / "src"), "--distill")
+    assert distilled.exit_code == 0, distilled.output
+    assert distilled.stdout.strip().startswith("ingest-")
+    assert "note:" in distilled.stderr and "model" in distilled.stderr
+    assert len(silent.accepted) == 1
+    server, _ = build_server(repo)
+
+    async def call():
+        return await server.call_tool("ask", {"question": FAULTS_QUESTION})
+
+    result = anyio.run(call)
+    text = " ".join(c.text for c in result.content)
+    assert not result.is_error and "75 percent of the daily rate" in text
+    assert "did not answer" in text
+    assert len(silent.accepted) == 2  # one more request for this call, not retried
