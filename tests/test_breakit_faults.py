@@ -633,3 +633,68 @@ def test_distill_and_mcp_ask_spend_one_deadline(populated, silent, cli, repo: Pa
     assert not result.is_error and "75 percent of the daily rate" in text
     assert "did not answer" in text
     assert len(silent.accepted) == 2  # one more request for this call, not retried
+
+
+# -- bytes that are not UTF-8: file names and arguments ------------------------------------------
+
+def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_ingested(cli, repo: Path) -> None:
+    import os
+
+    _land(cli, repo)
+    latin1 = os.fsdecode(bytes(repo / "docs") + b"/caf\xe9.md")
+    Path(latin1).write_text("# Cafe\n\nThe cafe opens at eight.\n")
+    write(repo / "docs" / "badges.md", "# Badges\n\nBadges come from security.\n")
+    result = cli("ingest", str(repo / "docs"))
+    assert result.exit_code == 0, result.output
+    assert "skipped" in result.stderr and "caf\\xe9.md: the file name is not valid UTF-8" \
+        in result.stderr
+    assert result.stdout.strip().startswith("ingest-")  # badges.md proposed
+    as_json = cli("ingest", str(repo / "docs"), "--json", "--dry-run")
+    assert as_json.exit_code == 0
+    assert any("caf\\xe9.md" in s["path"] for s in json.loads(as_json.stdout)["skipped"])
+
+
+@pytest.mark.parametrize("args", [
+    ("show", "docs/\udcff.md"), ("history", "\udcff"), ("facts", "set", "k\udcff", "1"),
+    ("propose", "--retract", "\udcff", "--reason", "x"), ("search", "voucher", "--tag", "\udcff"),
+])
+def test_an_argument_that_is_not_utf8_is_a_usage_error(cli, repo: Path,
+                                                       args: tuple[str, ...]) -> None:
+    """``wiki show $'\\xff'``: Python hands the byte over as a lone surrogate."""
+    _land(cli, repo)
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: an argument or a file name is not valid UTF-8")
+    assert result.stderr.count("\n") == 1 and "\\xff" in result.stderr
+
+
+def test_mcp_tools_given_lone_surrogates_answer_one_line(cli, repo: Path) -> None:
+    import anyio
+
+    from wiki_cli.mcp_server import build_server
+
+    _land(cli, repo)
+    server, _ = build_server(repo)
+
+    async def call(tool: str, arguments: dict):
+        return await server.call_tool(tool, arguments)
+
+    for tool, arguments in (("search", {"query": "voucher \udcff"}),
+                            ("get", {"target": "\udcff"})):
+        result = anyio.run(call, tool, arguments)
+        text = " ".join(c.text for c in result.content)
+        assert result.is_error and "internal error" not in text, text
+        assert "is not valid Unicode text (a lone surrogate \\udcff)" in text, text
+
+
+def test_a_directory_in_place_of_the_wal_file_is_named(cli, repo: Path) -> None:
+    _land(cli, repo)
+    wal = _db(repo).with_name("wiki.sqlite-wal")
+    wal.unlink(missing_ok=True)
+    wal.mkdir()
+    found = cli("search", "travel voucher")
+    assert found.exit_code == 0 and "docs/travel.md" in found.stdout
+    assert "wiki.sqlite-wal beside it is a directory" in found.stderr
+    indexed = cli("index")
+    assert indexed.exit_code == 74 and "wiki.sqlite-wal beside it is a directory" in indexed.stderr
+    assert wal.is_dir()

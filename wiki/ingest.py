@@ -160,10 +160,23 @@ def _pending(wiki: Wiki, snapshot) -> dict[str, tuple[str, str]]:
 
 
 def _display(path: Path) -> str:
+    """``path`` as the report shows it (relative to the working folder when inside it); a
+    name that is not valid UTF-8 shows its bytes as ``\\xNN``."""
     try:
-        return str(path.relative_to(Path.cwd()))
+        shown = str(path.relative_to(Path.cwd()))
     except ValueError:
-        return str(path)
+        shown = str(path)
+    return shown.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _check_name(path: Path, shown: str) -> None:
+    """Raise :class:`SourceError` when ``path``'s name is not valid UTF-8 (the file system
+    gave bytes Python keeps as surrogates): its uri, entry id and path need text."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise SourceError(shown, "the file name is not valid UTF-8 text; rename it (e.g. "
+                                 "`convmv -f latin1 -t utf-8`) and ingest it again") from None
 
 
 def _vanished(wiki: Wiki, candidates: list[_Candidate], folders: list[Path],
@@ -249,6 +262,7 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
              pending: dict[str, tuple[str, str]], blobs: dict[str, tuple[str, str]],
              run: Guard, redact: bool = False, distiller: Distiller | None = None):
     path = candidate.path
+    _check_name(path, _display(path))
     text = read_text(path, max_bytes=config.ingest.max_bytes, max_lines=config.ingest.max_lines)
     shown = _display(path)
     if (line := conflict_line(text)) is not None:

@@ -88,6 +88,10 @@ def disk_cause(path: Path | str, said: str) -> str:
     folder = Path(path)
     if folder.is_symlink() and not folder.exists():
         return f"it is a symbolic link to {os.readlink(folder)}, which does not exist"
+    for suffix in ("-wal", "-shm", "-journal"):  # SQLite's files beside the database
+        beside = folder.with_name(folder.name + suffix)
+        if beside.is_dir():
+            return f"{beside.name} beside it is a directory, not SQLite's file; remove it"
     while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent
     try:

@@ -351,6 +351,9 @@ def _guarded(tools: WikiTools, method):
 
         with tools.lock, command_scope():  # one [llm] timeout per tool call
             take_notices()  # only this call's notices go with its result
+            bad = _not_unicode(kwargs)
+            if bad is not None:
+                return _error_result(bad, [])
             try:
                 result = masked_values(method(*args, **kwargs))
             except (WikiError, IndexesError) as error:
@@ -370,6 +373,31 @@ def _guarded(tools: WikiTools, method):
             return result
 
     return call
+
+
+def _not_unicode(arguments: dict) -> ConfigError | None:
+    """A :class:`ConfigError` naming the first argument holding a lone surrogate (JSON
+    allows ``"\\udcff"``; such a string cannot be stored, searched or returned), else
+    ``None``."""
+
+    def strings(value):
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from strings(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                yield from strings(item)
+
+    for name, value in arguments.items():
+        for text in strings(value):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return ConfigError(f"argument {name!r} is not valid Unicode text (a lone "
+                                   f"surrogate \\u{ord(text[exc.start]):04x}); send UTF-8 text")
+    return None
 
 
 def serve(repo: Path, branch: str | None = None) -> None:
