@@ -37,6 +37,7 @@ from wiki.storage import storage_error, take_notices
 from wiki_cli import __version__
 from wiki_cli.errors import INTERNAL, REFUSED, exit_code_for
 from wiki_cli.inert import mask_secrets, masked_values
+from wiki_cli.mcp_arguments import not_unicode
 from wiki_cli.payloads import (
     answer_payload,
     as_of_time,
@@ -351,7 +352,7 @@ def _guarded(tools: WikiTools, method):
 
         with tools.lock, command_scope():  # one [llm] timeout per tool call
             take_notices()  # only this call's notices go with its result
-            bad = _not_unicode(kwargs)
+            bad = not_unicode(kwargs)
             if bad is not None:
                 return _error_result(bad, [])
             try:
@@ -373,31 +374,6 @@ def _guarded(tools: WikiTools, method):
             return result
 
     return call
-
-
-def _not_unicode(arguments: dict) -> ConfigError | None:
-    """A :class:`ConfigError` naming the first argument holding a lone surrogate (JSON
-    allows ``"\\udcff"``; such a string cannot be stored, searched or returned), else
-    ``None``."""
-
-    def strings(value):
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, dict):
-            for item in value.values():
-                yield from strings(item)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                yield from strings(item)
-
-    for name, value in arguments.items():
-        for text in strings(value):
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                return ConfigError(f"argument {name!r} is not valid Unicode text (a lone "
-                                   f"surrogate \\u{ord(text[exc.start]):04x}); send UTF-8 text")
-    return None
 
 
 def serve(repo: Path, branch: str | None = None) -> None:
