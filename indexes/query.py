@@ -70,6 +70,27 @@ def truncation(query: str) -> dict[str, int] | None:
     return {"kept": MAX_WORDS, "dropped": len(words) - MAX_WORDS}
 
 
+def searched_text(query: str) -> str:
+    """``query`` itself, or, when it has more than :data:`MAX_WORDS` searchable words, its
+    (normalised) text up to the last word kept, stopwords between them included: what
+    every leg (alias, vector, LLM) is given, so that a word the truncation note says was
+    ignored is searched by none of them."""
+    if truncation(query) is None:
+        return query
+    kept = {w.casefold() for w in query_words(query)}
+    text = normalize(query)
+    end = 0
+    for match in re.finditer(r"\S+", text):
+        raw = match.group()
+        word = _POSSESSIVE.sub("", raw[:MAX_WORD_CHARS]) or raw[:MAX_WORD_CHARS]
+        if word.casefold() in kept:
+            kept.discard(word.casefold())
+            end = match.end()
+            if not kept:
+                break
+    return text[:end]
+
+
 def truncation_note(query: str) -> str | None:
     """A one-line notice for :func:`truncation`, or ``None`` when nothing was left out."""
     cut = truncation(query)
@@ -118,8 +139,16 @@ def phrase(word: str) -> str:
 
 
 def match_expression(query: str) -> str:
-    """FTS5 MATCH expression for the unicode61 table: quoted words joined by ``OR``."""
-    return " OR ".join(phrase(word) for word in query_words(query))
+    """FTS5 MATCH expression for the unicode61 table: quoted words joined by ``OR``. A
+    slashed word holding a code-like name (``C/C++``, ``C#/F#``) also searches each of
+    its parts: as one phrase (``c c cplusplus``) it matches only pages that spell the pair
+    the same way, so a page about C++ alone was not found at all."""
+    phrases: list[str] = []
+    for word in query_words(query):
+        phrases.append(phrase(word))
+        if "/" in word and code_tokens(word) != word:
+            phrases += [phrase(part) for part in word.split("/") if has_token(part)]
+    return " OR ".join(dict.fromkeys(phrases))
 
 
 def substring_terms(query: str, *, include_latin: bool) -> list[str]:
@@ -129,11 +158,17 @@ def substring_terms(query: str, *, include_latin: bool) -> list[str]:
     NFKC normalised first, like the stored text the terms are looked for in: a Korean word
     typed as conjoining jamo (NFD, as macOS file names and some input methods give it),
     half-width katakana or Thai with SARA AM is otherwise never found inside unspaced text.
+    Terms come from the words :func:`query_words` keeps (stopwords left out, at most
+    :data:`MAX_WORDS`), so a query's truncation note is true of this path too.
     """
-    query = normalize(query)
+    try:  # the words the other legs search: a word past MAX_WORDS is searched by none
+        kept = query_words(query)
+    except EmptyQueryError:
+        kept = []
+    query = " ".join(kept)
     terms = list(dict.fromkeys(no_space_runs(query)))
     if include_latin:
-        for word in query.split():
+        for word in kept:
             word = word.strip("\"'()[]{},.;:!?")[:MAX_WORD_CHARS]
             if len(word) >= 3 and word not in terms:
                 terms.append(word)

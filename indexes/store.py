@@ -121,6 +121,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 5: code-like names (C++, C#, F#, .NET) indexed with a spelled-out token
     REBUILD_FTS,
+    REBUILD_FTS,  # 6: the same again for C--, A*, D* (code_tokens learnt them)
 )
 
 

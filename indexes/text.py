@@ -33,8 +33,9 @@ def no_space_runs(text: str) -> list[str]:
 
 _CODE_TOKEN = re.compile(
     r"(?<![\w.+#-])(?P<word>[^\W\d_][^\W_]{0,15})(?P<op>\+\+|#)(?![+#])"
+    r"|(?<![\w.+#*-])(?P<short>[^\W\d_])(?P<sop>--|\*)(?![\w+#*-])"
     r"|(?<![\w.])(?P<dot>\.)(?P<net>net)(?![\w])", re.IGNORECASE)
-_SPELLED = {"++": "plusplus", "#": "sharp"}
+_SPELLED = {"++": "plusplus", "#": "sharp", "--": "minusminus", "*": "star"}
 
 
 def code_tokens(text: str) -> str:
@@ -49,10 +50,13 @@ def code_tokens(text: str) -> str:
     still matches every text naming C++ (the original tokens are kept). ``#`` counts only
     after a name of one or two letters (``C#``, ``F#``, ``J#``), so a URL fragment such
     as ``docs#install`` is left alone; ``++`` after a name of up to 16 characters
-    (``Notepad++``, ``i++``). ``node.js`` needs nothing: it is the phrase ``node js`` on
+    (``Notepad++``, ``i++``). ``--`` and ``*`` count only after a single letter standing
+    alone (``C--`` -> ``C-- cminusminus``, ``A*`` -> ``A* astar``, ``D*``), so prose
+    dashes (``well--``), options (``--help``) and globs (``*.md``, ``src/*``) are left
+    alone. ``node.js`` needs nothing: it is the phrase ``node js`` on
     both sides already.
     """
-    if "+" not in text and "#" not in text and "." not in text:
+    if not any(c in text for c in "+#.-*"):
         return text
     return _CODE_TOKEN.sub(_spell, text)
 
@@ -60,6 +64,8 @@ def code_tokens(text: str) -> str:
 def _spell(match: re.Match) -> str:
     if match.group("dot"):
         return f"{match.group(0)} dot{match.group('net')} "
+    if match.group("short"):
+        return f"{match.group(0)} {match.group('short')}{_SPELLED[match.group('sop')]} "
     word, op = match.group("word"), match.group("op")
     if op == "#" and len(word) > 2:
         return match.group(0)

@@ -118,6 +118,17 @@ class VectorStore:
         self._bump()
         return True
 
+    def drop_damaged(self, model: str, dim: int) -> int:
+        """Delete the vectors of ``model`` that cannot be read as ``dim`` float32 numbers
+        (another dimension, a truncated or non-blob value: a damaged row); their chunks
+        become pending and are embedded again. Returns how many were deleted."""
+        deleted = self.conn.execute(
+            "DELETE FROM embeddings WHERE model = ? AND (dim != ? OR typeof(vector) != 'blob' "
+            "OR length(vector) != ? * 4)", (model, dim, dim)).rowcount
+        if deleted:
+            self._bump()
+        return deleted
+
     def store(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         """Save one vector per chunk hash (``vectors``: ``(len(hashes), dim)`` float32)."""
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -193,6 +204,7 @@ def embed_pending(store: VectorStore, embedder, *, progress: Progress | None = N
     """Embed every chunk without a vector for ``embedder`` in batches of :data:`BATCH`;
     ``commit`` (if given) runs after each batch. Returns the number of chunks embedded."""
     store.prepare_model(embedder.name, embedder.dim)
+    store.drop_damaged(embedder.name, embedder.dim)
     todo = store.pending(embedder.name)
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]

@@ -105,7 +105,8 @@ def test_a_word_of_an_entry_finds_it(words: list[str], data) -> None:
 CODE_WORD = st.sampled_from([
     "c++", "C++", "C#", "f#", "J#", ".NET", "ASP.NET", "node.js", "x86-64", "->", "::",
     "std::vector<int>", "@scope/pkg", "g++", "Notepad++", "C++17", "i++", "--flag",
-    "#include", "<T>", "0x1F", "obj->field", "ns::Type", "c+++", "a+b", "C#.", "docs#install"])
+    "#include", "<T>", "0x1F", "obj->field", "ns::Type", "c+++", "a+b", "C#.", "docs#install",
+    "C--", "A*", "D*", "C/C++", "i--", "*.md", "src/*", "well--"])
 SCRIPT_PART = st.sampled_from([
     "東京", "Tower", "한국어", unicodedata.normalize("NFD", "한국어"), "ｶﾀｶﾅ", "カタカナ",
     "น้ำ", "café", unicodedata.normalize("NFD", "café"), "Ωmega", "Москва", "दिल्ली",

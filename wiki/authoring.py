@@ -236,7 +236,16 @@ def _duplicate_note(paths: list[str]) -> str:
 
 def _screened(text: bytes, name: str, redact: bool, before: bytes | None = None) -> bytes:
     """``text`` after the write-time secret check, so that a refusal names the caller's
-    own file and line (the proposal checks again, and flags instruction-like content)."""
+    own file and line (the proposal checks again, and flags instruction-like content).
+    Text still holding merge-conflict markers is refused (:class:`EntryError` on their
+    line), as ``wiki ingest`` skips such a source."""
+    from wiki.frontmatter import normalize_newlines
+    from wiki.merge_markers import conflict_line
+
+    line = conflict_line(normalize_newlines(text.decode("utf-8", "replace")))
+    if line is not None:
+        raise EntryError(name, "unresolved merge-conflict markers (finish the merge, then "
+                         "propose it)", line=line)
     return screen_bytes(text, name, redact_secrets=redact, before=before)[0]
 
 

@@ -85,6 +85,9 @@ def open_checked(path: Path | str) -> SearchIndex:
         problem = index.conn.execute("PRAGMA quick_check(1)").fetchone()[0]
         if problem != "ok":
             raise Damaged(problem)
+        missing = sorted(_schema_names() - _names(index.conn))
+        if missing:
+            raise Damaged(f"{', '.join(missing)} missing from the schema")
     except sqlite3.DatabaseError as exc:
         index.close()
         if is_damaged(exc):
@@ -94,6 +97,29 @@ def open_checked(path: Path | str) -> SearchIndex:
         index.close()
         raise
     return index
+
+
+_SCHEMA: frozenset[str] = frozenset()
+
+
+def _names(conn: sqlite3.Connection) -> frozenset[str]:
+    return frozenset(row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'index', 'trigger') "
+        "AND name NOT LIKE 'sqlite_%'"))
+
+
+def _schema_names() -> frozenset[str]:
+    """The tables, indexes and triggers a new database of this schema has (read once
+    from an empty one in memory): a database at the same version lacking one of them was
+    altered by hand or damaged."""
+    global _SCHEMA
+    if not _SCHEMA:
+        fresh = SearchIndex(":memory:")
+        try:
+            _SCHEMA = _names(fresh.conn)
+        finally:
+            fresh.close()
+    return _SCHEMA
 
 
 def recover(path: Path, reason: str, *, write: bool = False) -> Opened:

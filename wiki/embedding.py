@@ -34,7 +34,16 @@ def get_embedder(name: str) -> embedders.Embedder:
 def ensure_vectors(index: SearchIndex, embedder: embedders.Embedder, *,
                    progress: Progress | None = None) -> int:
     """Embed every chunk of ``index`` that has no vector for ``embedder`` yet (nothing to
-    do after the first time for unchanged entries). Returns how many were embedded."""
+    do after the first time for unchanged entries). Stored vectors that cannot be read
+    (a damaged row: truncated, another dimension) are dropped and embedded again, said in
+    one ``warning:`` notice. Returns how many were embedded."""
+    index.vectors.prepare_model(embedder.name, embedder.dim)
+    damaged = index.vectors.drop_damaged(embedder.name, embedder.dim)
+    if damaged:
+        from wiki.storage import notify
+
+        notify(f"warning: {damaged} stored vector{'s' if damaged != 1 else ''} of the search "
+               f"index {'were' if damaged != 1 else 'was'} damaged; embedded again")
     return embed_pending(index.vectors, embedder, progress=progress)
 
 

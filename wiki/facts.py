@@ -96,7 +96,9 @@ class Change:
 
 def history(wiki: Wiki, key: str) -> list[Change]:
     """How ``key`` was claimed over the first-parent history of the wiki branch, oldest
-    first. Raises ``NotFoundError`` when no commit ever held it."""
+    first. Raises ``NotFoundError`` when no commit ever held it (``ShallowHistoryError``
+    when a shallow clone lacks the commits that might have); in a shallow clone a history
+    that starts at the clone's edge is said in a ``note:`` (:func:`wiki.storage.notify`)."""
     from wiki import indextree
 
     commits = list(wiki.repo.iter_commits(wiki.require_head(), first_parent=True))[::-1]
@@ -126,8 +128,19 @@ def history(wiki: Wiki, key: str) -> list[Change]:
         changes += sorted(step, key=lambda c: c.change not in ("superseded", "retracted",
                                                                "removed"))  # old, then new
         seen = files
+    from wiki.shallow import HINT, ShallowHistoryError, first_cut
+
+    cut = first_cut(wiki.repo, commits[:1])
+    if cut is not None and not changes:
+        raise ShallowHistoryError(cut, f"the history of the fact {key!r}")
     if not changes:
         raise NotFoundError(f"no entry has ever held the fact {key!r}")
+    if cut is not None:
+        from wiki.storage import notify
+
+        notify(f"note: this clone is shallow: the history of the fact {key!r} before commit "
+               f"{cut[:12]} is missing (its first step is the clone's edge, not when the "
+               f"claim was made); {HINT}")
     return changes
 
 

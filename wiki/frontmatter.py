@@ -64,6 +64,11 @@ TEXT_FIELDS = frozenset({"id", "title", "summary", "type", "status", "tags", "al
 """Top-level fields whose plain scalars (and list items) keep their written text."""
 _STR_TAG = "tag:yaml.org,2002:str"
 _NULL_TAG = "tag:yaml.org,2002:null"
+_AS_TEXT = frozenset(f"tag:yaml.org,2002:{name}" for name in
+                     ("bool", "int", "float", "timestamp", "merge", "value", "binary"))
+"""The scalar types a text field's plain scalar is read as text instead of. Any other tag
+(``!!python/object:...``, a custom ``!tag``) is left to the safe constructor, which
+refuses it with its line: the author asked for a type, not for text."""
 
 
 def load_yaml(raw: str, text_fields: frozenset[str] = TEXT_FIELDS):
@@ -82,7 +87,7 @@ def load_yaml(raw: str, text_fields: frozenset[str] = TEXT_FIELDS):
                         else [value_node]
                     for item in items:
                         if isinstance(item, yaml.ScalarNode) and not item.style \
-                                and item.tag not in (_STR_TAG, _NULL_TAG):
+                                and item.tag in _AS_TEXT:
                             item.tag = _STR_TAG
         return loader.construct_document(node)
     finally:

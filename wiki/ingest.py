@@ -160,10 +160,23 @@ def _pending(wiki: Wiki, snapshot) -> dict[str, tuple[str, str]]:
 
 
 def _display(path: Path) -> str:
+    """``path`` as the report shows it (relative to the working folder when inside it); a
+    name that is not valid UTF-8 shows its bytes as ``\\xNN``."""
     try:
-        return str(path.relative_to(Path.cwd()))
+        shown = str(path.relative_to(Path.cwd()))
     except ValueError:
-        return str(path)
+        shown = str(path)
+    return shown.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _check_name(path: Path, shown: str) -> None:
+    """Raise :class:`SourceError` when ``path``'s name is not valid UTF-8 (the file system
+    gave bytes Python keeps as surrogates): its uri, entry id and path need text."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise SourceError(shown, "the file name is not valid UTF-8 text; rename it (e.g. "
+                                 "`convmv -f latin1 -t utf-8`) and ingest it again") from None
 
 
 def _vanished(wiki: Wiki, candidates: list[_Candidate], folders: list[Path],
@@ -249,6 +262,7 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
              pending: dict[str, tuple[str, str]], blobs: dict[str, tuple[str, str]],
              run: Guard, redact: bool = False, distiller: Distiller | None = None):
     path = candidate.path
+    _check_name(path, _display(path))
     text = read_text(path, max_bytes=config.ingest.max_bytes, max_lines=config.ingest.max_lines)
     shown = _display(path)
     if (line := conflict_line(text)) is not None:
@@ -259,6 +273,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
     text, _ = screen(text, shown, redact_secrets=redact)  # the fingerprint is the source's
     front = parse_frontmatter(text, shown, text_fields=TEXT_FIELDS.union(
         config.ingest.tag_fields, config.ingest.alias_fields))
+    _check_text_fields(front, shown, ("title", "summary", *config.ingest.tag_fields,
+                                      *config.ingest.alias_fields))
     if not md.plain_text(front.body).strip():
         raise SourceError(shown, "no text to compile (empty, or frontmatter only)")
     uri = source_uri(path, wiki.root)
@@ -340,6 +356,22 @@ def _occurrence(entry: Entry) -> int:
     raw = (entry.meta.get("sources") or [{}])[0]
     value = raw.get("occurrence", 1) if isinstance(raw, dict) else 1
     return value if isinstance(value, int) else 1
+
+
+def _check_text_fields(front, shown: str, keys: Iterable[str]) -> None:
+    """Raise :class:`EntryError` (the file, the key's line) when a field whose text ingest
+    reads holds a structure it would otherwise drop without a word: a mapping (or a YAML
+    ``!!set``) anywhere, a list as ``title``/``summary``, a mapping as a list item."""
+    for key in dict.fromkeys(keys):
+        value = front.data.get(key)
+        single = key in ("title", "summary")
+        items = value if isinstance(value, list) and not single else [value]
+        for item in items:
+            if isinstance(item, (dict, set)) or (single and isinstance(item, list)):
+                kind = {dict: "a mapping", set: "a set", list: "a list"}[type(item)]
+                wanted = "text" if single else "text or a list of text"
+                raise EntryError(shown, f"must be {wanted}, got {kind}", field=key,
+                                 line=front.key_lines.get(key))
 
 
 def _scalar(value) -> str:

@@ -14,6 +14,10 @@ one; an ambiguous one is left alone):
 3. **Same content**: the new file's fingerprint equals the one the old uri's entries
    recorded (a plain ``mv``, a ``file://`` source, a rename git did not see).
 
+Before these, sources that **exchanged names** (``a.md`` and ``b.md`` swapped, or any
+cycle) are found by content alone: each file now holds exactly the text another one's
+entries recorded. A swap with edits looks like two edits and is compiled as such.
+
 Ingest then compiles the new uri against the old uri's entries: they keep their ids and
 paths, their ``sources:`` uri and body reference follow the new name, and nothing is
 retracted. The entry files are not moved: a path is what links and bookmarks hold, and a
@@ -44,11 +48,15 @@ def carry_renames(wiki, config: WikiConfig, paths: Iterable[Path],
     uri to the new one. Returns ``new uri -> old uri``. Never raises for a source it
     cannot read or a git that cannot answer: that pairing is simply not made."""
     present = {source_uri(path, wiki.root): path for path in paths}
+    swapped = _swapped(config, present, by_uri)
+    if swapped:
+        moved = {old: by_uri.pop(old) for old in swapped.values()}
+        by_uri.update({new: moved[old] for new, old in swapped.items()})
     orphans = {uri: path for uri, path in present.items() if uri not in by_uri}
     absent = [uri for uri, entries in by_uri.items()
               if uri not in present and any(e.status != "retracted" for e in entries)]
     if not orphans or not absent:
-        return {}
+        return swapped
     pairs = _same_nfc(orphans, absent)
     folders = {path.resolve().parent for path in present.values()}
     gone = [uri for uri in absent
@@ -59,7 +67,46 @@ def carry_renames(wiki, config: WikiConfig, paths: Iterable[Path],
     pairs.update(_same_content(config, left, {uri: by_uri[uri] for uri in gone}))
     for new, old in pairs.items():
         by_uri[new] = by_uri.pop(old)
-    return pairs
+    return {**swapped, **pairs}
+
+
+def _swapped(config: WikiConfig, present: dict[str, Path],
+             by_uri: dict[str, list[Entry]]) -> dict[str, str]:
+    """Sources that exchanged names (``a -> b``, ``b -> a``, or any cycle): each present
+    file now holds exactly the text another present uri's entries recorded, and the
+    pairing closes on itself, so every entry follows its own text. Without this a swap
+    looked like two edits and each entry took the other's content under its id."""
+    recorded: dict[str, str] = {}  # uri -> the one fingerprint its live entries recorded
+    for uri in present:
+        prints = {e.sources[0].fingerprint for e in by_uri.get(uri, [])
+                  if e.status != "retracted" and e.sources and e.sources[0].fingerprint}
+        if len(prints) == 1:
+            recorded[uri] = prints.pop()
+    if len(recorded) < 2:
+        return {}
+    holders: dict[str, list[str]] = {}
+    for uri, fp in recorded.items():
+        holders.setdefault(fp, []).append(uri)
+    pairs: dict[str, str] = {}
+    for uri in recorded:
+        try:
+            text = read_text(present[uri], max_bytes=config.ingest.max_bytes,
+                             max_lines=config.ingest.max_lines)
+        except SourceError:
+            continue
+        fp = fingerprint(text, ignore_frontmatter=config.sources.ignore_frontmatter,
+                         ignore_whitespace=config.sources.ignore_whitespace)
+        olds = holders.get(fp, [])
+        if fp != recorded[uri] and len(olds) == 1:
+            pairs[uri] = olds[0]
+    # keep only closed cycles: every old uri gives its entries to one new uri and takes
+    # another's, so no entries are left without a source
+    closed = {new: old for new, old in pairs.items() if old in pairs}
+    while True:
+        kept = {new: old for new, old in closed.items() if new in closed.values()}
+        if kept == closed:
+            return closed
+        closed = kept
 
 
 def _same_nfc(orphans: dict[str, Path], absent: list[str]) -> dict[str, str]:

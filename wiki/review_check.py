@@ -151,6 +151,8 @@ def summary(flags: Iterable[ReviewFlag]) -> str:
 
 
 def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
+    from wiki import review_fields  # imports this module's flag types
+
     before, after = tree_items(wiki, base), tree_items(wiki, tip)
     changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
     limit = (cap + SIZE_SLACK) * SCAN_FACTOR
@@ -164,7 +166,7 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
         if path == CONFIG_PATH:
             texts = [blob_text(blobs.get(i.sha)) if i is not None and i.type == "blob" else None
                      for i in (old, new)]
-            flags += policy_flags(*texts)
+            flags += review_fields.policy_flags(*texts)
         if new is None:
             continue
         old_text = blob_text(blobs.get(old.sha)) if old is not None and old.type == "blob" else None
@@ -246,6 +248,8 @@ def content_flags(text: str, where: str, before: str | None,
 def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | None,
                 blobs: dict[str, bytes], sizes: dict[str, int], cap: int,
                 limit: int) -> list[ReviewFlag]:
+    from wiki import review_fields  # imports this module's flag types
+
     flags: list[ReviewFlag] = []
     if new.type != "blob":
         return [ReviewFlag("R002", "submodule", path, 0, 0, NON_REGULAR,
@@ -273,6 +277,9 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
     if name == indextree.INDEX_NAME:
         return flags  # its overview and listing: wiki.review_tree.index_flags
     flags += content_flags(text, path, old_text if old is not None else None)
+    if path.endswith(".md"):
+        flags += review_fields.escaped_control_flags(
+            text, path, old_text if old is not None else None)
     if indextree.is_entry_path(path) and new.mode == REGULAR_MODE:
         try:
             Entry.parse(path, blobs.get(new.sha) or b"")
@@ -286,29 +293,6 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
         except ConfigError as exc:
             flags.append(ReviewFlag("R004", "invalid-config", path, 0, 0, SCHEMA, str(exc)))
     return flags
-
-
-def policy_flags(old_text: str | None, new_text: str | None) -> list[ReviewFlag]:
-    """``R008`` flags of a ``wiki.toml`` change from ``old_text`` to ``new_text``
-    (``None``: absent, i.e. the defaults) that weakens ``[review]``. An unreadable side
-    counts as the defaults (its schema flag says why)."""
-    def review(text: str | None):
-        try:
-            return parse_config(text or "").review
-        except ConfigError:
-            return parse_config("").review
-
-    was, now = review(old_text), review(new_text)
-    found = []
-    if now.approvals_required < was.approvals_required:
-        found.append(("approvals-lowered", f"approvals_required {was.approvals_required} -> "
-                                           f"{now.approvals_required}"))
-    if now.allow_self_approval and not was.allow_self_approval:
-        found.append(("self-approval-allowed", "allow_self_approval turned on"))
-    if was.require_signatures and not now.require_signatures:
-        found.append(("signatures-dropped", "require_signatures turned off"))
-    return [ReviewFlag("R008", kind, CONFIG_PATH, 0, 0, POLICY,
-                       f"weakens the review policy: {detail}") for kind, detail in found]
 
 
 def _name_flags(path: str, after: dict[str, TreeItem]) -> list[ReviewFlag]:

@@ -54,8 +54,11 @@ def index_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
 def dependency_flags(wiki: Wiki, tip: str, before: dict[str, TreeItem],
                       after: dict[str, TreeItem], changed: list[str],
                       blobs: dict[str, bytes]) -> list[ReviewFlag]:
-    """Entries this proposal deletes or retracts that a live entry of the tip still names."""
-    from wiki.lint.content import named_ids
+    """Entries this proposal deletes or retracts that a live entry of the tip still names
+    (by id in ``relations``/``supersedes``, or, for a deleted file, by a relative markdown
+    link in its body)."""
+    from wiki.lint.content import _resolve as resolve_link
+    from wiki.lint.content import link_targets, named_ids
     from wiki.snapshot import Snapshot
 
     def entry(item: TreeItem | None, path: str) -> Entry | None:
@@ -68,7 +71,8 @@ def dependency_flags(wiki: Wiki, tip: str, before: dict[str, TreeItem],
 
     old_entries = {p: entry(before.get(p), p) for p in changed
                    if p in before and indextree.is_entry_path(p)}
-    if not any(old_entries.values()):  # only additions: nothing can break (and no parsing)
+    deleted = {p for p in changed if p in before and p not in after and p.endswith(".md")}
+    if not any(old_entries.values()) and not deleted:  # only additions: nothing can break
         return []
     new_entries = {p: entry(after.get(p), p) for p in old_entries}
     kept_ids = {e.id for e in new_entries.values() if e is not None}
@@ -84,13 +88,19 @@ def dependency_flags(wiki: Wiki, tip: str, before: dict[str, TreeItem],
             gone[old.id] = (path, "deletes")
         elif new is not None and new.id == old.id and new.status == "retracted":
             gone[old.id] = (path, "retracts")
-    if not gone:
+    if not gone and not deleted:
         return []
     entries, _ = Snapshot(wiki.store, tip).entries()
     flags = []
     for other in entries:
         if other.status == "retracted" or other.id in gone:
             continue
+        for target in dict.fromkeys(link_targets(other.body) if deleted else ()):
+            if resolve_link(other.path, target) in deleted:
+                flags.append(ReviewFlag(
+                    "R005", "breaks-dependency", resolve_link(other.path, target), 0, 0,
+                    BREAKS, f"this proposal deletes {resolve_link(other.path, target)}, but "
+                    f"{other.path} ({other.id}) still links to it ({target!r})"))
         for field, target in named_ids(other):
             if target not in gone:
                 continue

@@ -15,7 +15,7 @@ from indexes.embedders import EmbedderUnavailableError
 from indexes.errors import IndexesError
 from indexes.hybrid import FusionConfig, encode_in_background, fuse, run_legs
 from indexes.marks import marks
-from indexes.query import query_words
+from indexes.query import query_words, searched_text
 from indexes.routing import Route
 from indexes.store import Filters, SearchIndex
 from indexes.vectors import Progress
@@ -123,6 +123,12 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
     and scopes the search (:mod:`wiki.routing`); it needs the vector leg, else it is
     skipped and reported in ``result.skipped["route"]``."""
     query_words(query)  # an empty query is an error whatever the legs
+    searched = searched_text(query)  # past MAX_WORDS words: what the note says was searched
+    if searched != query:
+        result = search(wiki, searched, limit=limit, filters=filters, legs=legs, index=index,
+                        progress=progress, as_of=as_of, rerank=rerank, llm=llm, route=route)
+        result.query = query  # as asked: the payload's ``truncated`` is computed from it
+        return result
     options = (wiki, rerank, llm, legs is not None and "llm" in legs, route)
     if as_of is not None:
         commit = commit_as_of(wiki, as_of)

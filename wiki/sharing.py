@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import git
 
-from wiki.errors import BranchCheckedOutError, ConfigError, RemoteError
+from wiki.errors import BranchCheckedOutError, ConfigError, RemoteError, StorageError
 from wiki.gitrepo import current_identity
 from wiki.proposals import BASE_TRAILER, PROPOSAL_TRAILER, changed_paths, rejected_prefix
 from wiki.snapshot import Snapshot, with_indexes
+from wiki.storage import disk_cause, storage_cause
 from wiki.workspace import Wiki
 
 
@@ -202,4 +204,11 @@ def _git(wiki: Wiki, remote: str, *args: str) -> str:
         detail = [line.strip(" '") for line in (exc.stderr or "").strip().splitlines()
                   if line.strip(" '")]
         reason = detail[0].removeprefix("stderr: ").strip(" '") if detail else str(exc)
+        objects = Path(wiki.repo.common_dir) / "objects"
+        cause = storage_cause(exc) and disk_cause(objects, "")
+        if cause and not any(line.removeprefix("stderr: ").lstrip(" '").startswith("remote:")
+                             for line in detail):
+            # this clone's disk refused what was fetched (not an ssh "Permission denied",
+            # not the remote's full disk): the storage fault, exit 74
+            raise StorageError(str(objects), cause) from None
         raise RemoteError(f"git {args[0]} with remote {remote!r} failed: {reason}") from None

@@ -83,8 +83,15 @@ def storage_cause(error: BaseException) -> str | None:
 def disk_cause(path: Path | str, said: str) -> str:
     """``said`` (SQLite's words, e.g. "unable to open database file") made precise from
     the file system holding ``path`` (its nearest existing folder): read-only, not
-    writable by this user, or full; ``said`` unchanged when none of these holds."""
+    writable by this user, or full; or ``path`` itself a dangling symbolic link;
+    ``said`` unchanged when none of these holds."""
     folder = Path(path)
+    if folder.is_symlink() and not folder.exists():
+        return f"it is a symbolic link to {os.readlink(folder)}, which does not exist"
+    for suffix in ("-wal", "-shm", "-journal"):  # SQLite's files beside the database
+        beside = folder.with_name(folder.name + suffix)
+        if beside.is_dir():
+            return f"{beside.name} beside it is a directory, not SQLite's file; remove it"
     while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent
     try:
@@ -119,6 +126,10 @@ def storage_error(error: BaseException, path: Path | str, *,
     if anywhere and isinstance(error, OSError) and error.errno not in WRITE_ERRNOS:
         return None
     cause = storage_cause(error)
+    if cause is None and isinstance(error, git.GitCommandError):
+        # git's words vary by version and step ("unable to create directory for ...",
+        # "cannot lock ref"); the file system it was writing into says what it was
+        cause = disk_cause(path, "") or None
     if cause is None:
         return None
     where = getattr(error, "filename", None) or path

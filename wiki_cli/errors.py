@@ -151,6 +151,16 @@ class WikiGroup(TyperGroup):
             report_notices()
             if type(error).__module__.split(".")[0] in ("click", "typer"):
                 raise  # usage errors and exits: the CLI framework reports them (exit 2)
+            if isinstance(error, UnicodeEncodeError) and "surrogates" in str(error):
+                # bytes that are not UTF-8 in an argument or a file name (Python keeps
+                # them as surrogates): a usage error, not a bug
+                text = error.object if isinstance(error.object, str) else ""
+                near = text[max(0, error.start - 30):error.end + 30]
+                near = near.encode("utf-8", "surrogateescape").decode(
+                    "utf-8", "backslashreplace").replace("\n", "\\n")
+                report(f"error: an argument or a file name is not valid UTF-8 text (at "
+                       f"'{near}'); wiki takes UTF-8 names, ids, keys and queries")
+                raise typer.Exit(USAGE) from None
             storage = storage_error(error, getattr(error, "filename", None) or "a file",
                                     anywhere=True)
             if storage is not None:  # a write the disk refused, wherever it happened
@@ -182,5 +192,5 @@ def _write_crash_log() -> Path:
     os.close(handle)
     path = Path(name)
     path.write_text(f"wiki {' '.join(sys.argv[1:])}\n\n{traceback.format_exc()}",
-                    encoding="utf-8")
+                    encoding="utf-8", errors="backslashreplace")
     return path

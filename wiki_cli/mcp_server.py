@@ -37,6 +37,7 @@ from wiki.storage import storage_error, take_notices
 from wiki_cli import __version__
 from wiki_cli.errors import INTERNAL, REFUSED, exit_code_for
 from wiki_cli.inert import mask_secrets, masked_values
+from wiki_cli.mcp_arguments import not_unicode
 from wiki_cli.payloads import (
     answer_payload,
     as_of_time,
@@ -351,6 +352,9 @@ def _guarded(tools: WikiTools, method):
 
         with tools.lock, command_scope():  # one [llm] timeout per tool call
             take_notices()  # only this call's notices go with its result
+            bad = not_unicode(kwargs)
+            if bad is not None:
+                return _error_result(bad, [])
             try:
                 result = masked_values(method(*args, **kwargs))
             except (WikiError, IndexesError) as error:
