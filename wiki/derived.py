@@ -22,7 +22,7 @@ from wiki.derived_db import TEMPORARY, Opened, open_database, open_temporary, re
 from wiki.entry import Entry
 from wiki.errors import EntryError, NotFoundError, StorageError, WikiError
 from wiki.lifetimes import as_time, dated, iso
-from wiki.markdown_text import plain_text
+from wiki.markdown_text import answer_sentences, plain_text
 from wiki.storage import disk_cause, is_damaged, storage_cause, storage_error
 from wiki.workspace import Wiki
 
@@ -51,7 +51,7 @@ def to_document(entry: Entry, blob_sha: str) -> Document:
         status=entry.status, category=entry.category, doc_type=entry.type,
         content_hash=blob_sha, extra=_extra(entry), scope=entry.scope,
         valid_until=iso(as_time(entry.meta.get("valid_until"), end_of_day=True)),
-        dated=iso(dated(entry)),
+        dated=iso(dated(entry)), sentences=tuple(answer_sentences(entry.body)),
     )
 
 
