@@ -70,6 +70,18 @@ def embed_index(index, model=None, *, log=None) -> int:
     return done
 
 
+def seed_wiki(wiki, *, log=None) -> int:
+    """:func:`embed_index` on ``wiki``'s derived index (synced first), so that no ``ask``
+    of an eval embeds chunks or answer sentences at query time."""
+    from wiki.derived import open_synced
+
+    index, _ = open_synced(wiki)
+    try:
+        return embed_index(index, log=log)
+    finally:
+        index.close()
+
+
 def stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
