@@ -38,6 +38,18 @@ from indexes.sentence_scoring import PickerConfig
 OFF = {"retrieval_gap": False, "gap_score": None, "form_gap": False}
 BASE = PickerConfig(**OFF)
 GRID: list[tuple[str, PickerConfig]] = [
+    ("best", replace(BASE, score_by="best")),
+    ("lex-0.5", replace(BASE, lexical=0.5)),
+    ("lex-0.25", replace(BASE, lexical=0.25)),
+    ("lex-0.1", replace(BASE, lexical=0.1)),
+    ("lex-0", replace(BASE, lexical=0.0)),
+    ("lex-0.25-form-0.3", replace(BASE, lexical=0.25, form=0.3)),
+    ("lex-0.25-floor-0.6", replace(BASE, lexical=0.25, floor=0.6)),
+    ("lex-0.25-floor-0.4", replace(BASE, lexical=0.25, floor=0.4)),
+    ("lex-0.25-discount-0.25", replace(BASE, lexical=0.25, rank_discount=0.25)),
+    ("lex-0.25-discount-1", replace(BASE, lexical=0.25, rank_discount=1.0)),
+    ("lex-0.25-fragment-1", replace(BASE, lexical=0.25, fragment_weight=1.0)),
+    ("lex-0.25-places-4", replace(BASE, lexical=0.25, entry_places=4)),
     ("bm25-only", replace(BASE, lexical=1.0, cosine=0.0, form=0.0, fragment_weight=1.0,
                           floor=0.4)),
     ("default", BASE),
@@ -45,7 +57,6 @@ GRID: list[tuple[str, PickerConfig]] = [
     ("no-cosine", replace(BASE, cosine=0.0)),
     ("form-0.3", replace(BASE, form=0.3)),
     ("form-0.05", replace(BASE, form=0.05)),
-    ("lex-0.25", replace(BASE, lexical=0.25)),
     ("lex-1.0", replace(BASE, lexical=1.0)),
     ("floor-0.4", replace(BASE, floor=0.4)),
     ("floor-0.6", replace(BASE, floor=0.6)),
@@ -57,29 +68,41 @@ GRID: list[tuple[str, PickerConfig]] = [
     ("sentences-3", replace(BASE, max_sentences=3)),
     ("sentences-5", replace(BASE, max_sentences=5)),
 ]
-THRESHOLDS = [round(0.30 + 0.02 * i, 2) for i in range(25)]
+THRESHOLDS = [round(0.30 + 0.02 * i, 2) for i in range(50)]
+WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+"""``score_coverage`` values tried: answer score = best sentence cosine + w × coverage."""
 FALSE_GAP_BOUND = 0.03
 
 
+def answer_score(row: dict, weight: float) -> float:
+    """The answer score of one row for ``score_coverage = weight``."""
+    return (row["cosine"] or 0.0) + weight * (row["coverage"] or 0.0)
+
+
 def rules(rows: list[dict]) -> list[dict]:
-    """Every gap rule applied to one variant's rows: ``(retrieval, threshold, form)``."""
+    """Every gap rule applied to one variant's rows: ``(retrieval, weight, threshold,
+    form)``."""
     answerable = [r for r in rows if r["answerable"]]
     unanswerable = [r for r in rows if not r["answerable"]]
     out = []
     for retrieval in (False, True):
-        for threshold in [None, *THRESHOLDS]:
-            for form in (False, True):
-                def gap(r, retrieval=retrieval, threshold=threshold, form=form) -> bool:
-                    return bool(r["gap"] or (retrieval and r["retrieval_gap"])
-                                or (threshold is not None and (r["score"] or 0) < threshold)
-                                or (form and r["form_missing"]))
-                false = sum(gap(r) for r in answerable)
-                out.append({"retrieval": retrieval, "threshold": threshold, "form": form,
-                            "gaps": sum(gap(r) for r in unanswerable),
-                            "unanswerable": len(unanswerable),
-                            "false_gaps": false, "answerable": len(answerable),
-                            "support_recall": statistics.mean(
-                                0.0 if gap(r) else r["recall"] for r in answerable)})
+        for weight in WEIGHTS:
+            for threshold in [None, *THRESHOLDS]:
+                for form in (False, True):
+                    def gap(r, retrieval=retrieval, weight=weight, threshold=threshold,
+                            form=form) -> bool:
+                        return bool(r["gap"] or (retrieval and r["retrieval_gap"])
+                                    or (threshold is not None
+                                        and answer_score(r, weight) < threshold)
+                                    or (form and r["form_missing"]))
+                    out.append({"retrieval": retrieval, "weight": weight,
+                                "threshold": threshold, "form": form,
+                                "gaps": sum(gap(r) for r in unanswerable),
+                                "unanswerable": len(unanswerable),
+                                "false_gaps": sum(gap(r) for r in answerable),
+                                "answerable": len(answerable),
+                                "support_recall": statistics.mean(
+                                    0.0 if gap(r) else r["recall"] for r in answerable)})
     return out
 
 
@@ -91,10 +114,10 @@ def best_rule(found: list[dict]) -> dict:
                                        not r["form"], -(r["threshold"] or 0)))
 
 
-def score_auroc(rows: list[dict]) -> float:
+def score_auroc(rows: list[dict], weight: float) -> float:
     """AUROC of the answer score, answerable (positive) vs unanswerable."""
-    pos = [r["score"] or 0.0 for r in rows if r["answerable"]]
-    neg = [r["score"] or 0.0 for r in rows if not r["answerable"]]
+    pos = [answer_score(r, weight) for r in rows if r["answerable"]]
+    neg = [answer_score(r, weight) for r in rows if not r["answerable"]]
     return auroc(pos, neg)
 
 
@@ -123,16 +146,20 @@ def main() -> None:
         chosen = best_rule(found)
         results.append({"variant": name, "config": asdict(config),
                         "support_recall": run["support_recall"], "p50_ms": run["p50_ms"],
-                        "auroc": score_auroc(run["rows"]), "best_rule": chosen,
+                        "auroc": {w: score_auroc(run["rows"], w) for w in WEIGHTS},
+                        "best_rule": chosen,
                         "rules": found, "rows": run["rows"]})
         print(f"{name}: recall {run['support_recall']:.3f} auroc "
-              f"{results[-1]['auroc']:.3f} rule {json.dumps(chosen)}", flush=True)
+              f"{json.dumps(results[-1]['auroc'])} rule {json.dumps(chosen)}", flush=True)
     table = md_table(
-        ["variant", "support recall (no gaps)", "AUROC answer score", "best rule (≤ 3 % false)",
+        ["variant", "support recall (no gaps)", "AUROC answer score (w = 0 / 0.5 / 1)",
+         "best rule (≤ 3 % false)",
          "gaps", "false gaps", "support recall with the rule", "p50 ask ms"],
-        [[r["variant"], r["support_recall"], r["auroc"],
-          f"retrieval {'on' if r['best_rule']['retrieval'] else 'off'}, score < "
-          f"{r['best_rule']['threshold']}, form {'on' if r['best_rule']['form'] else 'off'}",
+        [[r["variant"], r["support_recall"],
+          " / ".join(f"{r['auroc'][w]:.3f}" for w in (0.0, 0.5, 1.0)),
+          f"retrieval {'on' if r['best_rule']['retrieval'] else 'off'}, cosine + "
+          f"{r['best_rule']['weight']} × coverage < {r['best_rule']['threshold']}, form "
+          f"{'on' if r['best_rule']['form'] else 'off'}",
           f"{r['best_rule']['gaps']}/{r['best_rule']['unanswerable']}",
           f"{r['best_rule']['false_gaps']}/{r['best_rule']['answerable']}",
           r["best_rule"]["support_recall"], f"{r['p50_ms']:.0f}"] for r in results])

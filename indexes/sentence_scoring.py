@@ -45,11 +45,11 @@ class PickerConfig:
     or above ``floor ×`` the best take the places, entry by entry (at most
     ``entry_places`` per entry before the lower entries' turn), at most ``max_sentences``;
     the best sentence opens the answer. The answer is a gap when the best sentence's cosine
-    (plus ``form`` when it states the form) is below ``gap_score``
+    plus ``score_coverage ×`` the retrieval's word coverage is below ``gap_score``
     (``None``: never), or, with ``form_gap``, when the question asks for a number, a person
     or a place and no candidate sentence within ``form_gap_margin`` of the best states one."""
 
-    lexical: float = 0.5
+    lexical: float = 0.25
     cosine: float = 1.0
     form: float = 0.15
     fragment_weight: float = 0.7
@@ -57,11 +57,20 @@ class PickerConfig:
     floor: float = 0.5
     max_sentences: int = 4
     entry_places: int = 3
-    gap_score: float | None = None
+    gap_score: float | None = 0.52
+    score_coverage: float = 0.5
+    score_by: str = "words"
+    """Which sentence's cosine the answer score takes: ``words``, the sentence sharing most
+    of the question's words (BM25 ÷ the entry's rank discount, as the picker before issue
+    16 chose its first sentence), or ``best``, the best-scored one. A sentence chosen by
+    its cosine flatters an unanswerable question (the nearest of many sentences is near by
+    selection); one chosen by its words is judged by its meaning."""
     form_gap: bool = False
     form_gap_margin: float = 0.1
-    retrieval_gap: bool = True
-    """Keep the retrieval rule's gap (``[search] gap_coverage`` / ``gap_cosine``)."""
+    retrieval_gap: bool = False
+    """Also apply the retrieval rule (``[search] gap_coverage`` / ``gap_cosine``) when the
+    answer score can be computed; without vectors it always applies (the score needs
+    them)."""
 
 
 FORMS = ("percent", "money", "amount", "howto", "yesno", "who", "where")
@@ -74,12 +83,14 @@ _HOWTO = re.compile(r"\bhow\s+(?:do|can|should|would|could|does)\s+(?:i|we|you|o
                     r"a|my|our)\b|\bhow\s+to\b|\bwhat\s+(?:are\s+)?(?:the\s+)?steps\b|"
                     r"\bwhat\s+do\s+i\s+(?:need\s+to\s+)?do\b|\bprocess\s+(?:for|to)\b", re.I)
 _AMOUNT = re.compile(r"\bhow\s+(?:many|much|long|often|far|soon|early|late|old)\b|"
-                     r"\bwhat\s+(?:is|'s|are)?\s*(?:the\s+)?(?:max(?:imum)?|min(?:imum)?|"
-                     r"limit|rate|amount|number|deadline|cap)\b|\bwhen\b", re.I)
-_WHO = re.compile(r"\bwho(?:m|se)?\b|\b(?:which|what)\s+(?:team|office|person|people|group|"
-                  r"division|contact)\b", re.I)
-_WHERE = re.compile(r"\bwhere\b|\b(?:which|what)\s+(?:channel|url|link|site|website|page|"
-                    r"folder|drive|form|system|tool|email\s+address|address)\b", re.I)
+                     r"\b(?:what|what's|whats|is\s+there)\s+(?:is\s+|are\s+)?(?:the\s+|a\s+)?"
+                     r"(?:\w+\s+)?(?:max(?:imum)?|min(?:imum)?|limit|rate|amount|number|"
+                     r"deadline|cap)\b|\bwhen\b", re.I)
+_WHO = re.compile(r"\bwho(?:m|se)?\b|\b(?:which|what)\s+(?:\w+\s+)?(?:team|office|person|"
+                  r"people|group|division|contact)\b", re.I)
+_WHERE = re.compile(r"\bwhere\b|\b(?:which|what)\s+(?:\w+\s+)?(?:channel|url|link|site|"
+                    r"website|page|folder|drive|form|system|tool|email\s+address|address)\b",
+                    re.I)
 
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
                      r"twelve|fifteen|twenty|thirty|forty|fifty|hundred|thousand|half|"
@@ -144,9 +155,16 @@ def states_form(sentence: str, form: str | None) -> bool:
 
 
 def is_fragment(sentence: str) -> bool:
-    """A table row (cells joined by `` | ``) or a short verbless line rather than prose."""
-    return " | " in sentence or (len(sentence.split()) < _FRAGMENT_MIN_WORDS
-                                 and not sentence.rstrip().endswith((".", "!", "?")))
+    """A table row (cells joined by `` | ``), a lead-in to a list ("To donate your
+    leave:") or a short line without a full stop, rather than a statement."""
+    return " | " in sentence or is_lead_in(sentence) or (
+        len(sentence.split()) < _FRAGMENT_MIN_WORDS
+        and not sentence.rstrip().endswith((".", "!", "?")))
+
+
+def is_lead_in(sentence: str) -> bool:
+    """A line ending in a colon: it names what follows and answers nothing itself."""
+    return sentence.rstrip().endswith(":")
 
 
 @dataclass(frozen=True)
@@ -181,7 +199,7 @@ def score_sentences(question: str, texts: Sequence[str], entries: Sequence[int],
     form = question_form(question)
     out = []
     for i, text in enumerate(texts):
-        states = states_form(text, form)
+        states = states_form(text, form) and not is_lead_in(text)
         fragment = is_fragment(text)
         value = config.lexical * lexical[i] + config.cosine * cosine[i] + config.form * states
         if fragment and not states:
@@ -212,12 +230,23 @@ def pick(scored: Sequence[Scored], config: PickerConfig) -> list[Scored]:
     return [best, *rest][:config.max_sentences]
 
 
-def answer_score(scored: Sequence[Scored], config: PickerConfig) -> float:
-    """How well the best candidate answers: its cosine, plus ``form`` when it states the
-    question's form (0 without candidates). Compared with ``gap_score``."""
+def answer_score(scored: Sequence[Scored], coverage: float, config: PickerConfig) -> float:
+    """How well the answer is supported: the cosine of the best sentence plus
+    ``score_coverage ×`` ``coverage`` (the share of the question's words, IDF-weighted,
+    that the top entry holds: :mod:`indexes.coverage`); ``coverage`` alone without
+    candidates. Compared with ``gap_score``."""
+    return judged_cosine(scored, config) + config.score_coverage * coverage
+
+
+def judged_cosine(scored: Sequence[Scored], config: PickerConfig) -> float:
+    """The cosine the answer score takes (:attr:`PickerConfig.score_by`); 0 without
+    candidates."""
     if not scored:
         return 0.0
-    return max(s.cosine + (config.form if s.states else 0.0) for s in scored[:3])
+    if config.score_by == "words":
+        return max(scored, key=lambda s: (
+            s.lexical / (1 + s.entry) ** config.rank_discount, s.score)).cosine
+    return scored[0].cosine
 
 
 def form_missing(question: str, scored: Sequence[Scored], config: PickerConfig) -> str | None:

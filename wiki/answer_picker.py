@@ -5,7 +5,8 @@ The candidates are the :func:`wiki.markdown_text.answer_sentences` of the top en
 :func:`indexes.sentence_scoring.score_sentences`: its words (BM25), its meaning (the cosine
 of its vector, embedded at index time and handed over by the search, to the question's)
 and whether it states what the question's form asks for. The answer opens with the best
-sentence; the others above the floor follow, entry by entry.
+sentence; the others above the floor follow, entry by entry. A how-to question whose best
+sentence is a step opens with the run of steps around it, in order.
 
 The answer is also where a gap gets its reason (:class:`GapReason`): the retrieval rule
 (no entry shares the question's words or meaning), the answer type (a percentage or money
@@ -25,7 +26,9 @@ from indexes.sentence_scoring import (
     Scored,
     answer_score,
     form_missing,
+    judged_cosine,
     pick,
+    question_form,
     score_sentences,
 )
 from indexes.vectors import text_hash
@@ -60,36 +63,76 @@ class Picked:
     sentences: list[tuple[str, int]]
     score: float
     gap: GapReason | None = None
+    cosine: float | None = None
+    """The cosine the answer score takes (:func:`indexes.sentence_scoring.judged_cosine`;
+    ``None`` without vectors)."""
     form_missing: str | None = None
     """The form the question asks for (``amount``, ``who``, ``where``, ...) when none of
     the best sentences states one (:func:`indexes.sentence_scoring.form_missing`)."""
 
 
-def pick_answer(question: str, bodies: list[str], stored: dict, query_vector,
-                config: PickerConfig = DEFAULT, *, stale: frozenset[int] = frozenset(),
-                embed=None) -> Picked:
-    """Pick the answer's sentences from the entry ``bodies`` (markdown, in rank order).
-    ``stored``: ``sentence hash -> vector`` from the index; a sentence without one is
-    encoded by ``embed(texts) -> (n, dim)`` when given, else scored without its cosine
-    (as is every sentence when ``query_vector`` is ``None``). An entry at a ``stale``
-    position also gets its best sentence, so a changed value is shown, flagged."""
+def embedded(title: str, sentence: str) -> str:
+    """The text embedded for a sentence of an entry titled ``title``: the title gives the
+    sentence its subject ("Term renewals are not automatic." of which term?). Measured
+    on the tune half: AUROC answerable vs unanswerable of the best sentence's cosine 0.873
+    with the title, 0.827 without (docs/decisions.md)."""
+    return f"{title}: {sentence}"
+
+
+def index_sentences(title: str, body: str) -> tuple[str, ...]:
+    """What the index embeds for an entry (:attr:`indexes.documents.Document.sentences`)."""
+    return tuple(embedded(title, s) for s in answer_sentences(body))
+
+
+def pick_answer(question: str, entries: list, stored: dict, query_vector,
+                config: PickerConfig = DEFAULT, *, coverage: float = 1.0,
+                stale: frozenset[int] = frozenset(), embed=None) -> Picked:
+    """Pick the answer's sentences from ``entries`` (``(title, markdown body)`` pairs, in
+    rank order). ``stored``: ``hash of the embedded text -> vector`` from the index
+    (:func:`embedded`); a sentence without one is encoded by ``embed(texts) -> (n, dim)``
+    when given, else scored without its cosine (as is every sentence when
+    ``query_vector`` is ``None``). ``coverage``: the retrieval's word coverage, part of the
+    answer score. An entry at a ``stale`` position also gets its best sentence, so a
+    changed value is shown, flagged."""
     texts: list[str] = []
-    entries: list[int] = []
-    for position, body in enumerate(bodies):
+    keys: list[str] = []
+    positions: list[int] = []
+    for position, (title, body) in enumerate(entries):
         for sentence in answer_sentences(body):
             texts.append(sentence)
-            entries.append(position)
-    vectors = _vectors(texts, stored, query_vector, embed)
-    scored = score_sentences(question, texts, entries, vectors, query_vector, config)
+            keys.append(embedded(title, sentence))
+            positions.append(position)
+    vectors = _vectors(keys, stored, query_vector, embed)
+    scored = score_sentences(question, texts, positions, vectors, query_vector, config)
     chosen = pick(scored, config)
+    if question_form(question) == "howto" and chosen and chosen[0].states:
+        chosen = _steps(chosen, scored, config)
     for position in sorted(stale):
         if not any(s.entry == position for s in chosen):
             chosen += [s for s in scored if s.entry == position and s.score > 0][:1]
-    score = answer_score(scored, config) if vectors is not None else 1.0
+    score = answer_score(scored, coverage, config) if vectors is not None else 1.0
     picked = Picked([(_clip(texts[s.index]), s.entry) for s in chosen], score,
-                    form_missing=form_missing(question, scored, config))
+                    form_missing=form_missing(question, scored, config),
+                    cosine=round(judged_cosine(scored, config), 4)
+                    if scored and vectors is not None else None)
     picked.gap = _gap(picked, scored, config, vectors is not None)
     return picked
+
+
+def _steps(chosen: list[Scored], scored: list[Scored], config: PickerConfig) -> list[Scored]:
+    """A how-to answer whose best sentence is a step opens with the run of steps around it
+    (neighbours in the same entry that also read as steps), in their order, then the
+    other picked sentences."""
+    by_index = {s.index: s for s in scored}
+    best = chosen[0]
+    start = end = best.index
+    while (s := by_index.get(start - 1)) is not None and s.entry == best.entry and s.states:
+        start -= 1
+    while (s := by_index.get(end + 1)) is not None and s.entry == best.entry and s.states:
+        end += 1
+    run = [by_index[i] for i in range(start, end + 1)]
+    rest = [s for s in chosen if not start <= s.index <= end]
+    return (run + rest)[:max(config.max_sentences, 1)]
 
 
 def _vectors(texts: list[str], stored: dict, query_vector, embed) -> np.ndarray | None:

@@ -86,6 +86,9 @@ class Answer:
     """The form the question asks for (a number, a person, a place) when none of the best
     sentences states one (:mod:`indexes.sentence_scoring`); a gap only with
     ``PickerConfig.form_gap``."""
+    sentence_cosine: float | None = None
+    """The cosine of the best sentence (as embedded with its entry's title) to the
+    question; ``None`` without vectors."""
     answer_score: float | None = None
     """How well the best sentence answers (:func:`indexes.sentence_scoring.answer_score`);
     ``None`` when no sentence was scored."""
@@ -134,7 +137,7 @@ def _ask(wiki: Wiki, question: str, include_superseded: bool, category: str | No
     answer = Answer(question, result.commit, result.confidence, result.threshold,
                     top_cosine=result.top_cosine, llm=result.llm,
                     route=result.route.to_dict() if result.route else None)
-    if result.gap and picker.retrieval_gap:
+    if result.gap and (picker.retrieval_gap or result.query_vector is None):
         cosine = "" if result.top_cosine is None else f", best cosine {result.top_cosine:.2f}"
         answer.gap_reason = GapReason(
             "no_match", f"no entry shares enough of the question's words or meaning (word "
@@ -178,9 +181,11 @@ def _extract(result: SearchResult, answer: Answer, entries: list, stale: set[int
         from wiki.embedding import get_embedder, model_name
 
         embed = get_embedder(model_name()).encode
-    picked = pick_answer(answer.question, [e.body for e in entries], result.sentence_vectors,
-                         result.query_vector, picker, stale=frozenset(stale), embed=embed)
+    picked = pick_answer(answer.question, [(e.title, e.body) for e in entries],
+                         result.sentence_vectors, result.query_vector, picker,
+                         coverage=result.confidence, stale=frozenset(stale), embed=embed)
     answer.answer_score = round(picked.score, 4)
+    answer.sentence_cosine = picked.cosine
     answer.form_missing = picked.form_missing
     if picked.gap is not None:
         answer.gap_reason, answer.note = picked.gap, picked.gap.sentence
