@@ -186,7 +186,8 @@ def score_sentences(question: str, texts: Sequence[str], entries: Sequence[int],
                     config: PickerConfig) -> list[Scored]:
     """Score every sentence ``texts[i]`` of entry position ``entries[i]`` (0 = top hit)
     against ``question``; ``vectors`` (``(len(texts), dim)``, unit rows; ``None``: no
-    vector signal) and ``query_vector`` (unit). Returns them best first."""
+    vector signal, and the words take the cosine's weight too) and ``query_vector``
+    (unit). Returns them best first."""
     if not texts:
         return []
     lexical = np.zeros(len(texts))
@@ -194,14 +195,16 @@ def score_sentences(question: str, texts: Sequence[str], entries: Sequence[int],
         lexical[i] = value
     lexical /= max(float(lexical.max()), 1e-9)
     cosine = np.zeros(len(texts))
+    words = config.lexical + config.cosine  # without vectors the words take the weight
     if vectors is not None and query_vector is not None:
         cosine = np.clip(vectors @ np.asarray(query_vector, dtype=np.float32), 0.0, None)
+        words = config.lexical
     form = question_form(question)
     out = []
     for i, text in enumerate(texts):
         states = states_form(text, form) and not is_lead_in(text)
         fragment = is_fragment(text)
-        value = config.lexical * lexical[i] + config.cosine * cosine[i] + config.form * states
+        value = words * lexical[i] + config.cosine * cosine[i] + config.form * states
         if fragment and not states:
             value *= config.fragment_weight
         value /= (1 + entries[i]) ** config.rank_discount
