@@ -70,7 +70,7 @@ VARIANTS = [
     Variant("picker", "BM25 + cosine (stored sentence vectors) + question form; the "
             "product (wiki.answer_picker.DEFAULT)", PickerConfig()),
     Variant("bm25-only", "BM25 alone, floor 0.4 (the picker before issue 16)", BM25_ONLY),
-    Variant("bm25+cosine", "½ BM25 + cosine, no form", PickerConfig(form=0.0)),
+    Variant("bm25+cosine", "¼ BM25 + cosine, no form", PickerConfig(form=0.0)),
     Variant("bm25+form", "BM25 + form, no cosine", PickerConfig(cosine=0.0)),
 ]
 
