@@ -36,151 +36,87 @@ on them, so the numbers are optimistic for unseen questions.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from evals import embedcache
 from evals.datasets import QUESTIONS, cached_handbook, data_dir, read_jsonl
 from evals.keywords import holds
 from evals.metrics import percentile
 from evals.report import header, md_table, now, project_commit, write
+from indexes.sentence_scoring import PickerConfig
 
 
 @dataclass(frozen=True)
 class Variant:
-    """A setting of the sentence picker: ``settings`` are :mod:`wiki.ask` constants."""
+    """A setting of the sentence picker: ``config`` is passed to :func:`wiki.ask.ask`."""
 
     name: str
     what: str
-    settings: dict = field(default_factory=dict)
-    each_entry: bool = False
-    """Every candidate entry contributes its best sentence (as a stale one does)."""
-    vector_weight: float = 0.0
-    """Above 0: sentences scored by :func:`fused_ranker` with this weight of the cosine."""
+    config: PickerConfig = field(default_factory=PickerConfig)
     synthesize: bool = False
     """The configured model writes the answer from the cited entries (only its verified
     sentences are kept, :mod:`wiki.synthesis`); ``--llm MODEL`` adds such a variant."""
 
 
-BEFORE = {"ENTRY_ORDER": False, "RANK_DISCOUNT": 0.5, "RELATIVE_FLOOR": 0.4,
-          "ENTRY_PLACES": 4}
-"""The picker before evals/answers.py existed: BM25 ÷ √(1 + entry position), floor 0.4,
-the places filled by that score across the entries."""
-RANK = {**BEFORE, "RANK_DISCOUNT": 1.0}
-ENTRY_ORDER = {**BEFORE, "ENTRY_ORDER": True, "ENTRY_PLACES": 3}
+BM25_ONLY = PickerConfig(lexical=1.0, cosine=0.0, form=0.0, fragment_weight=1.0, floor=0.4)
+"""The picker before issue 16 (BM25 ÷ √(1 + entry position), floor 0.4, places entry by
+entry, at most 3 per entry first), except that the best sentence now opens the answer."""
 VARIANTS = [
-    Variant("bm25-sqrt", "BM25, ÷√(1+rank), floor 0.4 (before)", BEFORE),
-    Variant("bm25-entry-order", "BM25, ÷√(1+rank), floor 0.4, places entry by entry, at "
-            "most 3 per entry before the lower entries' turn", ENTRY_ORDER),
-    Variant("bm25-entry-order-4", "BM25, ÷√(1+rank), floor 0.4, places entry by entry",
-            {**ENTRY_ORDER, "ENTRY_PLACES": 4}),
-    Variant("bm25-no-discount", "BM25, no rank discount", {**BEFORE, "RANK_DISCOUNT": 0.0}),
-    Variant("bm25-rank^0.75", "BM25, ÷(1+rank)^0.75", {**BEFORE, "RANK_DISCOUNT": 0.75}),
-    Variant("bm25-rank", "BM25, ÷(1+rank), floor 0.4", RANK),
-    Variant("bm25-rank^1.5", "BM25, ÷(1+rank)^1.5", {**BEFORE, "RANK_DISCOUNT": 1.5}),
-    Variant("bm25-rank^2", "BM25, ÷(1+rank)^2", {**BEFORE, "RANK_DISCOUNT": 2.0}),
-    Variant("bm25-floor-0.3", "BM25, ÷√(1+rank), floor 0.3",
-            {**BEFORE, "RELATIVE_FLOOR": 0.3}),
-    Variant("bm25-each-entry", "BM25, ÷√(1+rank), every entry's best sentence", BEFORE,
-            each_entry=True),
-    Variant("fused-0.3", "0.7 BM25 + 0.3 cosine, ÷√(1+rank), floor 0.4", BEFORE,
-            vector_weight=0.3),
-    Variant("fused-0.5", "½ BM25 + ½ cosine, ÷√(1+rank), floor 0.4", BEFORE,
-            vector_weight=0.5),
-    Variant("fused-0.5-no-discount", "½ BM25 + ½ cosine, no rank discount, floor 0.4",
-            {**BEFORE, "RANK_DISCOUNT": 0.0}, vector_weight=0.5),
-    Variant("fused-0.3-floor-0.6", "0.7 BM25 + 0.3 cosine, ÷√(1+rank), floor 0.6",
-            {**BEFORE, "RELATIVE_FLOOR": 0.6}, vector_weight=0.3),
-    Variant("fused-0.5-floor-0.6", "½ BM25 + ½ cosine, ÷√(1+rank), floor 0.6",
-            {**BEFORE, "RELATIVE_FLOOR": 0.6}, vector_weight=0.5),
-    Variant("fused-0.3-rank", "0.7 BM25 + 0.3 cosine, ÷(1+rank), floor 0.4", RANK,
-            vector_weight=0.3),
-    Variant("fused-0.3-entry-order", "0.7 BM25 + 0.3 cosine, ÷√(1+rank), floor 0.4, "
-            "places entry by entry", ENTRY_ORDER, vector_weight=0.3),
+    Variant("picker", "BM25 + cosine (stored sentence vectors) + question form; the "
+            "product (wiki.answer_picker.DEFAULT)", PickerConfig()),
+    Variant("bm25-only", "BM25 alone, floor 0.4 (the picker before issue 16)", BM25_ONLY),
+    Variant("bm25+cosine", "¼ BM25 + cosine, no form", PickerConfig(form=0.0)),
+    Variant("bm25+form", "BM25 + form, no cosine", PickerConfig(cosine=0.0)),
 ]
 
 
-def fused_ranker(weight: float):
-    """A stand-in for :func:`indexes.passages.rank_passages`: ``(passage index, score)`` of
-    *every* passage, best first, score = ``(1 - weight) × BM25 / best BM25 + weight ×
-    cosine / best cosine`` (cosines below 0 count 0), the passages encoded in one batch by
-    the configured embedder (:func:`wiki.embedding.get_embedder`)."""
-    import numpy as np
+def product_variant() -> str:
+    """The name of the variant whose config is the product's picker."""
+    from wiki.answer_picker import DEFAULT
 
-    from indexes.passages import rank_passages
-    from wiki.embedding import get_embedder, model_name
-
-    embedder = get_embedder(model_name())
-
-    def rank(query: str, passages, *, limit: int = 10) -> list[tuple[int, float]]:
-        lexical = np.zeros(len(passages))
-        for i, score in rank_passages(query, passages, limit=len(passages)):
-            lexical[i] = score
-        vectors = embedder.encode([query, *passages])
-        cosine = np.clip(vectors[1:] @ vectors[0], 0.0, None)
-        fused = ((1 - weight) * lexical / max(lexical.max(), 1e-9)
-                 + weight * cosine / max(cosine.max(), 1e-9))
-        return sorted(((i, float(v)) for i, v in enumerate(fused)), key=lambda p: -p[1])
-
-    return rank
-
-
-@contextlib.contextmanager
-def applied(variant: Variant):
-    """``wiki.ask`` with ``variant``'s constants and functions for the block."""
-    import wiki.ask as module
-
-    saved = {name: getattr(module, name) for name in variant.settings}
-    extract, ranker = module._extract, module.rank_passages
-    for name, value in variant.settings.items():
-        setattr(module, name, value)
-    if variant.each_entry:
-        module._extract = lambda result, answer, entries, stale=frozenset(): extract(
-            result, answer, entries, set(range(len(entries))))
-    if variant.vector_weight:
-        module.rank_passages = fused_ranker(variant.vector_weight)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
-        module._extract, module.rank_passages = extract, ranker
+    return next((v.name for v in VARIANTS if v.config == DEFAULT), "?")
 
 
 def run_variant(wiki, variant: Variant, answerable: list[dict],
                 unanswerable: list[dict]) -> dict:
     """One variant's rows and totals (see the module docstring)."""
     from wiki.ask import ask
+    from wiki.search import is_gap
 
     rows, seconds = [], []
-    with applied(variant):
-        ask(wiki, answerable[0]["question"], synthesize=variant.synthesize,
-            revalidate=False)  # warm-up
-        for question in [*answerable, *unanswerable]:
-            started = time.perf_counter()
-            answer = ask(wiki, question["question"], synthesize=variant.synthesize,
-                         revalidate=False)
-            seconds.append(time.perf_counter() - started)
-            text = " ".join(t for t, _ in answer.sentences)
-            support = question.get("support") or []
-            held = [holds(s["quote"], text) for s in support]
-            pages = {f"git:{s['page']}" for s in support} | {
-                f"git:{p}" for p in question.get("gold") or []}
-            rows.append({"id": question["id"], "answerable": bool(support),
-                         "gap": answer.gap, "held": held,
-                         "recall": sum(held) / len(held) if held else None,
-                         "gold_cited": any(pages & set(c.sources) for c in answer.citations),
-                         "sentences": len(answer.sentences), "chars": len(text),
-                         "mode": answer.mode, "note": answer.note,
-                         "answer": [[t, n] for t, n in answer.sentences]})
+    ask(wiki, answerable[0]["question"], synthesize=variant.synthesize,
+        revalidate=False, picker=variant.config)  # warm-up
+    for question in [*answerable, *unanswerable]:
+        started = time.perf_counter()
+        answer = ask(wiki, question["question"], synthesize=variant.synthesize,
+                     revalidate=False, picker=variant.config)
+        seconds.append(time.perf_counter() - started)
+        text = " ".join(t for t, _ in answer.sentences)
+        support = question.get("support") or []
+        held = [holds(s["quote"], text) for s in support]
+        pages = {f"git:{s['page']}" for s in support} | {
+            f"git:{p}" for p in question.get("gold") or []}
+        rows.append({"id": question["id"], "answerable": bool(support),
+                     "gap": answer.gap, "held": held,
+                     "recall": sum(held) / len(held) if held else None,
+                     "gold_cited": any(pages & set(c.sources) for c in answer.citations),
+                     "sentences": len(answer.sentences), "chars": len(text),
+                     "mode": answer.mode, "note": answer.note,
+                     "reason": answer.gap_reason.code if answer.gap_reason else None,
+                     "score": answer.answer_score, "form_missing": answer.form_missing,
+                     "cosine": answer.sentence_cosine, "coverage": answer.confidence,
+                     "missing_type": answer.missing_type,
+                     "retrieval_gap": is_gap(True, answer.confidence, answer.top_cosine,
+                                             answer.threshold, 0.54, 0.45),
+                     "answer": [[t, n] for t, n in answer.sentences]})
     asked = [r for r in rows if r["answerable"]]
     answered = [r for r in asked if not r["gap"]]
-    return {"variant": variant.name, "what": variant.what, "settings": variant.settings,
-            "each_entry": variant.each_entry, "vector_weight": variant.vector_weight,
+    return {"variant": variant.name, "what": variant.what, "config": asdict(variant.config),
             "support_recall": statistics.mean(r["recall"] for r in asked),
             "covered": sum(any(r["held"]) for r in asked), "answerable": len(asked),
             "gold_cited": sum(r["gold_cited"] for r in asked),
@@ -194,12 +130,9 @@ def run_variant(wiki, variant: Variant, answerable: list[dict],
 
 CHILD = """import sys
 sys.path.insert(0, sys.argv[4])
-from evals.answers import VARIANTS, applied
-variant = {v.name: v for v in VARIANTS}[sys.argv[1]]
 sys.argv = ["wiki", "-C", sys.argv[2], "ask", sys.argv[3]]
 from wiki_cli.app import main
-with applied(variant):
-    main()
+main()
 """
 
 
@@ -250,17 +183,6 @@ def markdown(results: list[dict], product: str) -> str:
         "", table])
 
 
-def product_variant() -> str:
-    """The name of the variant whose settings are :mod:`wiki.ask`'s current constants."""
-    import wiki.ask as module
-
-    for variant in VARIANTS:
-        if not variant.vector_weight and not variant.each_entry and all(
-                getattr(module, k) == v for k, v in variant.settings.items()):
-            return variant.name
-    return "?"
-
-
 def main() -> None:
     """Run every variant; write evals/results/answers.md and .json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -282,6 +204,7 @@ def main() -> None:
     from wiki.workspace import Wiki
 
     wiki = Wiki(path)
+    embedcache.seed_wiki(wiki)
     if args.questions == "staff":
         from evals.staff_questions import records
 
@@ -299,13 +222,13 @@ def main() -> None:
         base = next(v for v in VARIANTS if v.name == product)
         variants, stem = [base, Variant(f"llm {args.llm}", "the model writes the answer from "
                                         "the product picker's cited entries; only verified "
-                                        "sentences kept", base.settings, synthesize=True)], \
+                                        "sentences kept", base.config, synthesize=True)], \
             "answers-llm" + suffix
     results = [run_variant(wiki, v, answerable, unanswerable) for v in variants]
     for result in results[1:]:  # answer texts of the first row and the product only
         for row in result["rows"] if result["variant"] != product else ():
             row.pop("answer")
-    cli = cli_latency(path, [product, "fused-0.3-floor-0.6"], args.cli_runs) \
+    cli = cli_latency(path, [product], args.cli_runs) \
         if args.cli_runs else {}
     text = "\n".join([
         header("Extractive answers of `wiki ask` (handbook "

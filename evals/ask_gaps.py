@@ -58,7 +58,8 @@ def handbook(data: Path, questions: str = "dev", split: str = "tune") -> dict:
     for question, gold in [*((q, True) for q in answerable),
                            *((q, False) for q in unanswerable)]:
         answer = ask(wiki, question.question, synthesize=False, revalidate=False)
-        rule = ("answer type" if answer.missing_type else "retrieval") if answer.gap else ""
+        rule = (answer.gap_reason.code if answer.gap_reason else "retrieval") \
+            if answer.gap else ""
         rows.append({"id": question.id, "answerable": gold, "gap": answer.gap, "rule": rule,
                      "expected_type": expected_type(question.question),
                      "note": answer.note})

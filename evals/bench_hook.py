@@ -59,7 +59,8 @@ def main() -> None:
         wiki = Wiki(repo)
         wiki.init()
         report = ingest(wiki, [repo / "docs"])
-        approve(wiki, report.proposal.name, approver=Identity("Other", "other@example.com"))
+        approve(wiki, report.proposal.name, approver=Identity("Other", "other@example.com"),
+                override="benchmark build: a public corpus, reviewed by its flags in make demo")
         result: dict = {"runs": args.runs}
         for label, pause in (("spaced 1 s", 1.0), ("back to back", 0.0)):
             without = _commits(repo, args.runs, f"plain{pause}", pause)

@@ -139,7 +139,8 @@ def run(data: Path) -> dict:
         report = propose_update(wiki, uris)
         proposal = report.proposal.name if report.proposal else None
         if proposal:
-            approve(wiki, proposal, approver=Identity(*APPROVER))
+            approve(wiki, proposal, approver=Identity(*APPROVER),
+                    override="replay of the handbook's own history: a public corpus")
         after, _ = _ask_all(wiki, changed)
         after_rows = [score(q, a, repo, head, ids) for q, a in zip(changed, after, strict=True)]
     return {"checkpoint": CHECKPOINT, "head": head,

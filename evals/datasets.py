@@ -154,7 +154,8 @@ def build_handbook(data: Path, target: Path, *, checkpoint: str = CHECKPOINT) ->
         raise RuntimeError("ingest proposed nothing")
 
     start = time.perf_counter()
-    approve(wiki, report.proposal.name, approver=Identity(*APPROVER))
+    approve(wiki, report.proposal.name, approver=Identity(*APPROVER),
+            override="eval build: the handbook quotes instruction-like text")
     times.approve = time.perf_counter() - start
 
     start = time.perf_counter()

@@ -45,7 +45,8 @@ def embed_index(index, model=None, *, log=None) -> int:
     try:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("INSERT OR IGNORE INTO main.embeddings SELECT e.* FROM shared.embeddings e "
-                     "WHERE e.model = ? AND e.text_hash IN (SELECT text_hash FROM main.chunks)",
+                     "WHERE e.model = ? AND e.text_hash IN (SELECT text_hash FROM main.chunks "
+                     "UNION ALL SELECT text_hash FROM main.sentences)",
                      (model.name,))
         index.set_meta(VERSION_KEY, str(int(index.get_meta(VERSION_KEY) or 0) + 1))
         conn.execute("COMMIT")
@@ -67,6 +68,18 @@ def embed_index(index, model=None, *, log=None) -> int:
     finally:
         conn.execute("DETACH DATABASE shared")
     return done
+
+
+def seed_wiki(wiki, *, log=None) -> int:
+    """:func:`embed_index` on ``wiki``'s derived index (synced first), so that no ``ask``
+    of an eval embeds chunks or answer sentences at query time."""
+    from wiki.derived import open_synced
+
+    index, _ = open_synced(wiki)
+    try:
+        return embed_index(index, log=log)
+    finally:
+        index.close()
 
 
 def stderr(message: str) -> None:

@@ -91,6 +91,9 @@ def summary(answers: dict, found: list[dict]) -> dict:
     for score in SCORES:
         row[f"auroc_{score}"] = auroc([f["features"][score] for f in asked],
                                       [f["features"][score] for f in unans])
+    scores = {r["id"]: r["score"] or 0.0 for r in answers["rows"]}
+    row["auroc_answer"] = auroc([scores[f["id"]] for f in asked],
+                                [scores[f["id"]] for f in unans])
     styles = sorted({f["style"] for f in asked})
     row["by_style"] = {}
     by_id = {r["id"]: r for r in answers["rows"]}
@@ -112,6 +115,9 @@ def run_half(wiki, split: str) -> tuple[dict, list[dict], dict]:
     variant = {v.name: v for v in VARIANTS}[product_variant()]
     answers = run_variant(wiki, variant, answerable, unanswerable)
     found = retrieval(wiki, rows)
+    scores = {r["id"]: r["score"] or 0.0 for r in answers["rows"]}
+    for f in found:  # the picker's answer score, for evals.gap_calibration
+        f["features"]["answer_score"] = scores[f["id"]]
     return summary(answers, found), found, answers
 
 
@@ -122,7 +128,9 @@ COLUMNS = [("support_recall", "support recall of the extractive answer"),
            ("false_gaps", "answerable wrongly refused (`wiki ask`)"),
            ("rule_gaps", "unanswerable: gap by the retrieval rule alone"),
            ("rule_false_gaps", "answerable: false gap by the retrieval rule alone"),
-           ("auroc_coverage", "top-score AUROC, coverage (the product's confidence)"),
+           ("auroc_answer", "top-score AUROC, the picker's answer score (the product's "
+                            "gap score)"),
+           ("auroc_coverage", "top-score AUROC, coverage (the retrieval confidence)"),
            ("auroc_top_cos", "top-score AUROC, best cosine"),
            ("auroc_fused", "top-score AUROC, fused score of the first hit"),
            ("recall@10", "retrieval recall@10 (gold pages)"),
@@ -181,6 +189,7 @@ def main() -> None:
     from wiki.workspace import Wiki
 
     wiki = Wiki(path)
+    embedcache.seed_wiki(wiki)
     halves = ("tune", "test") if args.split == "all" else (args.split,)
     results, cache, per_question = {}, {}, {}
     for half in halves:
@@ -192,7 +201,7 @@ def main() -> None:
     counts = {h: f"{results[h]['answerable']} answerable + {results[h]['unanswerable']} "
                  "unanswerable" for h in halves}
     text = "\n".join([
-        header("Staff-written handbook questions: baseline per half",
+        header("Staff-written handbook questions: the product per half",
                {"date": now(), "project commit": project_commit(),
                 "questions": f"{PATH.name}: " + "; ".join(f"{h} {c}" for h, c in
                                                           counts.items()),

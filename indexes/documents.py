@@ -32,6 +32,9 @@ class Document:
     scope: str = ""
     valid_until: str = ""
     dated: str = ""
+    sentences: tuple[str, ...] = field(default=(), compare=False)
+    """The sentences an answer may quote (plain text, in order): embedded at index time so
+    the answer picker never embeds them at query time; ``()`` for none."""
 
 
 @dataclass

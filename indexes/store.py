@@ -26,14 +26,13 @@ from indexes.passages import TOKENIZER
 from indexes.query import match_expression, normalize
 from indexes.substrings import search_substrings
 from indexes.text import no_space_runs
-from indexes.vectors import CHUNK_WORDS, OVERLAP_WORDS, VectorStore, chunk_texts
+from indexes.vectors import CHUNK_WORDS, OVERLAP_WORDS, SENTENCES_TABLE, VectorStore, chunk_texts
 
 BUSY_TIMEOUT_MS = 30_000
 
 COLUMNS = ("title", "aliases", "tags", "summary", "body")
 DEFAULT_WEIGHTS = (8.0, 6.0, 3.0, 3.0, 1.0)
-"""BM25 column weights for (title, aliases, tags, summary, body); tuned on the handbook
-dev questions (docs/decisions.md)."""
+"""BM25 column weights (title, aliases, tags, summary, body), tuned on the handbook dev set."""
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: documents, FTS5 (unicode61) and trigram indexes kept in step by triggers
@@ -119,9 +118,9 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE docs SET content_hash = '';
     DELETE FROM meta;
     """,
-    # 5: code-like names (C++, C#, F#, .NET) indexed with a spelled-out token
-    REBUILD_FTS,
+    REBUILD_FTS,  # 5: code-like names (C++, C#, F#, .NET) indexed with a spelled-out token
     REBUILD_FTS,  # 6: the same again for C--, A*, D* (code_tokens learnt them)
+    SENTENCES_TABLE,  # 7: each document's sentences, embedded for the answer picker
 )
 
 
@@ -232,6 +231,7 @@ class SearchIndex:
             self.vectors.replace_chunks(doc.key, chunk_texts(
                 row["title"], row["summary"], row["body"], words=self.chunk_words,
                 overlap=min(OVERLAP_WORDS, self.chunk_words // 4)))
+            self.vectors.replace_sentences(doc.key, doc.sentences)
         return len(rows)
 
     def delete(self, keys: Iterable[str]) -> int:
@@ -248,7 +248,7 @@ class SearchIndex:
 
     def clear(self) -> None:
         """Delete every document and metadata value."""
-        for table in ("docs", "meta", "names", "chunks", "revalidate"):
+        for table in ("docs", "meta", "names", "chunks", "sentences", "revalidate"):
             self.conn.execute(f"DELETE FROM {table}")  # embeddings stay: keyed by text
 
     def get(self, key: str) -> dict | None:
@@ -272,8 +272,8 @@ class SearchIndex:
 
     def keys_for_doc_id(self, doc_id: str) -> list[str]:
         """Keys of the documents whose ``doc_id`` is ``doc_id`` (normally one)."""
-        return [r[0] for r in self.conn.execute(
-            "SELECT key FROM docs WHERE doc_id = ? ORDER BY key", (doc_id,))]
+        sql = "SELECT key FROM docs WHERE doc_id = ? ORDER BY key"
+        return [r[0] for r in self.conn.execute(sql, (doc_id,))]
 
     # -- search ------------------------------------------------------------------------
     def search_bm25(self, query: str, *, limit: int = 10,

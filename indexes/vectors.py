@@ -25,6 +25,21 @@ OVERLAP_WORDS = 30
 MAX_CHUNKS = 24
 """Per document; the rest of a very long entry is left to the lexical legs."""
 BATCH = 64
+SENTENCES_TABLE = """
+    CREATE TABLE sentences (
+        key TEXT NOT NULL, n INTEGER NOT NULL, text_hash TEXT NOT NULL, text TEXT NOT NULL,
+        PRIMARY KEY (key, n)
+    );
+    CREATE INDEX sentences_hash ON sentences(text_hash);
+    UPDATE docs SET content_hash = '';
+    DELETE FROM meta;
+"""
+"""Schema migration 7 of :mod:`indexes.store`: each document's answer sentences (given by
+the caller in :attr:`indexes.documents.Document.sentences`), embedded into ``embeddings``
+like the chunks (keyed by text hash, so an unchanged sentence is never re-embedded); the
+content hashes are cleared so the next sync stores every entry's sentences."""
+MAX_SENTENCES = 400
+"""Per document; a longer entry's later sentences are embedded at ask time if picked."""
 MODEL_KEY = "embedding_model"
 VERSION_KEY = "vectors_version"
 
@@ -90,20 +105,44 @@ class VectorStore:
             [(key, i, text_hash(t), t) for i, t in enumerate(chunks)])
         self._bump()
 
+    def replace_sentences(self, key: str, texts: Sequence[str]) -> None:
+        """Store the answer sentences of document ``key`` (embedded with the chunks)."""
+        self.conn.execute("DELETE FROM sentences WHERE key = ?", (key,))
+        self.conn.executemany(
+            "INSERT INTO sentences(key, n, text_hash, text) VALUES (?, ?, ?, ?)",
+            [(key, i, text_hash(t), t) for i, t in enumerate(texts[:MAX_SENTENCES])])
+
+    def sentence_vectors(self, keys: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        """``text_hash -> vector`` of the stored sentences of documents ``keys`` that have
+        a vector for ``model`` (one query; the caller hashes its sentences with
+        :func:`text_hash` to look them up)."""
+        keys = list(keys)
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        rows = self.conn.execute(
+            "SELECT DISTINCT s.text_hash, e.vector FROM sentences s JOIN embeddings e ON "
+            f"e.text_hash = s.text_hash AND e.model = ? WHERE s.key IN ({marks})",
+            [model, *keys])
+        return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in rows}
+
     def delete(self, keys: Iterable[str]) -> None:
-        """Forget the chunks of these documents (embeddings stay for reuse)."""
+        """Forget the chunks and sentences of these documents (embeddings stay for reuse)."""
         keys = list(keys)
         for start in range(0, len(keys), 500):
             part = keys[start:start + 500]
-            self.conn.execute(f"DELETE FROM chunks WHERE key IN ({','.join('?' * len(part))})",
-                              part)
+            for table in ("chunks", "sentences"):
+                self.conn.execute(
+                    f"DELETE FROM {table} WHERE key IN ({','.join('?' * len(part))})", part)
         if keys:
             self._bump()
 
     def pending(self, model: str) -> list[tuple[str, str]]:
-        """``(text_hash, text)`` of chunks that have no vector for ``model`` yet."""
+        """``(text_hash, text)`` of chunks and sentences that have no vector for ``model``
+        yet."""
         return self.conn.execute(
-            "SELECT DISTINCT c.text_hash, c.text FROM chunks c LEFT JOIN embeddings e "
+            "SELECT DISTINCT c.text_hash, c.text FROM (SELECT text_hash, text FROM chunks "
+            "UNION ALL SELECT text_hash, text FROM sentences) c LEFT JOIN embeddings e "
             "ON e.text_hash = c.text_hash AND e.model = ? WHERE e.text_hash IS NULL "
             "ORDER BY c.text_hash", (model,)).fetchall()
 

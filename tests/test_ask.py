@@ -1,6 +1,6 @@
 """The extractive answer's sentence picker (:func:`wiki.ask.ask` without a model): a real
-git repository, the real index; BM25 sentences discounted by their entry's rank
-(÷√(1 + position)) against the floor, then placed entry by entry (``ENTRY_ORDER``).
+git repository, the real index; sentences discounted by their entry's rank
+(÷√(1 + position)) against the floor, then placed entry by entry (``entry_places``).
 Measured in evals/answers.py (docs/decisions.md, "Extractive answers")."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from conftest import ALICE, BOB, entry_text
 
 from indexes.passages import rank_passages
+from indexes.sentence_scoring import PickerConfig
 from wiki.ask import ask
 from wiki.proposals import approve, propose
 from wiki.workspace import Wiki
@@ -20,6 +21,10 @@ OTHER = ["Required paid training needs a budget from your office.",
          "Paid training days are required hours for your team.",
          "Paid training required by your role is booked in Concur."]
 """The second entry's sentences: more of the question's words than :data:`ANSWER`."""
+WORDS_ONLY = PickerConfig(lexical=1.0, cosine=0.0, form=0.0, fragment_weight=1.0, floor=0.4)
+"""The picker before issue 16 (BM25 alone, floor 0.4): the entry-by-entry places are
+still the product's; its floor (0.5) and the question's form are measured on the staff
+tune half (tests/test_answer_picker.py covers them)."""
 FILLER = ["Ask the team about free webinars and brown bags.",
           "Conference travel follows the travel policy."]
 
@@ -60,7 +65,7 @@ def test_lower_entries_do_not_crowd_out_the_top_entrys_answer(wiki: Wiki) -> Non
                      "idp", "IDP required for paid training", f"{TOP} {ANSWER} {FILLER[0]}"),
                  "training/conferences.md": entry_text(
                      "conf", "Conference registration", " ".join([*OTHER, FILLER[1]]))})
-    answer = ask(wiki, QUESTION, revalidate=False)
+    answer = ask(wiki, QUESTION, revalidate=False, picker=WORDS_ONLY)
     assert answer.sentences == [(TOP, 1), (ANSWER, 1), (OTHER[0], 2), (OTHER[1], 2)]
     assert [c.path for c in answer.citations] == ["training/idp.md",
                                                   "training/conferences.md"]

@@ -60,17 +60,18 @@ def vectors_on(monkeypatch) -> HashingEmbedder:
 def test_damaged_vector_rows_are_embedded_again(cli, repo: Path, vectors_on, damage: str,
                                                 command: tuple[str, ...]) -> None:
     _land(cli, repo)
-    with sqlite3.connect(_db(repo)) as conn:
-        assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 2
+    with sqlite3.connect(_db(repo)) as conn:  # two entries' chunks and their sentences
+        stored = conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+        assert stored >= 2
         conn.execute(damage)
     result = cli(*command)
     assert result.exit_code == 0, result.output
     assert "docs/travel.md" in result.stdout
-    assert "warning: 2 stored vectors of the search index were damaged; embedded again" \
-        in result.stderr
+    assert (f"warning: {stored} stored vectors of the search index were damaged; "
+            "embedded again") in result.stderr
     with sqlite3.connect(_db(repo)) as conn:
         assert conn.execute("SELECT count(*), min(dim), min(length(vector)) "
-                            "FROM embeddings").fetchone() == (2, 64, 256)
+                            "FROM embeddings").fetchone() == (stored, 64, 256)
     again = cli(*command)
     assert again.exit_code == 0 and "warning" not in again.stderr
 

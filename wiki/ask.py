@@ -19,10 +19,10 @@ import json
 from dataclasses import dataclass, field
 
 from indexes.answer_type import TYPE_NAMES, missing_type
-from indexes.passages import rank_passages
+from indexes.sentence_scoring import PickerConfig
 from indexes.vectors import Progress
+from wiki.answer_picker import DEFAULT, GapReason, pick_answer
 from wiki.entry import now_iso
-from wiki.markdown_text import sentences, word_count
 from wiki.revalidate import Revalidated
 from wiki.revalidate import revalidate as check_sources
 from wiki.search import SearchResult, filters_for, search
@@ -30,25 +30,6 @@ from wiki.storage import notify, storage_cause
 from wiki.workspace import Wiki
 
 MAX_ENTRIES = 3
-MAX_SENTENCES = 4
-MAX_SENTENCE_CHARS = 400
-MIN_SENTENCE_WORDS = 4
-RELATIVE_FLOOR = 0.4
-"""A sentence scoring below this share of the best sentence is left out."""
-ENTRY_ORDER = True
-"""The sentences above the floor take the :data:`MAX_SENTENCES` places entry by entry, in
-the search's rank order (best first within an entry), so the lower entries' word-rich
-sentences cannot crowd out the top entry's answer; ``False``: by discounted score across
-the entries (the picker before evals/answers.py measured both)."""
-ENTRY_PLACES = 3
-"""With :data:`ENTRY_ORDER`, an entry's sentences beyond its best ``ENTRY_PLACES`` wait
-until the lower entries' sentences above the floor had their turn: the top entry cannot
-take every place when a lower one also answers."""
-RANK_DISCOUNT = 0.5
-"""A sentence's BM25 score is divided by ``(1 + position of its entry) ** RANK_DISCOUNT``
-(÷√2 for the 2nd entry, ÷√3 for the 3rd) before it is compared with the floor. 1.0 was
-measured (evals/results/answers.md) and not adopted: it drops the second fact of a
-question answered by two atomic entries (docs/decisions.md, "Extractive answers")."""
 
 
 @dataclass
@@ -98,6 +79,19 @@ class Answer:
     answer is an evidence gap (``note`` says why)."""
     route: dict | None = None
     """When routing ran: :meth:`indexes.routing.Route.to_dict`."""
+    gap_reason: GapReason | None = None
+    """Why the answer is a gap (:class:`wiki.answer_picker.GapReason`: ``code`` and
+    ``sentence``); ``None`` when it is not."""
+    form_missing: str | None = None
+    """The form the question asks for (a number, a person, a place) when none of the best
+    sentences states one (:mod:`indexes.sentence_scoring`); a gap only with
+    ``PickerConfig.form_gap``."""
+    sentence_cosine: float | None = None
+    """The cosine of the best sentence (as embedded with its entry's title) to the
+    question; ``None`` without vectors."""
+    answer_score: float | None = None
+    """How well the best sentence answers (:func:`indexes.sentence_scoring.answer_score`);
+    ``None`` when no sentence was scored."""
 
     @property
     def gap(self) -> bool:
@@ -109,7 +103,8 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
         progress: Progress | None = None, as_of: dt.datetime | None = None,
         scope: str | None = None, include_expired: bool = False,
         budget: int | None = None, revalidate: bool = True, rerank: bool = False,
-        synthesize: bool = True, route: bool | None = None) -> Answer:
+        synthesize: bool = True, route: bool | None = None,
+        picker: PickerConfig = DEFAULT) -> Answer:
     """Answer ``question`` from the wiki. Raises ``EmptyQueryError`` for an empty question
     and ``NotInitializedError`` without a wiki branch; a gap is a normal return. With
     ``budget`` (tokens), the answer is the best evidence that fits it
@@ -119,18 +114,21 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
     and ``synthesize``, the model writes the answer from the cited entries and only its
     verified sentences are kept (:mod:`wiki.synthesis`). ``route``: as in
     :func:`wiki.search.search`; the route is in ``answer.route``. All its model calls
-    share one ``[llm] timeout`` (:func:`wiki.llm.usage.command_scope`)."""
+    share one ``[llm] timeout`` (:func:`wiki.llm.usage.command_scope`). ``picker``: the
+    sentence picker's parameters (:class:`indexes.sentence_scoring.PickerConfig`; evals
+    pass variants)."""
     from wiki.llm.usage import command_scope
 
     with command_scope():
         return _ask(wiki, question, include_superseded, category, legs, progress, as_of,
-                    scope, include_expired, budget, revalidate, rerank, synthesize, route)
+                    scope, include_expired, budget, revalidate, rerank, synthesize, route,
+                    picker)
 
 
 def _ask(wiki: Wiki, question: str, include_superseded: bool, category: str | None,
          legs: tuple[str, ...] | None, progress: Progress | None, as_of: dt.datetime | None,
          scope: str | None, include_expired: bool, budget: int | None, revalidate: bool,
-         rerank: bool, synthesize: bool, route: bool | None) -> Answer:
+         rerank: bool, synthesize: bool, route: bool | None, picker: PickerConfig) -> Answer:
     result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
                     rerank=rerank, route=route,
                     filters=filters_for(include_superseded=include_superseded,
@@ -139,7 +137,12 @@ def _ask(wiki: Wiki, question: str, include_superseded: bool, category: str | No
     answer = Answer(question, result.commit, result.confidence, result.threshold,
                     top_cosine=result.top_cosine, llm=result.llm,
                     route=result.route.to_dict() if result.route else None)
-    if not result.gap:
+    if result.gap and (picker.retrieval_gap or result.query_vector is None):
+        cosine = "" if result.top_cosine is None else f", best cosine {result.top_cosine:.2f}"
+        answer.gap_reason = GapReason(
+            "no_match", f"no entry shares enough of the question's words or meaning (word "
+            f"coverage {result.confidence:.2f}{cosine})")
+    elif result.hits:
         from wiki.budget import MAX_ENTRIES as BUDGET_ENTRIES
 
         snapshot = wiki.snapshot(result.commit)
@@ -154,61 +157,47 @@ def _ask(wiki: Wiki, question: str, include_superseded: bool, category: str | No
         else:
             stale = {p for p, e in enumerate(entries)
                      if checks is not None and checks.entries[e.path].stale}
-            _extract(result, answer, entries, stale)
-        _check_type(answer, entries)
+            _extract(result, answer, entries, stale, picker)
+        if answer.sentences:
+            _check_type(answer, entries)
         if synthesize and budget is None and answer.sentences:
             _synthesize(wiki, answer, entries, snapshot.config().llm)
         if checks is not None:
             _annotate(answer, checks)
     if answer.gap:
+        if answer.gap_reason is None:
+            answer.gap_reason = GapReason("no_match", "no entry matches the question")
         _record_gap(wiki, answer)
     return answer
 
 
-def _extract(result: SearchResult, answer: Answer, entries: list,
-             stale: set[int] = frozenset()) -> None:
-    """Pick the answer's sentences: those scoring at least :data:`RELATIVE_FLOOR` of the
-    best (BM25 ÷ the entry's rank discount), entry by entry in rank order
-    (:data:`ENTRY_ORDER`), at most :data:`MAX_SENTENCES`. An entry at a ``stale`` position
-    (answered from its current source) also gets its best matching sentence when none
-    passed the floor, so a changed value is shown, flagged, rather than hidden."""
-    candidates: list[tuple[int, str]] = []  # (entry position, sentence)
-    for position, entry in enumerate(entries):
-        candidates += [(position, s) for s in sentences(entry.body)
-                       if word_count(s) >= MIN_SENTENCE_WORDS]
-    ranked = rank_passages(result.query, [s for _, s in candidates],
-                           limit=max(50, len(candidates)) if stale else 50)
-    score = {i: bm25 / (1 + candidates[i][0]) ** RANK_DISCOUNT for i, bm25 in ranked}
-    floor = RELATIVE_FLOOR * max(score.values(), default=0.0)
+def _extract(result: SearchResult, answer: Answer, entries: list, stale: set[int],
+             picker: PickerConfig) -> None:
+    """Pick the answer's sentences (:func:`wiki.answer_picker.pick_answer`): the one that
+    answers first, then its support, each cited; an entry at a ``stale`` position (answered
+    from its current source) also gets its best sentence. A gap when no sentence answers."""
+    embed = None
+    if result.query_vector is not None:
+        from wiki.embedding import get_embedder, model_name
+
+        embed = get_embedder(model_name()).encode
+    picked = pick_answer(answer.question, [(e.title, e.body) for e in entries],
+                         result.sentence_vectors, result.query_vector, picker,
+                         coverage=result.confidence, stale=frozenset(stale), embed=embed)
+    answer.answer_score = round(picked.score, 4)
+    answer.sentence_cosine = picked.cosine
+    answer.form_missing = picked.form_missing
+    if picked.gap is not None:
+        answer.gap_reason, answer.note = picked.gap, picked.gap.sentence
+        return
     numbers: dict[int, int] = {}
-    picked: list[tuple[str, int]] = []
-    turn: dict[int, int] = {}  # sentence -> the round it takes a place in
-    if ENTRY_ORDER:
-        within: dict[int, int] = {}
-        for i in sorted(score, key=lambda i: (-score[i], i)):
-            position = candidates[i][0]
-            within[position] = within.get(position, 0) + 1
-            late = within[position] > ENTRY_PLACES
-            turn[i] = position + (len(entries) if late else 0)
-    for i in sorted(score, key=lambda i: (turn.get(i, 0), -score[i], i)):
-        position, text = candidates[i]
-        if (score[i] < floor or len(picked) >= MAX_SENTENCES) and (
-                position not in stale or position in numbers or score[i] <= 0):
-            continue
-        if len(text) > MAX_SENTENCE_CHARS:
-            text = text[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
-        if any(text == t for t, _ in picked):
-            continue
-        number = numbers.setdefault(position, len(numbers) + 1)
-        picked.append((text, number))
-    if not picked and entries:  # confident retrieval, no sentence matched: the summary
-        picked.append((entries[0].summary or entries[0].title, 1))
+    for _, position in picked.sentences:
+        numbers.setdefault(position, len(numbers) + 1)
+    answer.sentences = [(text, numbers[position]) for text, position in picked.sentences]
+    if not picked.sentences and entries:  # confident retrieval, no sentence: the summary
+        answer.sentences = [(entries[0].summary or entries[0].title, 1)]
         numbers[0] = 1
-    answer.sentences = picked
-    answer.citations = [Citation(number, entries[position].id, entries[position].path,
-                                 entries[position].title,
-                                 [s.uri for s in entries[position].sources],
-                                 [m["uri"] for m in result.marks.get(entries[position].path, [])])
+    answer.citations = [_citation(number, entries[position], result)
                         for position, number in sorted(numbers.items(), key=lambda p: p[1])]
 
 
@@ -224,6 +213,7 @@ def _check_type(answer: Answer, entries: list) -> None:
     answer.missing_type = kind
     answer.note = (f"the question asks for {TYPE_NAMES[kind]} and none of the closest "
                    f"entries ({titles}) states one")
+    answer.gap_reason = GapReason("missing_type", answer.note)
     answer.sentences, answer.citations = [], []
 
 
@@ -271,6 +261,8 @@ def _record_gap(wiki: Wiki, answer: Answer) -> None:
             "confidence": round(answer.confidence, 4)}
     if answer.missing_type:
         line["missing_type"] = answer.missing_type
+    if answer.gap_reason is not None:
+        line["gap_reason"] = answer.gap_reason.code
     try:
         wiki.state_dir.mkdir(parents=True, exist_ok=True)
         with open(wiki.state_dir / "gaps.jsonl", "a", encoding="utf-8") as handle:

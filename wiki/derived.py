@@ -17,6 +17,7 @@ from pathlib import Path
 from indexes.documents import Document
 from indexes.store import SearchIndex
 from wiki import indextree
+from wiki.answer_picker import index_sentences
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
 from wiki.derived_db import TEMPORARY, Opened, open_database, open_temporary, recover
 from wiki.entry import Entry
@@ -51,7 +52,7 @@ def to_document(entry: Entry, blob_sha: str) -> Document:
         status=entry.status, category=entry.category, doc_type=entry.type,
         content_hash=blob_sha, extra=_extra(entry), scope=entry.scope,
         valid_until=iso(as_time(entry.meta.get("valid_until"), end_of_day=True)),
-        dated=iso(dated(entry)),
+        dated=iso(dated(entry)), sentences=index_sentences(entry.title, entry.body),
     )
 
 

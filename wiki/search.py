@@ -35,6 +35,10 @@ from wiki.routing import boost, decide, tie_break
 from wiki.storage import storage_cause
 from wiki.workspace import Wiki
 
+SENTENCE_HITS = 5
+"""The top hits whose stored sentence vectors come with the result (ask reads 3, or
+:data:`wiki.budget.MAX_ENTRIES` with a budget)."""
+
 
 @dataclass
 class SearchResult:
@@ -62,6 +66,11 @@ class SearchResult:
     """When the ``llm`` leg or the rerank ran: :meth:`wiki.llm.leg.LLMStage.report`."""
     route: Route | None = None
     """When routing ran: the folders chosen and every folder's score (:mod:`wiki.routing`)."""
+    query_vector: object = None
+    """The question's vector (numpy, unit length) when the vector leg ran, else ``None``."""
+    sentence_vectors: dict = field(default_factory=dict)
+    """``sha256 of a sentence -> vector`` of the top hits' stored answer sentences
+    (embedded at index time, :meth:`indexes.vectors.VectorStore.sentence_vectors`)."""
 
     @property
     def gap(self) -> bool:
@@ -196,10 +205,18 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
     cosine = found["vector"][0].score if found.get("vector") else None
     extras = index.extras(h.key for h in hits)
     sources = {key: extra.get("sources", []) for key, extra in extras.items()}
-    return SearchResult(query, report.commit, hits, confidence, config.gap_threshold, report,
-                        sources, list(found), skipped, cosine, config.gap_coverage,
-                        config.gap_cosine, marks(index.conn, [h.key for h in hits]),
-                        stage.report() if stage is not None else None, routed)
+    result = SearchResult(query, report.commit, hits, confidence, config.gap_threshold, report,
+                          sources, list(found), skipped, cosine, config.gap_coverage,
+                          config.gap_cosine, marks(index.conn, [h.key for h in hits]),
+                          stage.report() if stage is not None else None, routed)
+    if vector is not None and "vector" not in skipped:
+        try:
+            result.query_vector = vector.result() if isinstance(vector, Future) else vector
+        except IndexesError:
+            return result
+        result.sentence_vectors = index.vectors.sentence_vectors(
+            [h.key for h in hits[:SENTENCE_HITS]], model)
+    return result
 
 
 def _route(index: SearchIndex, query: str, encoded: tuple, filters: Filters,

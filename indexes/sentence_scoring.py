@@ -1,0 +1,264 @@
+"""Which sentence answers a question: scores over plain sentences and their vectors.
+
+An answer is a few sentences quoted from the best entries. Words shared with the question
+(BM25, :func:`indexes.passages.rank_passages`) find the sentences *about* the topic; they
+do not tell a sentence that *answers* ("Comp time expires one year after it is earned")
+from one that only names the topic ("The amount of overtime pay depends on your GS level").
+Two more signals do:
+
+* the cosine of the sentence's vector to the question's (MiniLM, the vector leg's model;
+  the sentence vectors are embedded at index time, :mod:`indexes.vectors`), which reads
+  meaning rather than shared words;
+* the question's *form* matched to what the sentence states (the answer-type check of
+  classic QA: Li & Roth, COLING 2002): a number for "how much / how many / how long", a
+  yes or no (a permission, a rule, a negation) for "can I / do I / is it", steps (an
+  imperative: "Go to ...", "Submit ...") for "how do I", a person, team or address for
+  "who", a place, channel or link for "where".
+
+A table row ("Band 1 | $600 | ...") and a bare heading-like fragment are scored as what
+they are: a row counts when it states the type asked for, else it is discounted
+(:attr:`PickerConfig.fragment_weight`).
+
+Everything here is pure: plain strings, numpy vectors and a :class:`PickerConfig`. The
+domain side (entries, citations, gaps) is :mod:`wiki.answer_picker`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from indexes.answer_type import EVIDENCE, expected_type
+from indexes.passages import rank_passages
+
+
+@dataclass(frozen=True)
+class PickerConfig:
+    """The picker's parameters (chosen on the staff tune half, docs/decisions.md).
+
+    A sentence scores ``lexical × BM25 / best BM25 + cosine × max(cos, 0) + form × (states
+    the question's form)``, times :attr:`fragment_weight` for a table row or fragment that
+    does not state it, divided by ``(1 + entry position) ** rank_discount``. Sentences at
+    or above ``floor ×`` the best take the places, entry by entry (at most
+    ``entry_places`` per entry before the lower entries' turn), at most ``max_sentences``;
+    the best sentence opens the answer. The answer is a gap when the best sentence's cosine
+    plus ``score_coverage ×`` the retrieval's word coverage is below ``gap_score``
+    (``None``: never), or, with ``form_gap``, when the question asks for a number, a person
+    or a place and no candidate sentence within ``form_gap_margin`` of the best states one."""
+
+    lexical: float = 0.25
+    cosine: float = 1.0
+    form: float = 0.15
+    fragment_weight: float = 0.7
+    rank_discount: float = 0.5
+    floor: float = 0.5
+    max_sentences: int = 4
+    entry_places: int = 3
+    gap_score: float | None = 0.52
+    score_coverage: float = 0.5
+    score_by: str = "words"
+    """Which sentence's cosine the answer score takes: ``words``, the sentence sharing most
+    of the question's words (BM25 ÷ the entry's rank discount, as the picker before issue
+    16 chose its first sentence), or ``best``, the best-scored one. A sentence chosen by
+    its cosine flatters an unanswerable question (the nearest of many sentences is near by
+    selection); one chosen by its words is judged by its meaning."""
+    form_gap: bool = False
+    form_gap_margin: float = 0.1
+    retrieval_gap: bool = False
+    """Also apply the retrieval rule (``[search] gap_coverage`` / ``gap_cosine``) when the
+    answer score can be computed; without vectors it always applies (the score needs
+    them)."""
+
+
+FORMS = ("percent", "money", "amount", "howto", "yesno", "who", "where")
+"""Question forms, in the order :func:`question_form` tries them."""
+
+_YESNO = re.compile(r"^\s*(?:(?:so|and|but|ok|okay|also|hey|hi),?\s+)?(?:do|does|did|can|could|"
+                    r"is|are|am|was|were|will|would|should|shall|may|might|must|have|has|"
+                    r"had|isn't|aren't|don't|doesn't|can't|won't|shouldn't)\b", re.I)
+_HOWTO = re.compile(r"\bhow\s+(?:do|can|should|would|could|does)\s+(?:i|we|you|one|someone|"
+                    r"a|my|our)\b|\bhow\s+to\b|\bwhat\s+(?:are\s+)?(?:the\s+)?steps\b|"
+                    r"\bwhat\s+do\s+i\s+(?:need\s+to\s+)?do\b|\bprocess\s+(?:for|to)\b", re.I)
+_AMOUNT = re.compile(r"\bhow\s+(?:many|much|long|often|far|soon|early|late|old)\b|"
+                     r"\b(?:what|what's|whats|is\s+there)\s+(?:is\s+|are\s+)?(?:the\s+|a\s+)?"
+                     r"(?:\w+\s+)?(?:max(?:imum)?|min(?:imum)?|limit|rate|amount|number|"
+                     r"deadline|cap)\b|\bwhen\b", re.I)
+_WHO = re.compile(r"\bwho(?:m|se)?\b|\b(?:which|what)\s+(?:\w+\s+)?(?:team|office|person|"
+                  r"people|group|division|contact)\b", re.I)
+_WHERE = re.compile(r"\bwhere\b|\b(?:which|what)\s+(?:\w+\s+)?(?:channel|url|link|site|"
+                    r"website|page|folder|drive|form|system|tool|email\s+address|address)\b",
+                    re.I)
+
+_NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+                     r"twelve|fifteen|twenty|thirty|forty|fifty|hundred|thousand|half|"
+                     r"once|twice|daily|weekly|monthly|annually|yearly|every)\b", re.I)
+_STEP_VERBS = (
+    "go|click|select|open|log|sign|fill|complete|submit|send|email|ask|request|contact|"
+    "create|add|choose|enter|type|use|visit|navigate|find|download|install|follow|read|"
+    "make|file|upload|attach|review|check|confirm|search|post|reach|call|write|save|"
+    "copy|set|start|register|apply|enroll|tell|notify|let|talk|schedule|book|get|"
+    "update|change|print|sign|scan|forward|mark|enable|turn|connect|put|include|note|"
+    "first|then|next|finally|once|after|before|to")
+_STEP = re.compile(rf"^(?:\d+[.)]\s*)?(?:please\s+)?(?:{_STEP_VERBS})\b|\b(?:steps?|follow "
+                   r"these|instructions|you(?:'ll| will)? (?:need|have) to|you can|"
+                   r"you should|you must|in order to|by (?:going|clicking|filling|sending|"
+                   r"emailing|submitting))\b", re.I)
+_YESNO_STATES = re.compile(
+    r"\b(?:not|no|never|cannot|can't|can|may|must|only|allowed|permitted|prohibited|"
+    r"required|requires?|eligible|ineligible|need|needs|should|shouldn't|don't|doesn't|"
+    r"isn't|aren't|won't|yes|always|unless|except|entitled|forbidden|mandatory|optional)\b",
+    re.I)
+_WHO_STATES = re.compile(
+    r"\b(?:team|office|division|staff|supervisor|manager|lead|owner|responsible|contact|"
+    r"coordinator|officer|director|admin\w*|desk|specialist|representative|hr|ohrm|"
+    r"liaison|point of contact|poc|chief|head|handles?|approves?)\b|@|"
+    r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+\s+[A-Z][a-z]+", re.I)
+_WHERE_STATES = re.compile(
+    r"https?://|www\.|\b\w+\.(?:gov|com|org|io|net)\b|#[\w-]+|\b(?:channel|page|site|"
+    r"website|portal|folder|drive|link|inbox|form|system|app|tab|menu|directory|"
+    r"repo(?:sitory)?|wiki|handbook|located|available (?:at|in|on)|go to|visit)\b", re.I)
+_FRAGMENT_MIN_WORDS = 6
+
+
+def question_form(question: str) -> str | None:
+    """The form of answer ``question`` asks for (one of :data:`FORMS`), or ``None``.
+    A percentage or an amount of money comes from :func:`indexes.answer_type.expected_type`;
+    "how do I" is ``howto`` before it is a yes/no question."""
+    typed = expected_type(question)
+    if typed is not None:
+        return typed
+    if _HOWTO.search(question):
+        return "howto"
+    if _WHO.search(question):
+        return "who"
+    if _WHERE.search(question):
+        return "where"
+    if _AMOUNT.search(question):
+        return "amount"
+    if _YESNO.search(question):
+        return "yesno"
+    return None
+
+
+def states_form(sentence: str, form: str | None) -> bool:
+    """Whether ``sentence`` states what a question of ``form`` asks for (``False`` for
+    ``None``). Lenient on purpose: the form separates answering sentences from topical
+    ones among sentences already found by their words and meaning."""
+    if form in EVIDENCE:
+        return EVIDENCE[form].search(sentence) is not None
+    pattern = {"amount": _NUMBER, "howto": _STEP, "yesno": _YESNO_STATES, "who": _WHO_STATES,
+               "where": _WHERE_STATES}.get(form or "")
+    return pattern is not None and pattern.search(sentence) is not None
+
+
+def is_fragment(sentence: str) -> bool:
+    """A table row (cells joined by `` | ``), a lead-in to a list ("To donate your
+    leave:") or a short line without a full stop, rather than a statement."""
+    return " | " in sentence or is_lead_in(sentence) or (
+        len(sentence.split()) < _FRAGMENT_MIN_WORDS
+        and not sentence.rstrip().endswith((".", "!", "?")))
+
+
+def is_lead_in(sentence: str) -> bool:
+    """A line ending in a colon: it names what follows and answers nothing itself."""
+    return sentence.rstrip().endswith(":")
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One candidate sentence: ``index`` into the caller's list, its ``entry`` position,
+    the parts of its score and the total (``score``, rank-discounted)."""
+
+    index: int
+    entry: int
+    lexical: float
+    cosine: float
+    states: bool
+    fragment: bool
+    score: float
+
+
+def score_sentences(question: str, texts: Sequence[str], entries: Sequence[int],
+                    vectors: np.ndarray | None, query_vector: np.ndarray | None,
+                    config: PickerConfig) -> list[Scored]:
+    """Score every sentence ``texts[i]`` of entry position ``entries[i]`` (0 = top hit)
+    against ``question``; ``vectors`` (``(len(texts), dim)``, unit rows; ``None``: no
+    vector signal, and the words take the cosine's weight too) and ``query_vector``
+    (unit). Returns them best first."""
+    if not texts:
+        return []
+    lexical = np.zeros(len(texts))
+    for i, value in rank_passages(question, list(texts), limit=len(texts)):
+        lexical[i] = value
+    lexical /= max(float(lexical.max()), 1e-9)
+    cosine = np.zeros(len(texts))
+    words = config.lexical + config.cosine  # without vectors the words take the weight
+    if vectors is not None and query_vector is not None:
+        cosine = np.clip(vectors @ np.asarray(query_vector, dtype=np.float32), 0.0, None)
+        words = config.lexical
+    form = question_form(question)
+    out = []
+    for i, text in enumerate(texts):
+        states = states_form(text, form) and not is_lead_in(text)
+        fragment = is_fragment(text)
+        value = words * lexical[i] + config.cosine * cosine[i] + config.form * states
+        if fragment and not states:
+            value *= config.fragment_weight
+        value /= (1 + entries[i]) ** config.rank_discount
+        out.append(Scored(i, entries[i], float(lexical[i]), float(cosine[i]), states,
+                          fragment, float(value)))
+    return sorted(out, key=lambda s: (-s.score, s.index))
+
+
+def pick(scored: Sequence[Scored], config: PickerConfig) -> list[Scored]:
+    """The answer's sentences: the best first, then those at or above ``floor ×`` the best
+    score, entry by entry in rank order (at most ``entry_places`` per entry before the lower
+    entries' turn), at most ``max_sentences``."""
+    ranked = [s for s in scored if s.score > 0]
+    if not ranked:
+        return []
+    best = ranked[0]
+    floor = config.floor * best.score
+    within: dict[int, int] = {}
+    turn: dict[int, int] = {}
+    entries = 1 + max(s.entry for s in ranked)
+    for s in ranked:
+        within[s.entry] = within.get(s.entry, 0) + 1
+        turn[s.index] = s.entry + (entries if within[s.entry] > config.entry_places else 0)
+    rest = sorted((s for s in ranked[1:] if s.score >= floor),
+                  key=lambda s: (turn[s.index], -s.score, s.index))
+    return [best, *rest][:config.max_sentences]
+
+
+def answer_score(scored: Sequence[Scored], coverage: float, config: PickerConfig) -> float:
+    """How well the answer is supported: the cosine of the best sentence plus
+    ``score_coverage ×`` ``coverage`` (the share of the question's words, IDF-weighted,
+    that the top entry holds: :mod:`indexes.coverage`); ``coverage`` alone without
+    candidates. Compared with ``gap_score``."""
+    return judged_cosine(scored, config) + config.score_coverage * coverage
+
+
+def judged_cosine(scored: Sequence[Scored], config: PickerConfig) -> float:
+    """The cosine the answer score takes (:attr:`PickerConfig.score_by`); 0 without
+    candidates."""
+    if not scored:
+        return 0.0
+    if config.score_by == "words":
+        return max(scored, key=lambda s: (
+            s.lexical / (1 + s.entry) ** config.rank_discount, s.score)).cosine
+    return scored[0].cosine
+
+
+def form_missing(question: str, scored: Sequence[Scored], config: PickerConfig) -> str | None:
+    """The form ``question`` asks for (``amount``, ``who``, ``where``, a percentage or
+    money) when no sentence scoring within ``form_gap_margin`` of the best states it;
+    ``None`` otherwise or for forms every text can state (yes/no, how-to)."""
+    form = question_form(question)
+    if form not in ("amount", "who", "where", "percent", "money") or not scored:
+        return None
+    top = scored[0].score
+    near = [s for s in scored if s.score >= top - config.form_gap_margin * max(top, 1e-9)]
+    return None if any(s.states for s in near) else form
