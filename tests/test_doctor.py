@@ -100,7 +100,7 @@ def test_invalid_config_is_an_error(cli, repo: Path) -> None:
     assert "wiki.toml" in checks["config"]["fix"]
 
 
-def test_model_and_embed_server_settings(cli, monkeypatch) -> None:
+def test_model_and_embed_server_settings(cli, monkeypatch, tmp_path) -> None:
     cli("init")
     monkeypatch.setenv("WIKI_EMBED_MODEL", "no-such-model")
     code, checks = _checks(cli)
@@ -126,7 +126,10 @@ def test_model_and_embed_server_settings(cli, monkeypatch) -> None:
     assert code == 1 and "WIKI_EMBED_RUNTIME" in checks["embedding model"]["message"]
     assert checks["embedding model"]["fix"].startswith("set WIKI_EMBED_RUNTIME to auto")
     monkeypatch.setenv("WIKI_EMBED_RUNTIME", "auto")
-    code, checks = _checks(cli)  # HOME is a temp dir in tests: no ONNX copy yet
+    # a cache of its own: the run's shared model cache holds an ONNX copy once any test
+    # before this one used the real model
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty-cache"))
+    code, checks = _checks(cli)  # no ONNX copy yet
     assert checks["embedding model"]["level"] == "ok"
     assert checks["embedding runtime"]["level"] == "info"
     assert "--deep" in checks["embedding runtime"]["fix"]
