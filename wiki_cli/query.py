@@ -49,7 +49,9 @@ def search(
     route: RouteOption = None,
     verbose: VerboseOption = False,
 ) -> None:
-    """Rank entries for QUERY: alias/title, BM25 and vector legs fused by weighted RRF."""
+    """Rank entries for QUERY: alias/title, BM25 and vector legs fused by weighted z-scores
+    (each leg's scores standardised, then summed with its weight; `[search] fusion = "rrf"`
+    in wiki.toml for Reciprocal Rank Fusion)."""
     from wiki.search import filters_for
     from wiki.search import search as run
 
