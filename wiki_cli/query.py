@@ -76,7 +76,8 @@ def search(
     if not result.hits:
         report("no matches")
         raise typer.Exit(FINDINGS)
-    grid = table("#", "score", "title", "path", *(["legs"] if explain else []))
+    grid = table("#", "score", "title", "path", *(["legs"] if explain else []),
+                 identifiers=("path",), optional=("score", "title"))
     for hit in result.hits:
         legs = ", ".join(
             (f"{leg} #{hit.legs[leg][0]} ({hit.legs[leg][1]:.3f})" if leg in hit.legs

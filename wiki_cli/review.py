@@ -27,7 +27,8 @@ def list_proposals(json_output: JsonOption = False) -> None:
     if not proposals:
         report("no open proposals")
         return
-    grid = table("proposal", "author", "created", "paths", "state", "flags", "subject")
+    grid = table("proposal", "author", "created", "paths", "state", "flags", "subject",
+                 identifiers=("proposal",), optional=("paths", "created", "author", "subject"))
     for p in proposals:
         grid.add_row(p.name, str(p.authors[0]) if p.authors else "?",
                      p.created.strftime("%Y-%m-%d %H:%M"), str(len(p.paths)),
@@ -154,7 +155,8 @@ def _print_landings(landings, json_output: bool) -> None:
     if json_output:
         print_json(landings)
         return
-    grid = table("commit", "date", "approved by", "proposed by", "subject")
+    grid = table("commit", "date", "approved by", "proposed by", "subject",
+                 identifiers=("commit",), optional=("proposed by", "date"))
     for item in landings:
         grid.add_row(item.commit[:12], item.date.strftime("%Y-%m-%d %H:%M"),
                      plain(item.approved_by or "-"), plain(item.proposed_by), plain(item.subject))
@@ -184,7 +186,8 @@ def _print_revisions(entry_id: str, revisions, json_output: bool) -> None:
     if json_output:
         print_json({"id": entry_id, "revisions": revisions})
         return
-    grid = table("commit", "date", "change", "path", "proposed by", "approved by")
+    grid = table("commit", "date", "change", "path", "proposed by", "approved by",
+                 identifiers=("commit", "path"), optional=("approved by", "proposed by", "date"))
     for rev in revisions:
         change = f"renamed from {rev.old_path}" if rev.change == "renamed" else rev.change
         grid.add_row(rev.landing.commit[:12], rev.landing.date.strftime("%Y-%m-%d %H:%M"),
