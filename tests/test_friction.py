@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import BOB, acting_as, write
+from conftest import BOB, acting_as, git, write
 
 from wiki.doctor import LOCAL_MODEL_INSTALL, check_optional
 
@@ -74,3 +74,28 @@ def test_a_wide_terminal_keeps_every_column(cli, repo: Path) -> None:
     assert cli("propose", str(repo / "n.md")).exit_code == 0
     header = cli("proposals").stdout.splitlines()[0].split()
     assert header == ["proposal", "author", "created", "paths", "state", "flags", "subject"]
+
+
+# -- wiki diff: structured fields as YAML, --stat without blank lines ------------------------
+
+def test_diff_shows_sources_as_yaml_and_stat_has_no_blank_lines(cli, repo: Path) -> None:
+    write(repo / "docs" / "travel.md", "# Travel\n\nFile a travel voucher within five days.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "docs")
+    assert cli("init").exit_code == 0
+    first = cli("ingest", str(repo / "docs")).stdout.strip()
+    with acting_as(BOB):
+        assert cli("approve", first).exit_code == 0
+    write(repo / "docs" / "travel.md", "# Travel\n\nFile a travel voucher within seven days.\n")
+    git(repo, "commit", "-qam", "seven")
+    name = cli("ingest", str(repo / "docs")).stdout.strip()
+    shown = cli("diff", name)
+    assert shown.exit_code == 0
+    lines = shown.stdout.splitlines()
+    assert "   sources:" in lines and "   - uri: git:docs/travel.md" in lines
+    assert any(line.startswith("  -  fingerprint: sha256:") for line in lines)
+    assert any(line.startswith("  +  fingerprint: sha256:") for line in lines)
+    assert "[{'uri'" not in shown.stdout and "{'" not in shown.stdout
+    stat = cli("diff", name, "--stat")
+    assert stat.exit_code == 0 and "" not in stat.stdout.splitlines()
+    assert stat.stdout.splitlines()[-1].startswith("modified docs/travel.md (")

@@ -101,17 +101,44 @@ def diff(
                         "decision (wiki propose --edit, or ingest --overwrite)"), style="yellow")
     for change in result.changes:
         label = f" ({change.entry_id}) {change.title}" if change.entry_id else ""
-        out.print(plain(f"\n{change.kind:8} {change.path}{label}  "
+        if not stat:
+            out.print()
+        out.print(plain(f"{change.kind:8} {change.path}{label}  "
                         f"+{change.lines_added} -{change.lines_removed}"))
         if stat:
             continue
         if change.note:
             out.print(plain(f"  {change.note}"))
         for item in change.fields:
-            out.print(plain(f"  {item.field}: {_short(item.old)} -> {_short(item.new)}"))
+            if _structured(item.old) or _structured(item.new):
+                for line in _yaml_diff(item.field, item.old, item.new):
+                    style = {"+": "green", "-": "red"}.get(line[:1])
+                    out.print(plain(f"  {line}"), style=style)
+            else:
+                out.print(plain(f"  {item.field}: {_short(item.old)} -> {_short(item.new)}"))
         for line in change.body_diff[2:]:
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
             out.print(plain(f"  {line}"), style=style)
+
+
+def _structured(value) -> bool:
+    return isinstance(value, (list, dict))
+
+
+def _yaml_diff(field: str, old, new) -> list[str]:
+    """A field whose value is a list or mapping (``sources``, ``facts``, ``relations``) as
+    the YAML it is stored as, one line each, prefixed ``-`` (before), ``+`` (after) or a
+    space (both)."""
+    import difflib
+
+    from wiki.frontmatter import dump_field
+
+    def lines(value) -> list[str]:
+        return [] if value is None else dump_field(field, value).splitlines()
+
+    before, after = lines(old), lines(new)
+    diff = difflib.unified_diff(before, after, lineterm="", n=len(before) + len(after))
+    return [line for line in diff if not line.startswith(("---", "+++", "@@"))]
 
 
 def _short(value, width: int = 80) -> str:
