@@ -3,6 +3,7 @@ is true, keeps identifiers whole at 80 columns, and takes the input a person has
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,22 @@ def test_diff_shows_sources_as_yaml_and_stat_has_no_blank_lines(cli, repo: Path)
     stat = cli("diff", name, "--stat")
     assert stat.exit_code == 0 and "" not in stat.stdout.splitlines()
     assert stat.stdout.splitlines()[-1].startswith("modified docs/travel.md (")
+
+
+# -- wiki search without a confident hit says so and exits 1 ---------------------------------
+
+def test_search_without_a_confident_hit_exits_1_with_its_weak_hits(cli, repo: Path) -> None:
+    write(repo / "docs" / "travel.md", "# Travel\n\nFile a travel voucher within five days.\n")
+    assert cli("init").exit_code == 0
+    name = cli("ingest", str(repo / "docs")).stdout.strip()
+    with acting_as(BOB):
+        assert cli("approve", name).exit_code == 0
+    weak = cli("search", "travel zzqx plugh frobnicate quux")
+    assert weak.exit_code == 1 and "docs/travel.md" in weak.stdout
+    assert "note: weak matches only" in weak.stderr
+    as_json = cli("search", "travel zzqx plugh frobnicate quux", "--json")
+    assert as_json.exit_code == 1 and json.loads(as_json.stdout)["gap"] is True
+    none = cli("search", "zzqx")
+    assert none.exit_code == 1 and none.stderr.endswith("no matches\n")
+    good = cli("search", "travel voucher", "--json")
+    assert good.exit_code == 0 and json.loads(good.stdout)["gap"] is False
