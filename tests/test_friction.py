@@ -142,3 +142,61 @@ def test_facts_without_a_key_lists_the_keys(cli, repo: Path) -> None:
     as_json = json.loads(cli("facts", "--json").stdout)
     assert [k["key"] for k in as_json] == ["office.city", "travel.receipt_threshold"]
     assert as_json[1]["current"][0]["value"] == 100
+
+
+# -- wiki gaps lists the recorded evidence gaps ----------------------------------------------
+
+def _gap_log(repo: Path) -> Path:
+    return repo / ".git" / "wiki" / "gaps.jsonl"
+
+
+def test_gaps_lists_what_ask_recorded_newest_first(cli, repo: Path) -> None:
+    write(repo / "docs" / "travel.md", "# Travel\n\nFile a travel voucher within five days.\n")
+    assert cli("init").exit_code == 0
+    none = cli("gaps")
+    assert none.exit_code == 0 and none.stdout == "" and "no evidence gaps" in none.stderr
+    assert json.loads(cli("gaps", "--json").stdout)["gaps"] == []
+    name = cli("ingest", str(repo / "docs")).stdout.strip()
+    with acting_as(BOB):
+        assert cli("approve", name).exit_code == 0
+    for question in ("what is the parking policy?", "who waters the office plants?"):
+        assert cli("ask", question).exit_code == 3
+    listed = cli("gaps")
+    assert listed.exit_code == 0
+    questions = [line for line in listed.stdout.splitlines() if "?" in line]
+    assert len(questions) == 2 and "office plants" in questions[0]  # newest first
+    data = json.loads(cli("gaps", "--json", "--limit", "1").stdout)
+    assert data["total"] == 2 and len(data["gaps"]) == 1 and data["skipped"] == []
+    assert data["gaps"][0]["question"] == "who waters the office plants?"
+    assert data["gaps"][0]["commit"] and data["gaps"][0]["line"] == 2
+    assert "1 of 2 gaps shown" in cli("gaps", "-n", "1").stderr
+
+
+def test_gaps_skips_a_damaged_line_with_a_note(cli, repo: Path) -> None:
+    assert cli("init").exit_code == 0
+    log = _gap_log(repo)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    good = {"time": "2026-01-02T03:04:05Z", "question": "where is the VPN guide?",
+            "commit": "a" * 40, "confidence": 0.1}
+    log.write_bytes(b"not json\n" + json.dumps(good).encode() + b"\n[1, 2]\n\xff\xfe\n"
+                    + b'{"time": "2026-01-03T00:00:00Z"}\n')
+    listed = cli("gaps")
+    assert listed.exit_code == 0 and "where is the VPN guide?" in listed.stdout
+    notes = [line for line in listed.stderr.splitlines() if line.startswith("note:")]
+    assert notes[0] == f"note: {log}:1: skipped (not JSON (Expecting value))"
+    assert notes[1] == f"note: {log}:3: skipped (not a JSON object (a list))"
+    assert notes[2] == f"note: {log}:4: skipped (not UTF-8 text)"
+    assert notes[3].startswith("note: 1 more lines of ")
+    data = json.loads(cli("gaps", "--json").stdout)
+    assert [s["line"] for s in data["skipped"]] == [1, 3, 4, 5]
+    assert data["skipped"][3]["reason"] == "no question"
+    assert log.read_bytes().startswith(b"not json\n")  # read, never rewritten
+
+
+def test_gaps_log_that_cannot_be_read_is_one_error_line(cli, repo: Path) -> None:
+    assert cli("init").exit_code == 0
+    _gap_log(repo).mkdir(parents=True)
+    failed = cli("gaps")
+    assert failed.exit_code == 1
+    assert failed.stderr.startswith("error: cannot read the evidence-gap log ")
+    assert "Is a directory" in failed.stderr
