@@ -200,3 +200,32 @@ def test_gaps_log_that_cannot_be_read_is_one_error_line(cli, repo: Path) -> None
     assert failed.exit_code == 1
     assert failed.stderr.startswith("error: cannot read the evidence-gap log ")
     assert "Is a directory" in failed.stderr
+
+
+# -- wiki propose FILE takes plain markdown ---------------------------------------------------
+
+def test_propose_plain_markdown_takes_its_title_from_the_first_heading(cli, repo: Path) -> None:
+    assert cli("init").exit_code == 0
+    text = "```sh\n# not a heading\n```\n\n# Guest wifi\n\nThe password is on the fridge.\n"
+    write(repo / "wifi.md", text)
+    done = cli("propose", str(repo / "wifi.md"), "--category", "ops")
+    assert done.exit_code == 0, done.output
+    assert "note: " in done.stderr and "titled 'Guest wifi' from its first '#' heading" \
+        in done.stderr
+    with acting_as(BOB):
+        assert cli("approve", done.stdout.strip()).exit_code == 0
+    shown = cli("show", "ops/guest-wifi.md")
+    assert shown.exit_code == 0 and "title: Guest wifi" in shown.stdout
+    assert shown.stdout.endswith(text)  # the text kept as written under the frontmatter
+    as_json = cli("propose", "-", "--json", input="# Parking\n\nLot B.\n")
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout)["titled_from"] == "Parking"
+
+
+def test_propose_plain_markdown_without_a_heading_is_a_usage_error(cli, repo: Path) -> None:
+    assert cli("init").exit_code == 0
+    write(repo / "note.md", "## Only a second-level heading\n\nText.\n")
+    failed = cli("propose", str(repo / "note.md"))
+    assert failed.exit_code == 2 and failed.stdout == ""
+    assert failed.stderr.startswith("error: ") and failed.stderr.count("\n") == 1
+    assert "no '# ' heading to take the title from" in failed.stderr
+    assert cli("proposals", "--json").stdout.strip() == "[]"
