@@ -4,12 +4,17 @@ is true, keeps identifiers whole at 80 columns, and takes the input a person has
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import BOB, acting_as, git, write
 
 from wiki.doctor import LOCAL_MODEL_INSTALL, check_optional
+from wiki_cli.serve import ON_A_TERMINAL
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -229,3 +234,36 @@ def test_propose_plain_markdown_without_a_heading_is_a_usage_error(cli, repo: Pa
     assert failed.stderr.startswith("error: ") and failed.stderr.count("\n") == 1
     assert "no '# ' heading to take the title from" in failed.stderr
     assert cli("proposals", "--json").stdout.strip() == "[]"
+
+
+# -- wiki mcp on a terminal says what it is --------------------------------------------------
+
+def _mcp_process(repo: Path, stdin) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WIKI_EMBED_MODEL": "none"}
+    return subprocess.Popen([sys.executable, "-m", "wiki_cli", "-C", str(repo), "mcp"],
+                            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env)
+
+
+def test_mcp_started_on_a_terminal_says_it_speaks_mcp_on_stdio(cli, repo: Path) -> None:
+    assert cli("init").exit_code == 0
+    primary, secondary = pty.openpty()
+    try:
+        process = _mcp_process(repo, secondary)
+        os.close(secondary)
+        os.write(primary, b"\x04")  # Ctrl-D: end of input, the server stops
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        os.close(primary)
+    lines = stderr.decode().splitlines()
+    said = [line for line in lines if "Model Context Protocol" in line]
+    assert len(said) == 1
+    assert said[0] == ON_A_TERMINAL.format(repo=repo.resolve())
+    assert "docs/mcp.md" in said[0] and "stdin/stdout" in said[0]
+
+
+def test_mcp_started_by_a_client_says_nothing(cli, repo: Path) -> None:
+    assert cli("init").exit_code == 0
+    process = _mcp_process(repo, subprocess.PIPE)
+    _, stderr = process.communicate(input=b"", timeout=120)
+    assert b"Model Context Protocol" not in stderr
