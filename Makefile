@@ -49,6 +49,7 @@ eval: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.answers --cli-runs 8
 	$(MAKE) eval-staff
 	$(MAKE) eval-llm
+	$(BIN)/python -m evals.readme_table
 
 ## make eval-staff: the staff-written questions (tune and test halves) and the gap rule across
 ## datasets, cross-validated (needs the LoCoMo hybrid run of `evals.run`; first SciFact embedding ~10 min)
@@ -65,6 +66,7 @@ eval-llm: $(STAMP)
 bench: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench
 	$(BIN)/python -m evals.bench_hook
+	$(BIN)/python -m evals.readme_table
 
 clean:
 	rm -rf $(VENV) evals/.cache .pytest_cache .ruff_cache

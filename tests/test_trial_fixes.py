@@ -33,12 +33,12 @@ def test_a_write_lock_held_too_long_is_index_busy_with_exit_4(tmp_path: Path) ->
 
 
 def test_propose_plain_markdown_says_what_a_new_entry_needs(cli, repo: Path) -> None:
-    assert cli("init").exit_code == 0
-    write(repo / "note.md", "# Wifi\n\nThe guest wifi password is on the fridge.\n")
+    assert cli("init").exit_code == 0  # with a '# ' heading it is an entry (test_friction.py)
+    write(repo / "note.md", "The guest wifi password is on the fridge.\n")
     result = cli("propose", str(repo / "note.md"), "--category", "ops")
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1
-    assert "note.md:1: no frontmatter: a new entry starts with a '---' line, 'title: ...'" \
+    assert "note.md:1: no frontmatter and no '# ' heading to take the title from" \
         in result.stderr
     write(repo / "note.md", "---\ntitle: Wifi\n---\nThe guest wifi password is on the fridge.\n")
     assert cli("propose", str(repo / "note.md"), "--category", "ops").exit_code == 0

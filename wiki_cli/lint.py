@@ -66,7 +66,8 @@ def lint(
 
 def _text(data: dict) -> None:
     if data["findings"]:
-        grid = table("path", "code", "severity", "message", "fix")
+        grid = table("path", "code", "severity", "message", "fix", identifiers=("path",),
+                     optional=("fix", "severity"))
         for f in data["findings"]:
             where = f["path"] + (f":{f['line']}" if f["line"] else "")
             grid.add_row(plain(where), f["code"], f["severity"], plain(f["message"]),

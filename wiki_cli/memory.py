@@ -8,23 +8,28 @@ import typer
 
 from wiki_cli.common import JsonOption, app, open_wiki
 from wiki_cli.errors import USAGE, report
-from wiki_cli.render import out, plain, print_json
+from wiki_cli.render import out, plain, print_json, table
 
 
 @app.command()
 def facts(
-    words: Annotated[list[str], typer.Argument(
-        help="KEY to show, or: set KEY VALUE to propose a new value.")],
+    words: Annotated[list[str] | None, typer.Argument(
+        help="KEY to show, or: set KEY VALUE to propose a new value (none: list the keys).")
+    ] = None,
     unit: Annotated[str, typer.Option("--unit", help="Unit of the value (set).")] = "",
     as_of: Annotated[str, typer.Option("--as-of", help="Date the value holds from (set).")] = "",
     category: Annotated[str, typer.Option(
         "--category", help="Folder of a new fact entry (set).")] = "facts",
     json_output: JsonOption = False,
 ) -> None:
-    """Show a keyed fact (current value, entry, sources, history) or propose a new value."""
+    """Show a keyed fact (current value, entry, sources, history) or propose a new value;
+    without KEY, list every key the wiki holds now."""
     from wiki import facts as memory
 
     wiki = open_wiki()
+    if not words:
+        _list_keys(memory.all_current(wiki), json_output)
+        return
     if words[0] == "set" and len(words) == 3:
         result = memory.set_fact(wiki, words[1], words[2], unit=unit, as_of=as_of,
                                  category=category)
@@ -60,6 +65,22 @@ def facts(
     for change in changes:
         out.print(plain(f"  {change.date:%Y-%m-%d} {change.commit[:10]} {change.change:<10} "
                         f"{change.fact.text}  ({change.fact.entry_id})"))
+
+
+def _list_keys(found: dict, json_output: bool) -> None:
+    """``wiki facts`` without a key: each key, its value(s) now and the entry holding it."""
+    if json_output:
+        print_json([{"key": key, "current": facts} for key, facts in found.items()])
+        return
+    if not found:
+        report("no keyed facts yet (`wiki facts set KEY VALUE` proposes one)")
+        return
+    grid = table("key", "value", "entry", identifiers=("key", "entry"), optional=("value",))
+    for key, facts in found.items():
+        for fact in facts:
+            grid.add_row(plain(key), plain(fact.text), plain(fact.path))
+    out.print(grid)
+    report(f"{len(found)} key(s); `wiki facts KEY` shows one with its sources and history")
 
 
 @app.command()

@@ -49,7 +49,10 @@ def search(
     route: RouteOption = None,
     verbose: VerboseOption = False,
 ) -> None:
-    """Rank entries for QUERY: alias/title, BM25 and vector legs fused by weighted RRF."""
+    """Rank entries for QUERY: alias/title, BM25 and vector legs fused by weighted z-scores
+    (each leg's scores standardised, then summed with its weight; `[search] fusion = "rrf"`
+    in wiki.toml for Reciprocal Rank Fusion). Exit 1 when nothing matches, or when no hit
+    is a confident match (the weak hits are listed, with a note on stderr)."""
     from wiki.search import filters_for
     from wiki.search import search as run
 
@@ -68,13 +71,14 @@ def search(
         report_route(result.route.to_dict())
     if json_output:
         print_json({**search_payload(result), **({"llm": result.llm} if result.llm else {})})
-        if not result.hits:
+        if not result.hits or result.gap:
             raise typer.Exit(FINDINGS)
         return
     if not result.hits:
         report("no matches")
         raise typer.Exit(FINDINGS)
-    grid = table("#", "score", "title", "path", *(["legs"] if explain else []))
+    grid = table("#", "score", "title", "path", *(["legs"] if explain else []),
+                 identifiers=("path",), optional=("score", "title"))
     for hit in result.hits:
         legs = ", ".join(
             (f"{leg} #{hit.legs[leg][0]} ({hit.legs[leg][1]:.3f})" if leg in hit.legs
@@ -90,6 +94,8 @@ def search(
     elif result.gap:  # the vector leg ranks every entry: say when none is really a match
         report(f"note: weak matches only (word coverage {result.confidence:.2f}{cosine}); "
                "`wiki ask` would report an evidence gap")
+    if result.gap:  # no confident hit: not found, as `grep` exits 1 (the hits stay listed)
+        raise typer.Exit(FINDINGS)
 
 
 @app.command()

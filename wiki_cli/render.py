@@ -10,6 +10,7 @@ checks the sources).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as dt
 import json
@@ -52,6 +53,13 @@ class InertConsole(Console):
     def __init__(self, **kwargs) -> None:
         super().__init__(**{**kwargs, "markup": False, "emoji": False})
         self.push_render_hook(InertHook())
+
+    def print(self, *objects, **kwargs) -> None:
+        """:meth:`Console.print`; a :class:`Grid` is not cropped to the terminal's width
+        (it is as wide as its identifiers need)."""
+        if any(isinstance(o, Grid) for o in objects):
+            kwargs.setdefault("crop", False)
+        super().print(*objects, **kwargs)
 
     def render_str(self, text: str, **kwargs) -> Text:
         """:meth:`Console.render_str` of :func:`~wiki_cli.inert.shown` ``text``."""
@@ -96,10 +104,63 @@ def write_raw(text: str) -> None:
     out.file.flush()
 
 
-def table(*columns: str, title: str | None = None) -> Table:
-    """A borderless table with the given column headers."""
-    grid = Table(*columns, title=title, box=None, header_style="bold", pad_edge=False)
-    return grid
+OTHER_MIN_WIDTH = 10
+"""Columns a narrow terminal keeps besides the identifiers: at least this wide each."""
+
+
+class Grid(Table):
+    """A borderless table whose identifier columns (names a person copies: proposal names,
+    entry paths, ids) are never cut or wrapped: each is as wide as its longest cell. When
+    the terminal is too narrow for them and the other columns (at least
+    :data:`OTHER_MIN_WIDTH` each), the ``optional`` columns are left out, in their order;
+    what remains wraps (or is cut with ``…``) in the non-identifier columns only. An
+    identifier wider than the terminal makes its lines longer (the terminal wraps them)."""
+
+    def __init__(self, *columns: str, identifiers: tuple[str, ...] = (),
+                 optional: tuple[str, ...] = (), title: str | None = None) -> None:
+        super().__init__(*columns, title=title, box=None, header_style="bold", pad_edge=False)
+        self.identifiers = identifiers
+        self.optional = optional
+        for column in self.columns:
+            if column.header in identifiers:
+                column.no_wrap, column.overflow = True, "fold"
+                column.min_width = len(str(column.header))
+
+    def add_row(self, *renderables, **kwargs) -> None:
+        """:meth:`Table.add_row`, widening each identifier column to its longest cell."""
+        super().add_row(*renderables, **kwargs)
+        for column, cell in zip(self.columns, renderables, strict=False):
+            if column.header in self.identifiers and cell is not None:
+                text = cell if isinstance(cell, Text) else Text(str(cell))
+                column.min_width = max(column.min_width or 0, text.cell_len)
+
+    def needs(self, columns) -> int:
+        """Cells a row of ``columns`` needs at the least: the identifiers whole, the others
+        :data:`OTHER_MIN_WIDTH`, two between columns."""
+        widths = [(c.min_width or 0) if c.header in self.identifiers else OTHER_MIN_WIDTH
+                  for c in columns]
+        return sum(widths) + 2 * (len(widths) - 1)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        kept = list(self.columns)
+        for name in self.optional:
+            if self.needs(kept) <= options.max_width:
+                break
+            kept = [c for c in kept if c.header != name]
+        # identifiers wider than the terminal: longer lines (the terminal wraps them), never
+        # a cut name; :meth:`InertConsole.print` does not crop a Grid
+        options = options.update_width(max(options.max_width, self.needs(kept)))
+        narrowed = copy.copy(self)
+        narrowed.columns = kept
+        yield from Table.__rich_console__(narrowed, console, options)
+
+
+def table(*columns: str, title: str | None = None, identifiers: tuple[str, ...] = (),
+          optional: tuple[str, ...] = ()) -> Grid:
+    """A borderless table with the given column headers; ``identifiers`` name the columns
+    never cut (proposal names, paths, ids), ``optional`` those left out first, in order,
+    on a terminal too narrow for all (:class:`Grid`)."""
+    return Grid(*columns, identifiers=identifiers, optional=optional, title=title)
 
 
 def plain(text: str, style: str | Style = "") -> Text:

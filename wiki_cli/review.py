@@ -27,7 +27,8 @@ def list_proposals(json_output: JsonOption = False) -> None:
     if not proposals:
         report("no open proposals")
         return
-    grid = table("proposal", "author", "created", "paths", "state", "flags", "subject")
+    grid = table("proposal", "author", "created", "paths", "state", "flags", "subject",
+                 identifiers=("proposal",), optional=("paths", "created", "author", "subject"))
     for p in proposals:
         grid.add_row(p.name, str(p.authors[0]) if p.authors else "?",
                      p.created.strftime("%Y-%m-%d %H:%M"), str(len(p.paths)),
@@ -100,17 +101,44 @@ def diff(
                         "decision (wiki propose --edit, or ingest --overwrite)"), style="yellow")
     for change in result.changes:
         label = f" ({change.entry_id}) {change.title}" if change.entry_id else ""
-        out.print(plain(f"\n{change.kind:8} {change.path}{label}  "
+        if not stat:
+            out.print()
+        out.print(plain(f"{change.kind:8} {change.path}{label}  "
                         f"+{change.lines_added} -{change.lines_removed}"))
         if stat:
             continue
         if change.note:
             out.print(plain(f"  {change.note}"))
         for item in change.fields:
-            out.print(plain(f"  {item.field}: {_short(item.old)} -> {_short(item.new)}"))
+            if _structured(item.old) or _structured(item.new):
+                for line in _yaml_diff(item.field, item.old, item.new):
+                    style = {"+": "green", "-": "red"}.get(line[:1])
+                    out.print(plain(f"  {line}"), style=style)
+            else:
+                out.print(plain(f"  {item.field}: {_short(item.old)} -> {_short(item.new)}"))
         for line in change.body_diff[2:]:
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
             out.print(plain(f"  {line}"), style=style)
+
+
+def _structured(value) -> bool:
+    return isinstance(value, (list, dict))
+
+
+def _yaml_diff(field: str, old, new) -> list[str]:
+    """A field whose value is a list or mapping (``sources``, ``facts``, ``relations``) as
+    the YAML it is stored as, one line each, prefixed ``-`` (before), ``+`` (after) or a
+    space (both)."""
+    import difflib
+
+    from wiki.frontmatter import dump_field
+
+    def lines(value) -> list[str]:
+        return [] if value is None else dump_field(field, value).splitlines()
+
+    before, after = lines(old), lines(new)
+    diff = difflib.unified_diff(before, after, lineterm="", n=len(before) + len(after))
+    return [line for line in diff if not line.startswith(("---", "+++", "@@"))]
 
 
 def _short(value, width: int = 80) -> str:
@@ -154,7 +182,8 @@ def _print_landings(landings, json_output: bool) -> None:
     if json_output:
         print_json(landings)
         return
-    grid = table("commit", "date", "approved by", "proposed by", "subject")
+    grid = table("commit", "date", "approved by", "proposed by", "subject",
+                 identifiers=("commit",), optional=("proposed by", "date"))
     for item in landings:
         grid.add_row(item.commit[:12], item.date.strftime("%Y-%m-%d %H:%M"),
                      plain(item.approved_by or "-"), plain(item.proposed_by), plain(item.subject))
@@ -184,7 +213,8 @@ def _print_revisions(entry_id: str, revisions, json_output: bool) -> None:
     if json_output:
         print_json({"id": entry_id, "revisions": revisions})
         return
-    grid = table("commit", "date", "change", "path", "proposed by", "approved by")
+    grid = table("commit", "date", "change", "path", "proposed by", "approved by",
+                 identifiers=("commit", "path"), optional=("approved by", "proposed by", "date"))
     for rev in revisions:
         change = f"renamed from {rev.old_path}" if rev.change == "renamed" else rev.change
         grid.add_row(rev.landing.commit[:12], rev.landing.date.strftime("%Y-%m-%d %H:%M"),

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from wiki_cli.common import app, open_wiki, state
+from wiki_cli.errors import report
+
+ON_A_TERMINAL = ("note: wiki mcp speaks the Model Context Protocol (JSON-RPC) on stdin/stdout "
+                 "for an agent's client, not to a person; register `wiki -C {repo} mcp` as a "
+                 "stdio server in the client (docs/mcp.md); Ctrl-D stops it")
+"""Said on stderr when ``wiki mcp`` is started on a terminal (stdin is a TTY)."""
 
 
 @app.command("mcp")
@@ -14,4 +21,7 @@ def mcp_command() -> None:
     open_wiki().require_head()  # fail here, with the CLI's message, not inside the client
     from wiki_cli.mcp_server import serve
 
-    serve(Path.cwd() if state.repo == Path(".") else state.repo.resolve(), state.branch)
+    repo = Path.cwd() if state.repo == Path(".") else state.repo.resolve()
+    if sys.stdin.isatty():  # started by hand: say what it is, then serve all the same
+        report(ON_A_TERMINAL.format(repo=repo))
+    serve(repo, state.branch)

@@ -1,0 +1,53 @@
+"""The README's Measured section is what evals.readme_table writes from the committed
+results (issue 17.4): a number in the README that no results file holds fails here."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evals import readme_table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_readme_measured_section_is_generated_from_the_committed_results() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme_table.replace_section(readme, readme_table.render()) == readme, (
+        "README.md's Measured section differs from the results: run "
+        "`python -m evals.readme_table`")
+
+
+def test_the_section_carries_the_results_numbers() -> None:
+    body = readme_table.render()
+    assert "| SciFact test nDCG@10 | 0.688 | 0.645 | 0.731 |" in body
+    prose = " ".join(body.split())
+    assert "247 pages, 818 entries" in prose and "indexed in 5.0 s" in prose
+    assert "an evidence gap on 6 of the 6 unanswerable" in prose and "1 false gap " in prose
+
+
+def test_a_changed_result_changes_the_readme_and_check_says_stale(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "evals" / "results", results)
+    bench = json.loads((results / "bench.json").read_text())
+    bench["build"]["total"] = 12.34
+    (results / "bench.json").write_text(json.dumps(bench))
+    readme = tmp_path / "README.md"
+    shutil.copy(ROOT / "README.md", readme)
+    args = ["--readme", str(readme), "--results", str(results)]
+    assert readme_table.main([*args, "--check"]) == 1
+    assert readme.read_text() == (ROOT / "README.md").read_text()  # --check writes nothing
+    assert readme_table.main(args) == 0
+    assert "indexed in 12.3 s" in readme.read_text()
+    assert readme_table.main([*args, "--check"]) == 0
+
+
+def test_a_missing_field_names_the_file_and_field(tmp_path: Path) -> None:
+    (tmp_path / "scifact.json").write_text("{}")
+    for name in ("handbook", "locomo", "bench", "staleness", "ask-gaps"):
+        shutil.copy(ROOT / "evals" / "results" / f"{name}.json", tmp_path)
+    with pytest.raises(readme_table.TableError, match=r"scifact.json: no field results"):
+        readme_table.render(tmp_path)
