@@ -115,16 +115,6 @@ def runner() -> CliRunner:
     return CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _keep_working_directory():
-    """``wiki -C DIR`` changes the process's directory (like ``git -C``), and the in-process
-    CLI never changes it back: restore it after each test, so a later test never runs in a
-    deleted tmp dir (hypothesis resolves module paths against it)."""
-    cwd = os.getcwd()
-    yield
-    os.chdir(cwd)
-
-
 @pytest.fixture
 def cli(runner: CliRunner, repo: Path):
     """Run ``wiki -C repo ARGS`` in-process; returns the click Result."""

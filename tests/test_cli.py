@@ -215,3 +215,15 @@ def test_robustness_i2_rebuild_without_a_wiki_branch_fails_clearly(cli, repo: Pa
     assert "no wiki branch 'wiki'" in result.stderr and "run `wiki init`" in result.stderr
     assert "indexed" not in result.output  # never a success that did nothing
     assert cli("index", "--rebuild", "--json").exit_code == 2
+
+
+def test_dash_c_holds_for_one_invocation_only(runner, tmp_path: Path) -> None:
+    """`wiki -C DIR` changes directory like `git -C`, but run in-process it must not leave
+    the caller in DIR (a later test, or an embedding program, would run there)."""
+    import os
+
+    from wiki_cli.app import app
+
+    before = os.getcwd()
+    runner.invoke(app, ["-C", str(tmp_path), "status"])
+    assert os.getcwd() == before

@@ -23,6 +23,7 @@ dir makes reads use a temporary index, said in one ``note:`` line (docs/cli.md).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import sys
@@ -136,6 +137,10 @@ class WikiGroup(TyperGroup):
     def invoke(self, ctx):
         from wiki.llm.usage import command_scope  # light: no model library
 
+        with _working_directory_kept():  # `-C DIR` holds for this invocation only
+            return self._invoke(ctx, command_scope)
+
+    def _invoke(self, ctx, command_scope):
         try:
             with command_scope():  # one [llm] timeout for the whole command
                 result = super().invoke(ctx)
@@ -178,6 +183,23 @@ class WikiGroup(TyperGroup):
             raise typer.Exit(INTERNAL) from None
         report_notices()
         return result
+
+
+@contextlib.contextmanager
+def _working_directory_kept():
+    """Restore the process's working directory after a command: ``wiki -C DIR`` changes it
+    (like ``git -C``), which must not outlive the invocation when the CLI runs in-process
+    (tests, an embedding program)."""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # already gone: nothing to go back to
+        cwd = None
+    try:
+        yield
+    finally:
+        if cwd is not None:
+            with contextlib.suppress(OSError):
+                os.chdir(cwd)
 
 
 def report_notices() -> None:
