@@ -4,7 +4,9 @@ an entry edited since it compiled it. A CLI scenario and a property test over N 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import sys
 import tempfile
@@ -220,11 +222,13 @@ proposal (events 3-5). A writer proposing after an approval works from an old co
 def test_no_approved_change_is_ever_lost(rounds, monkeypatch) -> None:
     """N writers over random entries: every marker a landed proposal added is in the final
     branch; an approval either lands all of its change or is refused."""
-    with tempfile.TemporaryDirectory() as folder:
+    # each example's repository is deleted at its end: the directory change must end with
+    # it too (monkeypatch would restore it only after the last example)
+    with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder):
         repo = Path(folder) / "repo"
         repo.mkdir()
         git(repo, "init", "-q", "-b", "main")
-        monkeypatch.chdir(repo)
+        os.chdir(repo)
         wiki = Wiki(repo)
         wiki.init()
         for n in range(2):
