@@ -19,12 +19,18 @@ from indexes.store import SearchIndex
 from wiki import indextree
 from wiki.answer_picker import index_sentences
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
-from wiki.derived_db import TEMPORARY, Opened, open_database, open_temporary, recover
+from wiki.derived_db import (
+    TEMPORARY,
+    Opened,
+    on_storage_fault,
+    open_database,
+    recover,
+)
 from wiki.entry import Entry
-from wiki.errors import EntryError, NotFoundError, StorageError, WikiError
+from wiki.errors import EntryError, NotFoundError, WikiError
 from wiki.lifetimes import as_time, dated, iso
 from wiki.markdown_text import plain_text
-from wiki.storage import disk_cause, is_damaged, storage_cause, storage_error
+from wiki.storage import is_damaged, storage_error
 from wiki.workspace import Wiki
 
 COMMIT_KEY = "indexed_commit"
@@ -170,13 +176,7 @@ def open_synced(wiki: Wiki, *, write: bool = False) -> tuple[SearchIndex, SyncRe
             if is_damaged(exc):
                 opened = recover(path, str(exc), write=write)
                 continue
-            cause = storage_cause(exc)
-            if cause is None:
-                raise
-            cause = disk_cause(path, cause)
-            if write:
-                raise StorageError(str(path), cause) from exc
-            opened = Opened(open_temporary(path, cause), TEMPORARY)
+            opened = on_storage_fault(path, exc, write=write)
             continue
         except BaseException:
             opened.index.close()

@@ -61,13 +61,7 @@ def open_database(path: Path, *, write: bool = False) -> Opened:
     except Damaged as damage:
         return recover(path, damage.reason, write=write)
     except (OSError, sqlite3.DatabaseError) as exc:
-        cause = storage_cause(exc)
-        if cause is None:
-            raise
-        cause = disk_cause(path, cause)
-        if write:
-            raise StorageError(str(path), cause) from exc
-        return Opened(open_temporary(path, cause), TEMPORARY)
+        return on_storage_fault(path, exc, write=write)
 
 
 def open_checked(path: Path | str) -> SearchIndex:
@@ -142,13 +136,7 @@ def recover(path: Path, reason: str, *, write: bool = False) -> Opened:
     try:
         return Opened(open_checked(path), RECOVERED)
     except (OSError, sqlite3.DatabaseError) as exc:
-        cause = storage_cause(exc)
-        if cause is None:
-            raise
-        cause = disk_cause(path, cause)
-        if write:
-            raise StorageError(str(path), cause) from exc
-        return Opened(open_temporary(path, cause, copy=False), TEMPORARY)
+        return on_storage_fault(path, exc, write=write, copy=False)
 
 
 def set_aside(path: Path) -> Path:
@@ -220,3 +208,18 @@ def _copy_readable(source: Path, target: Path) -> None:
             return
         except sqlite3.DatabaseError:
             target.unlink(missing_ok=True)
+
+
+def on_storage_fault(path: Path, exc: BaseException, *, write: bool,
+                     copy: bool = True) -> Opened:
+    """What opening ``path`` does after ``exc``: a storage fault (read-only, full disk) is a
+    :class:`StorageError` for a writer and a temporary index (with a copy of the file's
+    vectors unless ``copy`` is false) for a reader; any other error is raised again
+    (call it from an ``except`` block)."""
+    cause = storage_cause(exc)
+    if cause is None:
+        raise exc
+    cause = disk_cause(path, cause)
+    if write:
+        raise StorageError(str(path), cause) from exc
+    return Opened(open_temporary(path, cause, copy=copy), TEMPORARY)
