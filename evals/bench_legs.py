@@ -85,7 +85,8 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
 def build_throughput(documents: list, *, chunk_words: int | None = None,
                      sample: int = 256) -> dict:
     """Index ``documents`` into a temporary SearchIndex; time the BM25 build and the
-    embedding of a ``sample`` of its chunks (uncached); extrapolate."""
+    embedding of a ``sample`` of its chunks and answer sentences (``Document.sentences``,
+    embedded at index time like the chunks; uncached); extrapolate."""
     from evals.embedcache import embedder
     from indexes.store import SearchIndex
     from indexes.vectors import CHUNK_WORDS
