@@ -10,12 +10,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from typer.testing import CliRunner
 
 from wiki.gitrepo import Identity
 from wiki.ingest import ingest
 from wiki.proposals import approve
 from wiki.workspace import Wiki
+
+# CI (CI=true) replays the same examples every run, so a red run is a regression, not a new
+# random draw; `make fuzz` (scripts/fuzz.py) is where hypothesis explores
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 ALICE = Identity("Alice Author", "alice@example.com")
 BOB = Identity("Bob Reviewer", "bob@example.com")

@@ -21,7 +21,7 @@ from indexes.store import Filters, SearchIndex
 from indexes.text import has_token
 from wiki.entry import Entry
 from wiki.errors import EntryError
-from wiki.frontmatter import parse, render
+from wiki.frontmatter import TEXT_FIELDS, parse, render
 from wiki.indextree import Listing, regenerate
 from wiki.slug import slug_path, slugify, unique_path
 
@@ -153,8 +153,10 @@ UNKNOWN = st.dictionaries(st.from_regex(r"x_[a-z0-9_]{1,10}", fullmatch=True), V
                           max_size=5)
 
 
-@given(st.dictionaries(KEY, VALUE, max_size=6), BODY)
+@given(st.dictionaries(KEY.filter(lambda key: key not in TEXT_FIELDS), VALUE, max_size=6), BODY)
 def test_render_then_parse_gives_the_same_fields_and_body(data: dict, body: str) -> None:
+    """Any field but the text fields (whose scalars read back as the text written, by
+    design: tests/test_faults_frontmatter.py) round-trips to the same value."""
     parsed = parse(render(data, body), "p.md")
     assert parsed.data == data and parsed.body == body
 
@@ -162,6 +164,7 @@ def test_render_then_parse_gives_the_same_fields_and_body(data: dict, body: str)
 @pytest.mark.robustness("F4")
 @given(UNKNOWN, BODY, st.text(min_size=1, max_size=60).filter(str.strip))
 @example({"x_sep": "a\u2028b"}, "", "0\x85")  # dumped plain, NEL/LS read back as a space
+@example({}, "", "---\n")  # a summary holding the delimiter's text is quoted, not a delimiter
 def test_entries_round_trip_byte_for_byte_and_edits_keep_unknown_fields(
         extra: dict, body: str, summary: str) -> None:
     raw = render({"id": "e1", "title": "T", **extra}, body).encode("utf-8")
@@ -170,7 +173,9 @@ def test_entries_round_trip_byte_for_byte_and_edits_keep_unknown_fields(
     edited = entry.updated_with(summary=summary).to_bytes().decode("utf-8")
     again = Entry.parse("e.md", edited.encode("utf-8"))
     assert again.meta == {"id": "e1", "title": "T", **extra, "summary": summary}
-    assert again.body == body and edited.count("---\n", 0, len(edited) - len(body)) == 2
+    # one frontmatter block: two delimiter lines (a value may hold the text "---")
+    assert again.body == body
+    assert edited[:len(edited) - len(body)].splitlines().count("---") == 2
     for key in extra:  # each unknown field keeps its exact lines
         assert entry.original.chunks[key] in edited
 
