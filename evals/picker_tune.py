@@ -168,7 +168,10 @@ def main() -> None:
         "questions": f"{len(answerable)} answerable, {len(unanswerable)} unanswerable",
         "method": "each variant asked once with gaps off; gap rules applied offline "
                   "(evals/picker_tune.py docstring)"}), "", table])
-    write(Path(args.out), f"picker-{args.split}", text, {"variants": results})
+    # the summary per variant; the per-question rows and the whole rule sweep (11 MB for
+    # the tune grid) are recomputed by a run, not committed
+    summary = [{k: v for k, v in r.items() if k not in ("rules", "rows")} for r in results]
+    write(Path(args.out), f"picker-{args.split}", text, {"variants": summary})
     print(text)
 
 
