@@ -130,7 +130,7 @@ def _ask(wiki: Wiki, question: str, include_superseded: bool, category: str | No
          scope: str | None, include_expired: bool, budget: int | None, revalidate: bool,
          rerank: bool, synthesize: bool, route: bool | None, picker: PickerConfig) -> Answer:
     result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
-                    rerank=rerank, route=route,
+                    rerank=rerank, route=route, sentences=True,
                     filters=filters_for(include_superseded=include_superseded,
                                         category=category, scope=scope,
                                         include_expired=include_expired))

@@ -120,7 +120,8 @@ def _with_lifetimes(filters: Filters, index: SearchIndex, as_of: dt.datetime | N
 def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None = None,
            legs: tuple[str, ...] | None = None, index: SearchIndex | None = None,
            progress: Progress | None = None, as_of: dt.datetime | None = None,
-           rerank: bool = False, llm=None, route: bool | None = None) -> SearchResult:
+           rerank: bool = False, llm=None, route: bool | None = None,
+           sentences: bool = False) -> SearchResult:
     """Rank entries for ``query`` with the configured (or given) legs fused by
     ``[search] fusion``: weighted z-score CombSUM by default (each leg's scores
     standardised over its hits and summed with the leg's weight; it keeps how far a leg's
@@ -134,15 +135,18 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
     explicitly without a model raises ``ModelNotConfiguredError`` (docs/llm.md).
     ``route`` (default: ``[search] route``) routes the question to category folders first
     and scopes the search (:mod:`wiki.routing`); it needs the vector leg, else it is
-    skipped and reported in ``result.skipped["route"]``."""
+    skipped and reported in ``result.skipped["route"]``. ``sentences``: also fetch the top
+    hits' stored answer-sentence vectors (``result.sentence_vectors``; ``wiki ask`` needs
+    them, a plain search does not)."""
     query_words(query)  # an empty query is an error whatever the legs
     searched = searched_text(query)  # past MAX_WORDS words: what the note says was searched
     if searched != query:
         result = search(wiki, searched, limit=limit, filters=filters, legs=legs, index=index,
-                        progress=progress, as_of=as_of, rerank=rerank, llm=llm, route=route)
+                        progress=progress, as_of=as_of, rerank=rerank, llm=llm, route=route,
+                        sentences=sentences)
         result.query = query  # as asked: the payload's ``truncated`` is computed from it
         return result
-    options = (wiki, rerank, llm, legs is not None and "llm" in legs, route)
+    options = (wiki, rerank, llm, legs is not None and "llm" in legs, route, sentences)
     if as_of is not None:
         commit = commit_as_of(wiki, as_of)
         with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
@@ -163,9 +167,10 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
 
 def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
             filters: Filters | None, legs: tuple[str, ...] | None,
-            progress: Progress | None, options: tuple = (None, False, None, False, None),
+            progress: Progress | None,
+            options: tuple = (None, False, None, False, None, False),
             as_of: dt.datetime | None = None) -> SearchResult:
-    wiki, llm_rerank, client, llm_asked, route = options
+    wiki, llm_rerank, client, llm_asked, route, sentences = options
     config = indexed_config(index).search
     memory = indexed_config(index).memory
     filters = _with_lifetimes(filters or filters_for(), index, as_of)
@@ -218,8 +223,9 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
             result.query_vector = vector.result() if isinstance(vector, Future) else vector
         except IndexesError:
             return result
-        result.sentence_vectors = index.vectors.sentence_vectors(
-            [h.key for h in hits[:SENTENCE_HITS]], model)
+        if sentences:  # only an answer reads them: not on plain search's path
+            result.sentence_vectors = index.vectors.sentence_vectors(
+                [h.key for h in hits[:SENTENCE_HITS]], model)
     return result
 
 
