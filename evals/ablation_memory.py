@@ -69,9 +69,9 @@ def _handbook_context():
     """Signals and a relation-expansion function from a private copy of the handbook."""
     from evals.budget import _private_copy
     from indexes.graph import expand
-    from wiki.derived import open_synced
-    from wiki.rerank import signals
-    from wiki.workspace import Wiki
+    from wiki.answering.memory_rescoring import signals
+    from wiki.store.derived import open_synced
+    from wiki.store.workspace import Wiki
 
     folder = tempfile.mkdtemp(prefix="wiki-ablation-")
     index, _ = open_synced(Wiki(_private_copy(Path(folder))))

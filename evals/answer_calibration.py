@@ -49,8 +49,8 @@ def judged_score(question: str, query_vector, docs: list[tuple[str, str]], cover
     """The answer score from the top documents ``docs`` (``(title, plain body)``, rank
     order): the words' best sentence's cosine + ``score_coverage × coverage``."""
     from indexes.passages import rank_passages
-    from wiki.answer_picker import DEFAULT
-    from wiki.markdown_text import answer_sentences
+    from wiki.answering.picker import DEFAULT
+    from wiki.store.markdown_text import answer_sentences
 
     texts, positions, titles = [], [], []
     for position, (title, body) in enumerate(docs):
@@ -180,7 +180,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     from evals.embedcache import embedder, stderr
-    from wiki.answer_picker import DEFAULT
+    from wiki.answering.picker import DEFAULT
 
     data = data_dir(args.data)
     key = source_hash("indexes", "wiki", "evals")

@@ -1,14 +1,14 @@
 """Extractive answer quality of ``wiki ask`` on the handbook dev questions.
 
-Every dev question is asked through :func:`wiki.ask.ask` (the product path: hybrid
+Every dev question is asked through :func:`wiki.answering.ask.ask` (the product path: hybrid
 retrieval with the default legs, the gap rule, sentence extraction, the answer-type check;
 no model, no revalidation) over the wiki built at the checkpoint
 (:func:`evals.datasets.cached_handbook`), once per *variant* of the sentence picker. A
-variant sets the picker's constants of :mod:`wiki.ask` for its run (``ENTRY_ORDER``,
+variant sets the picker's constants of :mod:`wiki.answering.ask` for its run (``ENTRY_ORDER``,
 ``RANK_DISCOUNT``, ``RELATIVE_FLOOR``), may give every candidate entry its best sentence
 (the rule stale candidates get), and may score sentences by a fusion of BM25 and cosine
 (:func:`fused_ranker`: not in the product, so it is installed here in place of
-``wiki.ask.rank_passages``; it encodes the query a second time, about 10 ms, and every
+``wiki.answering.ask.rank_passages``; it encodes the query a second time, about 10 ms, and every
 candidate sentence in one batch with the product's embedder).
 
 Per answerable question (35, each with ``support: [{page, quote}]``):
@@ -53,14 +53,14 @@ from indexes.sentence_scoring import PickerConfig
 
 @dataclass(frozen=True)
 class Variant:
-    """A setting of the sentence picker: ``config`` is passed to :func:`wiki.ask.ask`."""
+    """A setting of the sentence picker: ``config`` is passed to :func:`wiki.answering.ask.ask`."""
 
     name: str
     what: str
     config: PickerConfig = field(default_factory=PickerConfig)
     synthesize: bool = False
     """The configured model writes the answer from the cited entries (only its verified
-    sentences are kept, :mod:`wiki.synthesis`); ``--llm MODEL`` adds such a variant."""
+    sentences are kept, :mod:`wiki.answering.synthesis`); ``--llm MODEL`` adds such a variant."""
 
 
 BM25_ONLY = PickerConfig(lexical=1.0, cosine=0.0, form=0.0, fragment_weight=1.0, floor=0.4)
@@ -68,7 +68,7 @@ BM25_ONLY = PickerConfig(lexical=1.0, cosine=0.0, form=0.0, fragment_weight=1.0,
 entry, at most 3 per entry first), except that the best sentence now opens the answer."""
 VARIANTS = [
     Variant("picker", "BM25 + cosine (stored sentence vectors) + question form; the "
-            "product (wiki.answer_picker.DEFAULT)", PickerConfig()),
+            "product (wiki.answering.picker.DEFAULT)", PickerConfig()),
     Variant("bm25-only", "BM25 alone, floor 0.4 (the picker before issue 16)", BM25_ONLY),
     Variant("bm25+cosine", "¼ BM25 + cosine, no form", PickerConfig(form=0.0)),
     Variant("bm25+form", "BM25 + form, no cosine", PickerConfig(cosine=0.0)),
@@ -77,7 +77,7 @@ VARIANTS = [
 
 def product_variant() -> str:
     """The name of the variant whose config is the product's picker."""
-    from wiki.answer_picker import DEFAULT
+    from wiki.answering.picker import DEFAULT
 
     return next((v.name for v in VARIANTS if v.config == DEFAULT), "?")
 
@@ -85,8 +85,8 @@ def product_variant() -> str:
 def run_variant(wiki, variant: Variant, answerable: list[dict],
                 unanswerable: list[dict]) -> dict:
     """One variant's rows and totals (see the module docstring)."""
-    from wiki.ask import ask
-    from wiki.search import is_gap
+    from wiki.answering.ask import ask
+    from wiki.answering.search import is_gap
 
     rows, seconds = [], []
     ask(wiki, answerable[0]["question"], synthesize=variant.synthesize,
@@ -201,7 +201,7 @@ def main() -> None:
     args = parser.parse_args()
     data = data_dir(args.data)
     path, _ = cached_handbook(data)
-    from wiki.workspace import Wiki
+    from wiki.store.workspace import Wiki
 
     wiki = Wiki(path)
     embedcache.seed_wiki(wiki)

@@ -1,7 +1,7 @@
 """Abstention of ``wiki ask`` end to end, and the answer-type check on LoCoMo's gold evidence.
 
 1. **Handbook dev** (``questions-dev``): every answerable and unanswerable question is
-   asked through :func:`wiki.ask.ask` (the product's path: hybrid retrieval, the
+   asked through :func:`wiki.answering.ask.ask` (the product's path: hybrid retrieval, the
    retrieval gap rule, extraction, then the answer-type check of
    :mod:`indexes.answer_type`; no model, no revalidation) over the wiki built at the
    checkpoint. Counted: evidence gaps on the 6 unanswerable questions, false gaps on the
@@ -42,9 +42,9 @@ REJECTED_TYPES = {
 
 def handbook(data: Path, questions: str = "dev", split: str = "tune") -> dict:
     """Ask every dev question (``questions="staff"``: the staff questions' ``split``
-    half, :mod:`evals.staff_questions`) through :func:`wiki.ask.ask`; gaps by rule."""
-    from wiki.ask import ask
-    from wiki.workspace import Wiki
+    half, :mod:`evals.staff_questions`) through :func:`wiki.answering.ask.ask`; gaps by rule."""
+    from wiki.answering.ask import ask
+    from wiki.store.workspace import Wiki
 
     path, _ = cached_handbook(data)
     wiki = Wiki(path)
@@ -124,7 +124,7 @@ def main() -> None:
         header(f"Abstention of `wiki ask` ({which}) and the answer-type check (LoCoMo)",
                {"date": now(), "project commit": project_commit(),
                 "answer types": ", ".join(name for name, _ in QUESTION_TYPES)}),
-        "", f"## {which}: `wiki.ask.ask`, extractive, no revalidation", "",
+        "", f"## {which}: `wiki.answering.ask.ask`, extractive, no revalidation", "",
         md_table(["evidence gaps on unanswerable", "false gaps on answerable"],
                  [[f"{hand['gaps']}/{hand['unanswerable']}",
                    f"{hand['false_gaps']}/{hand['answerable']}"]]),

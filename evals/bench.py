@@ -56,11 +56,11 @@ def stats_ms(samples: list[float]) -> dict:
 
 
 def search_latency(repo: Path, questions: list[str], repeat: int) -> dict:
-    """Per-query latency of ``wiki.search.search`` with an open index, and of
+    """Per-query latency of ``wiki.answering.search.search`` with an open index, and of
     ``SearchIndex.search_bm25`` alone (limit 10 both)."""
-    from wiki.derived import open_synced
-    from wiki.search import search
-    from wiki.workspace import Wiki
+    from wiki.answering.search import search
+    from wiki.store.derived import open_synced
+    from wiki.store.workspace import Wiki
 
     wiki = Wiki(repo)
     index, _ = open_synced(wiki)
@@ -79,7 +79,8 @@ def search_latency(repo: Path, questions: list[str], repeat: int) -> dict:
                 bare.append((time.perf_counter() - start) * 1000)
     finally:
         index.close()
-    return {"wiki.search.search": stats_ms(full), "SearchIndex.search_bm25": stats_ms(bare)}
+    return {"wiki.answering.search.search": stats_ms(full),
+            "SearchIndex.search_bm25": stats_ms(bare)}
 
 
 def fresh_build(data: Path) -> dict:
@@ -185,9 +186,9 @@ def legs_section(data: Path, repo: Path, questions: list[str], repeat: int,
     from evals import bench_legs, embedcache
     from indexes.documents import Document
     from indexes.store import Filters
-    from wiki.answer_picker import index_sentences
-    from wiki.derived import open_synced
-    from wiki.workspace import Wiki
+    from wiki.answering.picker import index_sentences
+    from wiki.store.derived import open_synced
+    from wiki.store.workspace import Wiki
 
     out = {}
     index, _ = open_synced(Wiki(repo))

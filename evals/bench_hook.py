@@ -41,11 +41,11 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     bench_environment()
-    from wiki.gitrepo import Identity
-    from wiki.hook import install
-    from wiki.ingest import ingest
-    from wiki.proposals import approve
-    from wiki.workspace import Wiki
+    from wiki.ingest.pipeline import ingest
+    from wiki.lint.hook import install
+    from wiki.review.proposals import approve
+    from wiki.store.gitrepo import Identity
+    from wiki.store.workspace import Wiki
 
     with tempfile.TemporaryDirectory(prefix="wiki-hookbench-") as folder:
         repo = Path(folder)
@@ -66,7 +66,7 @@ def main() -> None:
             without = _commits(repo, args.runs, f"plain{pause}", pause)
             install(wiki, python=sys.executable)
             with_hook = _commits(repo, args.runs, f"hook{pause}", pause)
-            from wiki.hook import uninstall
+            from wiki.lint.hook import uninstall
             uninstall(wiki)
             time.sleep(3)  # let the detached markers finish
             result[label] = {"without_ms_p50": round(statistics.median(without), 2),

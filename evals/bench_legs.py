@@ -6,7 +6,7 @@ encoding (MiniLM, in process), each leg alone (``alias`` = ``search_names``, ``b
 ``SearchIndex.search`` (BM25 + trigram path), ``vector`` = ``search_vector`` with the
 query vector precomputed), ``fused`` = run_legs + fuse with a precomputed vector, and
 ``confidence`` = lexical coverage of the top fused hit (the gap decision), ``hybrid`` =
-what one query costs in process as ``wiki.search`` runs it: the encoding started on a
+what one query costs in process as ``wiki.answering.search`` runs it: the encoding started on a
 worker thread, the lexical legs meanwhile, then the vector leg, fusion and confidence.
 Limit 10 throughout.
 

@@ -35,12 +35,12 @@ def main() -> None:
     args = parser.parse_args()
     bench_environment()
     from wiki.adapters.git_source import work_tree_blobs
-    from wiki.entry import Entry, Source
-    from wiki.gitrepo import Identity
+    from wiki.ingest.sources import fingerprint
     from wiki.lint import run_lint
-    from wiki.snapshot import write_commit
-    from wiki.sources import fingerprint
-    from wiki.workspace import Wiki
+    from wiki.store.entry import Entry, Source
+    from wiki.store.gitrepo import Identity
+    from wiki.store.snapshot import write_commit
+    from wiki.store.workspace import Wiki
 
     def page(n: int) -> str:
         return f"src/d{n // 500}/p{n}.md"

@@ -4,7 +4,7 @@
 
 For each answerable dev question: the unbudgeted evidence is the whole text of the top 5
 search hits (what an agent reads without a budget); the budgeted evidence is what
-``wiki.ask.ask(..., budget=N)`` returns. Both are mapped to source pages and scored with
+``wiki.answering.ask.ask(..., budget=N)`` returns. Both are mapped to source pages and scored with
 recall@5 against the gold pages; the tokens of both are counted with the same counter
 (the embedding model's tokenizer, :mod:`indexes.tokens`). Writes
 ``evals/results/budget.md`` / ``.json``.
@@ -42,13 +42,13 @@ def _private_copy(folder: Path) -> Path:
 
 def run(data: Path, budget: int, repo: Path | None, out: Path) -> str:
     from indexes.tokens import counter
-    from wiki.ask import ask
-    from wiki.budget import MAX_ENTRIES, citation_line
-    from wiki.derived import open_synced
-    from wiki.embedding import model_name
-    from wiki.markdown_text import plain_text
-    from wiki.search import search
-    from wiki.workspace import Wiki
+    from wiki.answering.ask import ask
+    from wiki.answering.budget import MAX_ENTRIES, citation_line
+    from wiki.answering.embedding import model_name
+    from wiki.answering.search import search
+    from wiki.store.derived import open_synced
+    from wiki.store.markdown_text import plain_text
+    from wiki.store.workspace import Wiki
 
     answerable, _ = datasets.handbook_questions(data)
     with tempfile.TemporaryDirectory(prefix="wiki-budget-") as folder:

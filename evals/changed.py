@@ -14,7 +14,8 @@ default revalidation, no model). Per question:
   nothing was removed, lacks every new one) and none of its citations is flagged stale.
 
 Then the 35 answerable questions are asked with the repository at the checkpoint: nothing
-should be flagged and no source re-read (counts from :class:`wiki.revalidate.Revalidation`).
+should be flagged and no source re-read
+(counts from :class:`wiki.answering.revalidate.Revalidation`).
 Last, the update proposal (``ask --propose``) for the changed sources is opened, approved
 by a second identity, and the 8 questions are asked again: nothing should be flagged. Each
 question's row after approval is kept (``update.after_rows``, and the two "after approval"
@@ -86,7 +87,7 @@ def score(question: dict, answer, repo: Path, head: str, ids: dict[str, set[str]
 
 
 def _ask_all(wiki, questions, **kwargs) -> tuple[list, float]:
-    from wiki.ask import ask
+    from wiki.answering.ask import ask
 
     answers, started = [], time.perf_counter()
     for question in questions:
@@ -107,10 +108,10 @@ def _counts(answers) -> dict:
 
 def run(data: Path) -> dict:
     """Build, ask at the checkpoint, move to HEAD, ask the changed questions, propose."""
-    from wiki.gitrepo import Identity
-    from wiki.proposals import approve
-    from wiki.revalidate import propose_update
-    from wiki.workspace import Wiki
+    from wiki.answering.revalidate import propose_update
+    from wiki.review.proposals import approve
+    from wiki.store.gitrepo import Identity
+    from wiki.store.workspace import Wiki
 
     answerable, _ = handbook_questions(data)
     changed = read_jsonl(data / QUESTIONS / "changed.jsonl")

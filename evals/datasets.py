@@ -125,11 +125,11 @@ def build_handbook(data: Path, target: Path, *, checkpoint: str = CHECKPOINT) ->
     """Clone the handbook bundle into ``target`` at ``checkpoint``, create the wiki, ingest
     ``pages/``, approve the proposal with a second identity and rebuild the derived index.
     Returns the wall time of each phase."""
-    from wiki.derived import rebuild
-    from wiki.gitrepo import Identity
-    from wiki.ingest import ingest
-    from wiki.proposals import approve
-    from wiki.workspace import Wiki
+    from wiki.ingest.pipeline import ingest
+    from wiki.review.proposals import approve
+    from wiki.store.derived import rebuild
+    from wiki.store.gitrepo import Identity
+    from wiki.store.workspace import Wiki
 
     times = BuildTimes()
     start = time.perf_counter()

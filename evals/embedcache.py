@@ -73,7 +73,7 @@ def embed_index(index, model=None, *, log=None) -> int:
 def seed_wiki(wiki, *, log=None) -> int:
     """:func:`embed_index` on ``wiki``'s derived index (synced first), so that no ``ask``
     of an eval embeds chunks or answer sentences at query time."""
-    from wiki.derived import open_synced
+    from wiki.store.derived import open_synced
 
     index, _ = open_synced(wiki)
     try:

@@ -1,6 +1,6 @@
 """Cross-dataset calibration of the evidence-gap rule, reported by cross-validation.
 
-The product's retrieval gap rule (``wiki.search.is_gap`` with the vector leg) is
+The product's retrieval gap rule (``wiki.answering.search.is_gap`` with the vector leg) is
 ``gap when coverage < a and top cosine < b`` (``a = gap_coverage = 0.54``,
 ``b = gap_cosine = 0.45``, fitted on the 41 handbook dev questions). Here it is measured
 on three datasets, each with questions that should get a gap and questions that should

@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     answerable, _ = datasets.handbook_questions(data)
     questions = answerable[:args.limit] if args.limit else answerable
-    from wiki.derived import open_synced
-    from wiki.workspace import Wiki
+    from wiki.store.derived import open_synced
+    from wiki.store.workspace import Wiki
 
     repo, _ = datasets.cached_handbook(data, log=log)
     wiki = Wiki(repo)

@@ -1,5 +1,5 @@
 """The LLM retrieval methods: ``llm`` (the index walk alone, through the product's
-``wiki.search.search``), ``hybrid+llm`` (the ``hybrid`` legs plus the walk, fused as the
+``wiki.answering.search.search``), ``hybrid+llm`` (the ``hybrid`` legs plus the walk, fused as the
 product fuses) and ``hybrid+rerank`` (hybrid, then the LLM re-orders the top hits).
 
 They need a wiki (the walk reads its ``index.md`` tree) and a model; each factory takes

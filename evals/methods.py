@@ -32,7 +32,7 @@ def tokens(text: str) -> list[str]:
 @dataclass
 class Target:
     """What a method searches: ``index`` (documents keyed by ``key``) and, for a wiki
-    dataset, the ``wiki`` (so the product's own ``wiki.search.search`` path is used)."""
+    dataset, the ``wiki`` (so the product's own ``wiki.answering.search.search`` path is used)."""
 
     name: str
     index: SearchIndex
@@ -68,11 +68,11 @@ Retriever = Callable[..., Retrieved]
 
 
 def bm25(target: Target) -> Retriever:
-    """BM25. On a wiki: ``wiki.search.search`` with the already-open index (the product
+    """BM25. On a wiki: ``wiki.answering.search.search`` with the already-open index (the product
     path: active entries, trigram fallback, confidence and evidence gap). On a bare index:
     ``SearchIndex.search_bm25`` over all documents."""
     if target.wiki is not None:
-        from wiki.search import search
+        from wiki.answering.search import search
 
         def retrieve_wiki(query: str, limit: int, filters: Filters | None = None) -> Retrieved:
             result = search(target.wiki, query, limit=limit, index=target.index,
@@ -120,11 +120,11 @@ def _confidence(target: Target, query: str, keys: list[str]) -> tuple[float, boo
 
 
 def _product_gap(target: Target, query: str, legs: dict, keys: list[str]) -> tuple[float, bool]:
-    """The product's hybrid evidence-gap rule (``wiki.search.is_gap``): coverage of the
+    """The product's hybrid evidence-gap rule (``wiki.answering.search.is_gap``): coverage of the
     BM25 leg's first hit and the vector leg's best cosine, with wiki.toml's defaults."""
     from indexes.coverage import coverage
+    from wiki.answering.search import is_gap
     from wiki.config import SearchConfig
-    from wiki.search import is_gap
 
     lexical = legs.get("bm25") or []
     confidence = coverage(target.index, query, lexical[0].key) if lexical else 0.0
@@ -192,7 +192,7 @@ def hybrid_z(target: Target) -> Retriever:
 def hybrid(target: Target) -> Retriever:
     """alias + bm25 + vector legs fused by ``indexes.hybrid.fuse`` with ``target.fusion``
     (the CLI's flags: ``--fusion`` where the project has it, k, window, weights; each leg
-    offers ``max(window, limit)`` hits, as ``wiki.search`` does); confidence and gap as
+    offers ``max(window, limit)`` hits, as ``wiki.answering.search`` does); confidence and gap as
     the product (coverage of the top hit)."""
     from evals.embedcache import embedder
 

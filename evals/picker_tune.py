@@ -131,7 +131,7 @@ def main() -> None:
     args = parser.parse_args()
     path, _ = cached_handbook(data_dir(args.data))
     from evals.staff_questions import records
-    from wiki.workspace import Wiki
+    from wiki.store.workspace import Wiki
 
     wiki = Wiki(path)
     embedcache.seed_wiki(wiki)

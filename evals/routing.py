@@ -44,9 +44,9 @@ def log(message: str) -> None:
 
 def routed(target: Target, mode: str, *, margin: float, client=None):
     """``hybrid`` with routing in ``mode`` (``filter`` or ``boost``) through the product's
-    :mod:`wiki.routing`; ``client`` tie-breaks ambiguous routes."""
+    :mod:`wiki.answering.routing`; ``client`` tie-breaks ambiguous routes."""
     from evals.embedcache import embedder
-    from wiki.routing import apply, boost, decide
+    from wiki.answering.routing import apply, boost, decide
 
     model = embedder()
 
@@ -69,8 +69,8 @@ def routed(target: Target, mode: str, *, margin: float, client=None):
 
 def main(argv: list[str] | None = None) -> int:
     from wiki.config import SearchConfig
-    from wiki.derived import open_synced
-    from wiki.workspace import Wiki
+    from wiki.store.derived import open_synced
+    from wiki.store.workspace import Wiki
 
     parser = argparse.ArgumentParser(prog="python -m evals.routing", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -51,8 +51,8 @@ def timed(retrieve: Retriever, query: str, limit: int, **kwargs):
 def run_handbook(data: Path, methods: list[str], out: Path, fusion: FusionConfig,
                  chunk_words: int | None = None) -> str:
     from indexes.store import Filters
-    from wiki.derived import indexed_config, open_synced
-    from wiki.workspace import Wiki
+    from wiki.store.derived import indexed_config, open_synced
+    from wiki.store.workspace import Wiki
 
     answerable, unanswerable = datasets.handbook_questions(data)
     repo, _ = datasets.cached_handbook(data, log=log)
@@ -108,7 +108,7 @@ def run_handbook(data: Path, methods: list[str], out: Path, fusion: FusionConfig
             "", f"gaps_unanswerable is out of {len(unanswerable)}, false_gaps_answerable "
                 f"out of {len(answerable)}. Gap rule: bm25, vector and hybrid-z: coverage < "
                 f"{threshold}; hybrid (the product): coverage < 0.54 and best cosine < 0.45 "
-                "(`wiki.search.is_gap`)."]
+                "(`wiki.answering.search.is_gap`)."]
     for method, sweep in sweeps.items():
         details = per_question[method]
         text += ["", f"## Confidence ({method})", "",

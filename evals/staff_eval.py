@@ -7,7 +7,7 @@ the checkpoint (:func:`evals.datasets.cached_handbook`):
 * **answers** (:func:`evals.answers.run_variant` with the product's picker, the same
   definitions as ``answers.md``): support recall, questions with ≥ 1 quote held, gold
   cited, false gaps on answerable, gaps on unanswerable (retrieval rule or answer type,
-  whatever ``wiki.ask.ask`` decides), p50 of ``ask`` in process;
+  whatever ``wiki.answering.ask.ask`` decides), p50 of ``ask`` in process;
 * **retrieval** (the ``hybrid`` method of :mod:`evals.methods`, the product's legs and
   fusion, 30 entries deduplicated to pages as in ``handbook.md``): recall@10 and hit@3
   of the gold pages; the abstention features of :mod:`evals.abstain` per question;
@@ -48,9 +48,9 @@ def retrieval(wiki, rows: list[dict]) -> list[dict]:
     from evals.run import page_units
     from indexes.hybrid import FusionConfig
     from indexes.store import Filters
+    from wiki.answering.search import is_gap
     from wiki.config import SearchConfig
-    from wiki.derived import open_synced
-    from wiki.search import is_gap
+    from wiki.store.derived import open_synced
 
     index, _ = open_synced(wiki)
     embedcache.embed_index(index)
@@ -186,7 +186,7 @@ def main() -> None:
     parser.add_argument("--split", choices=("tune", "test", "all"), default="all")
     args = parser.parse_args()
     path, _ = cached_handbook(data_dir(args.data))
-    from wiki.workspace import Wiki
+    from wiki.store.workspace import Wiki
 
     wiki = Wiki(path)
     embedcache.seed_wiki(wiki)
@@ -206,7 +206,7 @@ def main() -> None:
                 "questions": f"{PATH.name}: " + "; ".join(f"{h} {c}" for h, c in
                                                           counts.items()),
                 "rules": "tune on `tune` only; `test` is the reported number",
-                "ask": "wiki.ask.ask, product picker, default legs (MiniLM), no LLM, no "
+                "ask": "wiki.answering.ask.ask, product picker, default legs (MiniLM), no LLM, no "
                        "revalidation; definitions as answers.md / ask-gaps.md",
                 "retrieval": f"hybrid (evals.methods), {LIMIT} entries → pages"}),
         "", markdown(results)])

@@ -5,7 +5,7 @@ to an end commit (the wiki branch stays), run the stale/missing/renamed rules (W
 W011: a renamed page is a deleted one from the entry's point of view) and
 score their flags per entry against the truth computed from git: an entry is positive when
 its source page was deleted or its *body* text changed (frontmatter and whitespace
-ignored; computed here from the raw blobs, independently of ``wiki.sources``).
+ignored; computed here from the raw blobs, independently of ``wiki.ingest.sources``).
 
     python -m evals.staleness [--data DIR] [--out evals/results]
 
@@ -45,7 +45,7 @@ def _blob(repo: Path, commit: str, path: str) -> str | None:
 def run_window(data: Path, start: str, end: str) -> dict:
     """Build at ``start``, move pages to ``end``, lint, and score per entry."""
     from wiki.lint import run_lint
-    from wiki.workspace import Wiki
+    from wiki.store.workspace import Wiki
 
     with tempfile.TemporaryDirectory(prefix="wiki-stale-") as folder:
         repo = Path(folder) / "handbook"

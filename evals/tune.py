@@ -46,8 +46,8 @@ def _run(index, queries, window: int, filters_of) -> list[dict]:
 def collect(data: Path) -> None:
     from evals.locomo import locomo_index, questions
     from indexes.store import Filters
-    from wiki.derived import open_synced
-    from wiki.workspace import Wiki
+    from wiki.store.derived import open_synced
+    from wiki.store.workspace import Wiki
 
     log = embedcache.stderr
     _collect_scifact(data)

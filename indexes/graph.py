@@ -5,7 +5,7 @@ ids]}}``. From each seed, :func:`expand` follows outgoing edges of the allowed t
 breadth-first up to ``depth`` hops; a document reached after ``h`` hops from a seed of
 weight ``w`` scores ``w * decay ** h`` (the best path counts). Seeds themselves score
 nothing here. The caller chooses the relation types; supersession is not a relation and
-is never followed, and :mod:`wiki.rerank` refuses ``conflicts_with``.
+is never followed, and :mod:`wiki.answering.memory_rescoring` refuses ``conflicts_with``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Revalidation marks: documents whose sources changed after they were written.
 
-Set by the git post-commit hook (``wiki.hook``) in the derived database, never on the
+Set by the git post-commit hook (``wiki.lint.hook``) in the derived database, never on the
 branch; cleared when the document itself is re-indexed (it was updated) or deleted.
 """
 

@@ -16,7 +16,7 @@ already in the vector sidecar (nothing is re-embedded):
 
 The route is every folder scoring within ``margin`` of the best (at most ``max_folders``);
 more than one is an *ambiguous* route, which a caller may break with a model
-(:mod:`wiki.routing`). Constants were calibrated on the handbook dev questions
+(:mod:`wiki.answering.routing`). Constants were calibrated on the handbook dev questions
 (evals/results/routing.md); there is no held-out categorised set.
 """
 

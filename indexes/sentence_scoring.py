@@ -20,7 +20,7 @@ they are: a row counts when it states the type asked for, else it is discounted
 (:attr:`PickerConfig.fragment_weight`).
 
 Everything here is pure: plain strings, numpy vectors and a :class:`PickerConfig`. The
-domain side (entries, citations, gaps) is :mod:`wiki.answer_picker`.
+domain side (entries, citations, gaps) is :mod:`wiki.answering.picker`.
 """
 
 from __future__ import annotations

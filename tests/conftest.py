@@ -13,10 +13,10 @@ import pytest
 from hypothesis import settings
 from typer.testing import CliRunner
 
-from wiki.gitrepo import Identity
-from wiki.ingest import ingest
-from wiki.proposals import approve
-from wiki.workspace import Wiki
+from wiki.ingest.pipeline import ingest
+from wiki.review.proposals import approve
+from wiki.store.gitrepo import Identity
+from wiki.store.workspace import Wiki
 
 # CI (CI=true) replays the same examples every run, so a red run is a regression, not a new
 # random draw; `make fuzz` (scripts/fuzz.py) is where hypothesis explores

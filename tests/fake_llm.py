@@ -8,7 +8,7 @@ first token like a real provider; lettered lists get each letter's probability f
 line's shared words. JSON answers pick the option with the most shared words.
 A "hijacked" model: if "ignore previous instructions" appears *outside* the evidence fence,
 it answers yes to everything, and a distillation says "The answer is 42" (so a fence that
-leaks fails the injection tests). Distillation (wiki.distill) returns ``distilled`` when a
+leaks fails the injection tests). Distillation (wiki.knowledge.distill) returns ``distilled`` when a
 test scripts it, else one entry per sentence of the evidence; ``fail = "json"`` makes it
 answer text that is not JSON.
 """
@@ -45,7 +45,7 @@ class FakeProvider(CustomLLM):
         self.answer: str | None = None
         """The reply to an answer-writing prompt (wiki.llm.answer), scripted by a test."""
         self.distilled: list[dict] | None = None
-        """The entries of a distillation reply (wiki.distill), scripted by a test."""
+        """The entries of a distillation reply (wiki.knowledge.distill), scripted by a test."""
 
     def completion(self, model, messages, api_base, custom_prompt_dict, model_response,
                    print_verbose, encoding, api_key, logging_obj, optional_params,
@@ -61,7 +61,7 @@ class FakeProvider(CustomLLM):
                                              llm_provider="fake")
         evidence = " ".join(FENCE.findall(user))
         outside = FENCE.sub("", user)
-        if "separate facts, decisions or steps" in outside:  # wiki.distill
+        if "separate facts, decisions or steps" in outside:  # wiki.knowledge.distill
             text = self._distil(evidence, outside)
             model_response.choices[0].message.content = text
             used, made = len(user.split()), len(text.split())

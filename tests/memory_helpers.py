@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tests.conftest import ALICE, BOB
-from wiki.proposals import approve, propose
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, propose
+from wiki.store.workspace import Wiki
 
 
 def land(w: Wiki, files: dict[str, str], subject: str = "test entries",

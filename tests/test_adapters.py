@@ -13,8 +13,8 @@ from tests.loopback import Page, Site, site_fixture  # noqa: F401  (fixture)
 from wiki.adapters import ADAPTERS, Check, Recorded, SourceEnv, SourcePolicy, Sources, register
 from wiki.config import IngestConfig, SourcesConfig, WikiConfig
 from wiki.errors import SourceError
-from wiki.gitrepo import open_repository
-from wiki.sources import fingerprint
+from wiki.ingest.sources import fingerprint
+from wiki.store.gitrepo import open_repository
 
 
 def env(repo: Path | None, policy: SourcePolicy | None = None, **settings) -> SourceEnv:

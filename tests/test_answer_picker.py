@@ -1,4 +1,4 @@
-"""The answer picker (:mod:`wiki.answer_picker`, :mod:`indexes.sentence_scoring`): the
+"""The answer picker (:mod:`wiki.answering.picker`, :mod:`indexes.sentence_scoring`): the
 sentence that answers opens the answer, and a gap says why.
 
 Small real wikis (a git repository, the real index, the real MiniLM model with its
@@ -24,11 +24,11 @@ from indexes.sentence_scoring import (
     states_form,
 )
 from indexes.vectors import text_hash
-from wiki.answer_picker import DEFAULT, embedded, pick_answer
-from wiki.ask import ask
-from wiki.derived import open_synced
-from wiki.proposals import approve, propose
-from wiki.workspace import Wiki
+from wiki.answering.ask import ask
+from wiki.answering.picker import DEFAULT, embedded, pick_answer
+from wiki.review.proposals import approve, propose
+from wiki.store.derived import open_synced
+from wiki.store.workspace import Wiki
 
 LEAVE = ("Donating annual leave",
          "Leave donation helps a coworker through a medical emergency. The Voluntary Leave "

@@ -10,8 +10,8 @@ from conftest import entry_text
 
 from indexes.answer_type import expected_type, missing_type, states_type
 from tests.memory_helpers import land
-from wiki.ask import ask
-from wiki.workspace import Wiki
+from wiki.answering.ask import ask
+from wiki.store.workspace import Wiki
 
 
 @pytest.mark.parametrize(("question", "kind"), [

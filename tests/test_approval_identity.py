@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, BOB, entry_text, git
 
-from wiki.approval_policy import signatures
 from wiki.errors import SelfApprovalError, SignaturePolicyError, SigningError
-from wiki.gitrepo import Identity, normalise_email, normalise_name
-from wiki.proposals import approve, get_proposal, list_proposals, propose
-from wiki.snapshot import Snapshot, with_indexes
-from wiki.workspace import Wiki
+from wiki.review.approval_policy import signatures
+from wiki.review.proposals import approve, get_proposal, list_proposals, propose
+from wiki.store.gitrepo import Identity, normalise_email, normalise_name
+from wiki.store.snapshot import Snapshot, with_indexes
+from wiki.store.workspace import Wiki
 
 CAROL = Identity("Carol", "carol@example.com")
 DAVE = Identity("Dave", "dave@example.com")
@@ -344,7 +344,7 @@ def test_an_unsigned_approval_record_does_not_count(wiki: Wiki,
     tip = proposal.tip
     tree = signed_wiki.repo.commit(tip).tree.hexsha
     reviewed = get_proposal(signed_wiki, proposal.name)
-    from wiki.proposals import review_hash
+    from wiki.review.proposals import review_hash
 
     forged = signed_wiki.store.commit(
         tree, [tip], f"Approve\n\nWiki-Approval: {DAVE}\nWiki-Reviewed-Diff: "

@@ -1,4 +1,4 @@
-"""The extractive answer's sentence picker (:func:`wiki.ask.ask` without a model): a real
+"""The extractive answer's sentence picker (:func:`wiki.answering.ask.ask` without a model): a real
 git repository, the real index; sentences discounted by their entry's rank
 (÷√(1 + position)) against the floor, then placed entry by entry (``entry_places``).
 Measured in evals/answers.py (docs/decisions.md, "Extractive answers")."""
@@ -9,9 +9,9 @@ from conftest import ALICE, BOB, entry_text
 
 from indexes.passages import rank_passages
 from indexes.sentence_scoring import PickerConfig
-from wiki.ask import ask
-from wiki.proposals import approve, propose
-from wiki.workspace import Wiki
+from wiki.answering.ask import ask
+from wiki.review.proposals import approve, propose
+from wiki.store.workspace import Wiki
 
 QUESTION = "is an IDP required for paid training?"
 ANSWER = ("Since 2023 the SF-182 form, signed by your supervisor and the budget office, "

@@ -7,11 +7,11 @@ import datetime as dt
 import pytest
 from conftest import ALICE, BOB, write
 
-from wiki import authoring
+from wiki.answering.search import filters_for, search
 from wiki.errors import ConfigError, EntryError, NotFoundError
-from wiki.proposals import approve
-from wiki.search import filters_for, search
-from wiki.workspace import Wiki
+from wiki.knowledge import authoring
+from wiki.review.proposals import approve
+from wiki.store.workspace import Wiki
 
 PER_DIEM_59 = b"---\ntitle: Per diem rate\nsummary: The per diem rate is $59.\n---\n" \
               b"The per diem rate is $59 per day.\n"

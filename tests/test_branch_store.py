@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, BOB, git
 
-from wiki.branch import BranchStore
 from wiki.errors import AlreadyInitializedError, NotInitializedError, RefMovedError
-from wiki.snapshot import Snapshot, write_commit
-from wiki.workspace import Wiki
+from wiki.store.branch import BranchStore
+from wiki.store.snapshot import Snapshot, write_commit
+from wiki.store.workspace import Wiki
 
 
 def _state(repo: Path) -> tuple[str, str, str]:

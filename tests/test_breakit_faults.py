@@ -460,7 +460,7 @@ SOURCES = {
 
 def _ids_by_title(repo: Path) -> dict[str, tuple[str, str]]:
     """Title -> (entry id, source uri) of every entry under ``hr/`` on the wiki branch."""
-    from wiki.entry import Entry
+    from wiki.store.entry import Entry
 
     out = {}
     for path in git(repo, "ls-tree", "-r", "--name-only", "wiki", "hr/").split():
@@ -523,7 +523,7 @@ def test_a_copy_over_another_source_is_an_edit_not_a_rename(cli, repo: Path) -> 
     write(repo / "hr" / "beta.md", SOURCES["alpha.md"])
     result = _ingest_hr(cli, repo)
     assert "renamed" not in result.stderr
-    from wiki.entry import Entry
+    from wiki.store.entry import Entry
 
     alpha_id, beta_id = before["Alpha"][0], before["Beta"][0]
     by_id = {}

@@ -13,10 +13,10 @@ from conftest import ALICE, BOB, acting_as, entry_text, git
 from test_source_policy import cite, connections, reader  # noqa: F401 (fixture)
 
 from wiki.errors import SelfApprovalError, SourceNotAllowedError
-from wiki.gitrepo import Identity
-from wiki.proposals import approve, get_proposal, propose
-from wiki.review_gate import review_hash
-from wiki.workspace import Wiki
+from wiki.review.gate import review_hash
+from wiki.review.proposals import approve, get_proposal, propose
+from wiki.store.gitrepo import Identity
+from wiki.store.workspace import Wiki
 
 CAROL = Identity("Carol", "carol@example.com")
 MALLORY = Identity("Mallory", "mallory@example.com")
@@ -151,7 +151,7 @@ def test_a_wiki_base_trailer_naming_a_commit_off_the_wiki_does_not_hide_it(cli,
 # --- what the review check reads -----------------------------------------------------------
 
 def _index_with(wiki: Wiki, path: str, extra: str) -> bytes:
-    from wiki import indextree
+    from wiki.store import indextree
 
     text = (wiki.snapshot().read(path) or b"").decode()
     if not text:
@@ -258,7 +258,7 @@ def test_wiki_diff_shows_that_there_is_a_secret_without_printing_it(cli, wiki: W
 
 
 def _land_raw(wiki: Wiki, path: str, text: str) -> None:
-    from wiki.snapshot import write_commit
+    from wiki.store.snapshot import write_commit
 
     head = wiki.require_head()
     new = write_commit(wiki.snapshot(head), {path: text.encode()}, "raw\n", author=ALICE)

@@ -173,8 +173,8 @@ def test_search_process_loads_no_model_library(repo: Path) -> None:
 def test_status_flags_duplicate_ids(cli, repo: Path) -> None:
     from conftest import ALICE, entry_text
 
-    from wiki.snapshot import write_commit
-    from wiki.workspace import Wiki
+    from wiki.store.snapshot import write_commit
+    from wiki.store.workspace import Wiki
     cli("init")
     wiki = Wiki(repo)  # a hand-made commit on the branch: review would have refused it
     head = wiki.head()

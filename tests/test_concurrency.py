@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, BOB, entry_text
 
-from wiki.derived import rebuild
-from wiki.proposals import approve, propose
-from wiki.search import search
-from wiki.workspace import Wiki
+from wiki.answering.search import search
+from wiki.review.proposals import approve, propose
+from wiki.store.derived import rebuild
+from wiki.store.workspace import Wiki
 
 
 def _reader(path: str, rounds: int, queue) -> None:
@@ -59,9 +59,8 @@ def _worker(role: str, path: str, names: list[str], queue) -> None:
     """One of the processes of W4: the approver lands proposals, the hook marks a commit,
     ``ask`` answers and a cron lint runs, all on the same repository at once."""
     try:
-        from wiki import hook
-        from wiki.ask import ask
-        from wiki.lint import run_lint
+        from wiki.answering.ask import ask
+        from wiki.lint import hook, run_lint
         wiki = Wiki(path)
         for round_ in range(max(len(names), 4)):
             if role == "approve" and round_ < len(names):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from wiki import cron
 from wiki.errors import ConfigError
-from wiki.workspace import Wiki
+from wiki.lint import cron
+from wiki.store.workspace import Wiki
 
 FAKE = """#!/bin/sh
 if [ "$1" = "-l" ]; then

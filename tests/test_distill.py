@@ -14,13 +14,13 @@ from fake_llm import install
 from test_safety import UPPER, rand
 
 from tests.memory_helpers import entry, land
-from wiki.distill import distill
-from wiki.entry import Entry
-from wiki.facts import current
-from wiki.ingest import ingest
+from wiki.ingest.pipeline import ingest
+from wiki.knowledge.distill import distill
+from wiki.knowledge.facts import current
 from wiki.llm.settings import open_client
-from wiki.proposals import approve, get_proposal
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, get_proposal
+from wiki.store.entry import Entry
+from wiki.store.workspace import Wiki
 
 TRAVEL = ("---\ntitle: Travel\n---\n# Travel\n\nThe first travel day pays 75 percent of the "
           "daily rate. Lodging is booked in Concur by the traveler. Receipts are kept for "
@@ -290,7 +290,7 @@ def test_no_model_configured_is_a_clear_error(cli, wiki: Wiki, repo: Path) -> No
 
 
 def _distiller(wiki: Wiki):
-    from wiki.distiller import Distiller
+    from wiki.knowledge.distiller import Distiller
 
     return Distiller(wiki, open_client(wiki))
 

@@ -14,8 +14,8 @@ from conftest import ALICE, BOB, acting_as, ingest_and_land, write
 from typer.testing import CliRunner
 
 from indexes import embedders
-from wiki.snapshot import write_commit
-from wiki.workspace import Wiki
+from wiki.store.snapshot import write_commit
+from wiki.store.workspace import Wiki
 from wiki_cli.app import app
 
 
@@ -79,7 +79,7 @@ def test_index_behind_the_branch_is_a_warning(cli, repo: Path) -> None:
     write(repo / "docs" / "a.md", "# A\n\nAlpha text.\n")
     name = cli("ingest", str(repo / "docs")).stdout.strip()
     with acting_as(BOB):
-        from wiki.proposals import approve
+        from wiki.review.proposals import approve
         approve(Wiki(repo), name, approver=BOB)  # lands without reading the index
     code, checks = _checks(cli)
     assert code == 0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wiki.entry import Entry
 from wiki.errors import EntryError
+from wiki.store.entry import Entry
 
 HAND_WRITTEN = """---
 # kept comment

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, write
 
-from wiki.authoring import new_entry
-from wiki.entry import Entry
 from wiki.errors import EntryError
-from wiki.frontmatter import load_yaml, parse
-from wiki.ingest import ingest
-from wiki.workspace import Wiki
+from wiki.ingest.pipeline import ingest
+from wiki.knowledge.authoring import new_entry
+from wiki.store.entry import Entry
+from wiki.store.frontmatter import load_yaml, parse
+from wiki.store.workspace import Wiki
 
 
 def _entry(*lines: str) -> bytes:

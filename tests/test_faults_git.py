@@ -13,11 +13,11 @@ from conftest import ALICE, BOB, entry_text, git, write
 from typer.testing import CliRunner
 
 from tests.memory_helpers import land
-from wiki.ingest import ingest
-from wiki.merge_markers import conflict_line
-from wiki.proposals import approve, propose
-from wiki.shallow import ShallowHistoryError, boundary
-from wiki.workspace import Wiki
+from wiki.ingest.merge_markers import conflict_line
+from wiki.ingest.pipeline import ingest
+from wiki.review.proposals import approve, propose
+from wiki.store.shallow import ShallowHistoryError, boundary
+from wiki.store.workspace import Wiki
 from wiki_cli.app import app
 
 FETCH = "git fetch --unshallow"
@@ -142,7 +142,7 @@ def test_a_proposal_lands_in_a_shallow_clone(origin, tmp_path) -> None:
                                  .encode()}, base=None, kind="new", subject="leave", author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
     with pytest.raises(ShallowHistoryError) as caught:
-        from wiki.history import log
+        from wiki.review.history import log
         log(wiki)
     assert len(caught.value.partial) == 2  # the new landing and the clone's one
 

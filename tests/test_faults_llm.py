@@ -24,7 +24,7 @@ from wiki.llm import backend
 from wiki.llm.client import LLMClient
 from wiki.llm.errors import LLMTimeoutError
 from wiki.llm.usage import Deadline
-from wiki.workspace import Wiki
+from wiki.store.workspace import Wiki
 
 TIMEOUT = 2
 BOUND = TIMEOUT + 2
@@ -127,7 +127,7 @@ def test_search_with_the_llm_leg_falls_back_to_the_other_legs(populated, silent,
 def test_each_ask_of_a_long_lived_wiki_has_its_own_deadline(populated, silent) -> None:
     """Library use (evals ask many questions of one ``Wiki``): the deadline is one
     question's, not the object's lifetime."""
-    from wiki.ask import ask
+    from wiki.answering.ask import ask
 
     for _ in range(2):
         answer, seconds = timed(ask, populated, QUESTION)

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git, ingest_and_land, write
 
+from wiki.answering.search import search
 from wiki.config import parse_config
-from wiki.entry import Entry
 from wiki.errors import BranchCheckedOutError, ConfigError, EntryError, NotInitializedError
-from wiki.proposals import approve, propose
-from wiki.search import search
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, propose
+from wiki.store.entry import Entry
+from wiki.store.workspace import Wiki
 
 
 @pytest.mark.parametrize("args", [["search", "-only"], ["search"], ["search", "x", "-n", "0"],
@@ -31,7 +31,7 @@ def test_a_code_branch_is_never_used_as_the_wiki(repo: Path) -> None:
         wiki.snapshot()
     head = git(repo, "rev-parse", "main")
     with pytest.raises(NotInitializedError):
-        from wiki.ingest import ingest
+        from wiki.ingest.pipeline import ingest
         ingest(wiki, [repo / "README.md"], author=ALICE)
     assert git(repo, "rev-parse", "main") == head
 

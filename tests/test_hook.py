@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import git, ingest_and_land, write
 
-from wiki import hook
-from wiki.ask import ask
+from wiki.answering.ask import ask
 from wiki.errors import ConfigError
-from wiki.lint import run_lint
-from wiki.workspace import Wiki
+from wiki.lint import hook, run_lint
+from wiki.store.workspace import Wiki
 
 
 @pytest.fixture

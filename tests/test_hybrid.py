@@ -17,9 +17,9 @@ from indexes.fusion import rrf
 from indexes.names import fold_name, spans
 from indexes.store import Filters, SearchIndex
 from indexes.vectors import chunk_texts, embed_pending
-from wiki.proposals import approve, propose
-from wiki.search import search
-from wiki.workspace import Wiki
+from wiki.answering.search import search
+from wiki.review.proposals import approve, propose
+from wiki.store.workspace import Wiki
 
 
 class HashingEmbedder:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from conftest import ALICE, write
 
-from wiki.ingest import ingest
-from wiki.locking import write_lock
-from wiki.proposals import list_proposals
-from wiki.workspace import Wiki
+from wiki.ingest.pipeline import ingest
+from wiki.review.proposals import list_proposals
+from wiki.store.locking import write_lock
+from wiki.store.workspace import Wiki
 from wiki_cli.mcp_server import WikiTools
 
 NEW = ("---\ntitle: Parking permits\nsummary: Where to get one.\n---\n"

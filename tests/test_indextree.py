@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import ALICE, entry_text
 
-from wiki import indextree
-from wiki.snapshot import write_commit
-from wiki.workspace import Wiki
+from wiki.store import indextree
+from wiki.store.snapshot import write_commit
+from wiki.store.workspace import Wiki
 
 
 def _land(wiki: Wiki, changes: dict[str, bytes | None]) -> str:

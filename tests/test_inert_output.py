@@ -20,10 +20,10 @@ from conftest import ALICE, git
 from rich.text import Text
 from test_safety import rand
 
-from wiki.proposals import propose
-from wiki.safety import scan
-from wiki.snapshot import write_commit
-from wiki.workspace import Wiki
+from wiki.review.proposals import propose
+from wiki.safety.scan import scan
+from wiki.store.snapshot import write_commit
+from wiki.store.workspace import Wiki
 from wiki_cli.inert import inert, json_text
 from wiki_cli.render import InertConsole, json_document
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, git, ingest_and_land, write
 
-from wiki.entry import Entry
-from wiki.ingest import ingest
-from wiki.workspace import Wiki
+from wiki.ingest.pipeline import ingest
+from wiki.store.entry import Entry
+from wiki.store.workspace import Wiki
 
 LONG_SECTION = " ".join(f"word{i}" for i in range(120))
 
@@ -134,7 +134,7 @@ def test_robustness_f1_nfc_and_nfd_names_stay_distinct_are_indexed_and_open(
         wiki: Wiki, repo: Path, cli) -> None:
     import unicodedata
 
-    from wiki.search import search
+    from wiki.answering.search import search
     nfc, nfd = (unicodedata.normalize(form, "café.md") for form in ("NFC", "NFD"))
     write(repo / "kb" / nfc, "# Cafe one\n\nThe espresso machine is on floor two.\n")
     write(repo / "kb" / nfd, "# Cafe two\n\nThe tea kettle is on floor three.\n")
@@ -164,7 +164,7 @@ def test_dry_run_and_category_mapping(wiki: Wiki, repo: Path) -> None:
         '# "pages/" = ""', '"pages/" = ""')
     from conftest import BOB
 
-    from wiki.proposals import approve, propose
+    from wiki.review.proposals import approve, propose
     proposal, _ = propose(wiki, {"wiki.toml": config.encode()}, base=None, kind="config",
                           subject="map pages/ to the root", author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
@@ -204,7 +204,7 @@ def test_deleted_sources_retract_their_entries(wiki: Wiki, repo: Path) -> None:
     report = ingest_and_land(wiki, repo / "kb")
     assert (report.retracted, report.added, report.updated) == (1, 0, 0)
     assert _entries(wiki)["kb/gone.md"].status == "retracted"
-    from wiki.search import search
+    from wiki.answering.search import search
     assert search(wiki, "okapis forests").hits == []
 
 
@@ -221,7 +221,7 @@ def test_symlinks_are_not_followed(wiki: Wiki, repo: Path, tmp_path: Path) -> No
 def test_plain_text_keeps_underscores_inside_words_and_drops_emphasis() -> None:
     """CommonMark: `include_superseded` and `as_of` are words, `_this_` is emphasis (a
     user saw "includesuperseded" quoted in an answer)."""
-    from wiki.markdown_text import inline_plain
+    from wiki.store.markdown_text import inline_plain
 
     assert inline_plain("pass include_superseded or as_of, not checked_at") == \
         "pass include_superseded or as_of, not checked_at"

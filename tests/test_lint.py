@@ -10,9 +10,9 @@ import pytest
 
 from tests.conftest import ALICE, BOB, entry_text, ingest_and_land, write
 from wiki.lint import RULES, report_dict, run_lint, select_rules
-from wiki.proposals import approve, get_proposal, list_proposals
-from wiki.snapshot import write_commit
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, get_proposal, list_proposals
+from wiki.store.snapshot import write_commit
+from wiki.store.workspace import Wiki
 
 
 def commit(w: Wiki, changes: dict[str, bytes | None], *, indexes: bool = True) -> str:

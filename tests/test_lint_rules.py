@@ -11,10 +11,10 @@ from tests.conftest import BOB, entry_text, git, ingest_and_land, write
 from tests.loopback import Page, Site, site_fixture  # noqa: F401  (fixture)
 from tests.test_lint import codes, commit, entries
 from wiki.config_template import TEMPLATE
+from wiki.ingest.sources import fingerprint
 from wiki.lint import RULES, run_lint
-from wiki.proposals import approve
-from wiki.sources import fingerprint
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve
+from wiki.store.workspace import Wiki
 
 ROOT = Path(__file__).parent.parent
 TRAVEL = "# Travel\n\n" + "".join(f"Rule {n}: keep the receipt for every trip.\n"

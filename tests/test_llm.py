@@ -13,6 +13,7 @@ import pytest
 from conftest import ALICE, BOB, entry_text
 from fake_llm import INJECTION, install
 
+from wiki.answering.search import search
 from wiki.config import parse_config
 from wiki.errors import ConfigError
 from wiki.llm.cache import ResponseCache
@@ -21,9 +22,8 @@ from wiki.llm.errors import BudgetExceededError, LLMTimeoutError, ModelFileError
 from wiki.llm.modelfile import assemble, verified
 from wiki.llm.redaction import redact_outbound
 from wiki.llm.usage import Limits
-from wiki.proposals import approve, propose
-from wiki.search import search
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, propose
+from wiki.store.workspace import Wiki
 
 ROOT = Path(__file__).parent.parent
 ENTRIES = {

@@ -17,14 +17,14 @@ from conftest import ALICE, BOB, acting_as, entry_text, git, ingest_and_land, wr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wiki import authoring
-from wiki.compiled import COMPILED_FIELD, hand_edited
 from wiki.errors import StaleProposalError, WikiError
-from wiki.facts import set_fact
-from wiki.gitrepo import Identity
-from wiki.ingest import ingest
-from wiki.proposals import approve, get_proposal, list_proposals, propose
-from wiki.workspace import Wiki
+from wiki.ingest.compiled import COMPILED_FIELD, hand_edited
+from wiki.ingest.pipeline import ingest
+from wiki.knowledge import authoring
+from wiki.knowledge.facts import set_fact
+from wiki.review.proposals import approve, get_proposal, list_proposals, propose
+from wiki.store.gitrepo import Identity
+from wiki.store.workspace import Wiki
 
 CAROL = Identity("Carol Colleague", "carol@example.com")
 DAVE = Identity("Dave Dev", "dave@example.com")
@@ -130,10 +130,10 @@ def test_editor_path_builds_on_what_was_read_before_the_editor_opened(cli, repo:
     script.write_text(f"""
 import os, sys
 sys.path.insert(0, {str(ROOT)!r})
-from wiki import authoring
-from wiki.gitrepo import Identity
-from wiki.proposals import approve
-from wiki.workspace import Wiki
+from wiki.knowledge import authoring
+from wiki.store.gitrepo import Identity
+from wiki.review.proposals import approve
+from wiki.store.workspace import Wiki
 wiki = Wiki({str(repo)!r})
 text = wiki.snapshot().read("expense-reports.md").decode().replace("Receipts are required.",
     "Receipts are required.\\nCarol: keep receipts 7 years.")
@@ -275,7 +275,7 @@ def _approve_oldest(wiki: Wiki) -> set[str]:
     try:
         approve(wiki, proposal.name, approver=BOB)
     except StaleProposalError:
-        from wiki.proposals import reject
+        from wiki.review.proposals import reject
         reject(wiki, proposal.name, "stale in the test", rejecter=BOB)  # next one's turn
         return set()
     return added

@@ -16,8 +16,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from wiki.proposals import approve, get_proposal, list_proposals
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, get_proposal, list_proposals
+from wiki.store.workspace import Wiki
 
 ROOT = Path(__file__).parent.parent
 TOKEN = "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"  # built here: no scanner bait in git

@@ -10,13 +10,13 @@ import pytest
 from indexes.tokens import Estimate, counter
 from tests.conftest import BOB
 from tests.memory_helpers import entry, land
-from wiki.ask import ask
-from wiki.budget import citation_line, fit
-from wiki.entry import Entry
+from wiki.answering.ask import ask
+from wiki.answering.budget import citation_line, fit
 from wiki.errors import ConfigError
-from wiki.feedback import counts, propose_counts, record
-from wiki.proposals import approve
-from wiki.workspace import Wiki
+from wiki.knowledge.feedback import counts, propose_counts, record
+from wiki.review.proposals import approve
+from wiki.store.entry import Entry
+from wiki.store.workspace import Wiki
 
 SENTENCES = [f"The quokka rule number {n} says travellers file form {n} within {n} days."
              for n in range(1, 13)]

@@ -9,12 +9,12 @@ import pytest
 
 from tests.conftest import BOB
 from tests.memory_helpers import entry, land
-from wiki import authoring
 from wiki.errors import ConfigError
-from wiki.facts import current, history, set_fact
+from wiki.knowledge import authoring
+from wiki.knowledge.facts import current, history, set_fact
 from wiki.lint import run_lint
-from wiki.proposals import approve
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve
+from wiki.store.workspace import Wiki
 
 RATE = entry("e-rate", "Mileage rate", "The mileage rate is 0.67 USD per mile.", type="fact",
              facts="{mileage_rate: {value: 0.67, unit: USD/mile, as_of: 2026-01-01}}",

@@ -7,10 +7,10 @@ import datetime as dt
 import json
 
 from tests.memory_helpers import entry, land
+from wiki.answering.search import filters_for, search
 from wiki.config import CONFIG_PATH
 from wiki.lint import run_lint
-from wiki.search import filters_for, search
-from wiki.workspace import Wiki
+from wiki.store.workspace import Wiki
 
 
 def test_w016_reports_a_depends_on_cycle(wiki: Wiki) -> None:

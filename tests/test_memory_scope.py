@@ -8,10 +8,10 @@ import random
 
 from tests.memory_helpers import entry, land
 from tests.test_hybrid import fake_model  # noqa: F401 - the fixture, through the registry
-from wiki.derived import open_synced
-from wiki.entry import Entry
-from wiki.search import filters_for, search
-from wiki.workspace import Wiki
+from wiki.answering.search import filters_for, search
+from wiki.store.derived import open_synced
+from wiki.store.entry import Entry
+from wiki.store.workspace import Wiki
 
 WORDS = ["budget", "travel", "voucher", "approve", "lodging", "meal", "receipt", "policy", "leave", "badge", "laptop", "security", "review", "deploy", "release", "incident", "pager", "oncall", "backup", "restore", "invoice", "contract", "vendor", "hiring", "onboarding", "payroll", "benefit", "training", "design", "research", "privacy", "audit"]
 

@@ -10,14 +10,14 @@ import pytest
 
 from tests.conftest import BOB
 from tests.memory_helpers import entry, land
+from wiki.answering.search import _with_lifetimes, filters_for, search
 from wiki.config import CONFIG_PATH, parse_config
-from wiki.derived import open_synced
-from wiki.entry import Entry
-from wiki.lifetimes import expiry, lifetimes, parse_duration
+from wiki.knowledge.lifetimes import expiry, lifetimes, parse_duration
 from wiki.lint import run_lint
-from wiki.proposals import approve, propose
-from wiki.search import _with_lifetimes, filters_for, search
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, propose
+from wiki.store.derived import open_synced
+from wiki.store.entry import Entry
+from wiki.store.workspace import Wiki
 
 OLD = (dt.datetime.now(dt.UTC) - dt.timedelta(days=200)).strftime("%Y-%m-%dT%H:%M:%SZ")
 RECENT = (dt.datetime.now(dt.UTC) - dt.timedelta(days=5)).strftime("%Y-%m-%dT%H:%M:%SZ")

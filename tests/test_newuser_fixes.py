@@ -13,8 +13,8 @@ from pathlib import Path
 from conftest import BOB, acting_as, git, write
 
 from wiki.errors import SecretError
-from wiki.safety import scan, screen
-from wiki.safety_patterns import is_made_up
+from wiki.safety.patterns import is_made_up
+from wiki.safety.scan import scan, screen
 
 ROOT = Path(__file__).resolve().parent.parent
 ALNUM = string.ascii_letters + string.digits

@@ -19,11 +19,11 @@ from indexes.errors import EmptyQueryError
 from indexes.query import MAX_WORDS, match_expression, query_words
 from indexes.store import Filters, SearchIndex
 from indexes.text import has_token
-from wiki.entry import Entry
 from wiki.errors import EntryError
-from wiki.frontmatter import TEXT_FIELDS, parse, render
-from wiki.indextree import Listing, regenerate
-from wiki.slug import slug_path, slugify, unique_path
+from wiki.store.entry import Entry
+from wiki.store.frontmatter import TEXT_FIELDS, parse, render
+from wiki.store.indextree import Listing, regenerate
+from wiki.store.slug import slug_path, slugify, unique_path
 
 settings.register_profile("fuzz", max_examples=500, deadline=None, database=None,
                           suppress_health_check=list(HealthCheck))

@@ -6,9 +6,9 @@ import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git
 
 from wiki.errors import NotFoundError, SelfApprovalError, StaleProposalError
-from wiki.gitrepo import Identity
-from wiki.proposals import approve, get_proposal, list_proposals, propose
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, get_proposal, list_proposals, propose
+from wiki.store.gitrepo import Identity
+from wiki.store.workspace import Wiki
 
 CAROL = Identity("Carol", "carol@example.com")
 

@@ -18,9 +18,9 @@ from indexes.passages import rank_passages
 from indexes.query import MAX_WORDS, match_expression, truncation
 from indexes.store import MIGRATIONS, SearchIndex
 from indexes.text import code_tokens
-from wiki.proposals import approve, propose
-from wiki.search import search
-from wiki.workspace import Wiki
+from wiki.answering.search import search
+from wiki.review.proposals import approve, propose
+from wiki.store.workspace import Wiki
 
 ENTRIES = {
     "lang/cpp.md": entry_text("cpp", "C++ templates", "Templates in C++ are instantiated per "

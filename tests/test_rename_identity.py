@@ -10,9 +10,9 @@ from pathlib import Path
 
 from conftest import ALICE, git, ingest_and_land, write
 
-from wiki.entry import Entry
-from wiki.ingest import ingest
-from wiki.workspace import Wiki
+from wiki.ingest.pipeline import ingest
+from wiki.store.entry import Entry
+from wiki.store.workspace import Wiki
 
 LONG_SECTION = " ".join(f"word{i}" for i in range(120))
 GUIDE = "# Guide\n\n" + "".join(f"## Part {n}\n\n{LONG_SECTION} {n}.\n\n"
@@ -151,7 +151,7 @@ def test_hostile_uris_in_the_branch_neither_crash_nor_pair(wiki: Wiki, repo: Pat
     repository, a file elsewhere on the disk; ingest of a new file is unaffected."""
     from conftest import BOB, entry_text
 
-    from wiki.proposals import approve, propose
+    from wiki.review.proposals import approve, propose
 
     long_name = "git:kb/" + "a" * 5000 + ".md"
     seeded = {f"kb/e{i}.md": entry_text(f"h{i}", f"Hostile {i}", "Text.", sources=(

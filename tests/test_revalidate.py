@@ -11,11 +11,11 @@ from conftest import BOB, acting_as, git, ingest_and_land, write
 
 from wiki.adapters import ADAPTERS, Check, Recorded
 from wiki.adapters.git_source import GitSource
-from wiki.ask import ask
-from wiki.entry import Entry
-from wiki.proposals import approve, list_proposals, propose
-from wiki.sources import fingerprint
-from wiki.workspace import Wiki
+from wiki.answering.ask import ask
+from wiki.ingest.sources import fingerprint
+from wiki.review.proposals import approve, list_proposals, propose
+from wiki.store.entry import Entry
+from wiki.store.workspace import Wiki
 from wiki_cli.payloads import answer_payload
 
 OLD = ("# Leave\n\nAnnual leave is requested in the HR portal at least two weeks ahead.\n"

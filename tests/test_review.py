@@ -8,11 +8,11 @@ import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git
 
 from wiki.errors import NotFoundError, ReviewChangedError
-from wiki.gitrepo import Identity
-from wiki.history import history, log
-from wiki.proposals import approve, get_proposal, list_proposals, propose, reject
-from wiki.review_diff import proposal_diff
-from wiki.workspace import Wiki
+from wiki.review.diff import proposal_diff
+from wiki.review.history import history, log
+from wiki.review.proposals import approve, get_proposal, list_proposals, propose, reject
+from wiki.store.gitrepo import Identity
+from wiki.store.workspace import Wiki
 
 CAROL = Identity("Carol", "carol@example.com")
 

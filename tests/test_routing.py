@@ -16,10 +16,10 @@ from indexes import embedders
 from indexes.documents import Hit
 from indexes.filters import Filters
 from indexes.routing import Route, branch_folder, folder_of, route_leg
+from wiki.answering.search import search
 from wiki.errors import ConfigError
-from wiki.proposals import approve, propose
-from wiki.search import search
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, propose
+from wiki.store.workspace import Wiki
 
 ENTRIES = {
     "kb/travel/per-diem.md": entry_text(

@@ -1,4 +1,4 @@
-"""The hostile-content scanner (wiki/safety.py): every pattern of the table fires on a
+"""The hostile-content scanner (wiki/safety/scan.py): every pattern of the table fires on a
 real-looking case and stays quiet on placeholders and ordinary prose; redaction, masking
 and the write-time screen.
 
@@ -15,8 +15,8 @@ import string
 import pytest
 
 from wiki.errors import SecretError
-from wiki.safety import Flag, mask, redact, scan, screen, screen_bytes, screen_changes
-from wiki.safety_patterns import PATTERNS, is_placeholder
+from wiki.safety.patterns import PATTERNS, is_placeholder
+from wiki.safety.scan import Flag, mask, redact, scan, screen, screen_bytes, screen_changes
 
 ALNUM = string.ascii_letters + string.digits
 UPPER = string.ascii_uppercase + string.digits

@@ -6,12 +6,12 @@ import pytest
 from conftest import ALICE, BOB, entry_text, git
 
 from indexes.errors import EmptyQueryError
-from wiki.ask import ask
-from wiki.derived import rebuild
+from wiki.answering.ask import ask
+from wiki.answering.search import filters_for, search
 from wiki.errors import NotInitializedError
-from wiki.proposals import approve, propose
-from wiki.search import filters_for, search
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, propose
+from wiki.store.derived import rebuild
+from wiki.store.workspace import Wiki
 
 ENTRIES = {
     "decisions/dec-0054.md": entry_text("d54", "Database choice", "We decided DEC-0054: use Postgres."),

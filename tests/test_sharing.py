@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git
 
+from wiki.answering.search import search
 from wiki.errors import SelfApprovalError, StaleProposalError
-from wiki.gitrepo import Identity
-from wiki.proposals import approve, get_proposal, propose
-from wiki.rebase import rebase
-from wiki.search import search
-from wiki.sharing import sync_remote
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, get_proposal, propose
+from wiki.review.rebase import rebase
+from wiki.review.sharing import sync_remote
+from wiki.store.gitrepo import Identity
+from wiki.store.workspace import Wiki
 
 CAROL = Identity("Carol Contributor", "carol@example.com")
 LEAVE = entry_text("lv", "Annual leave", "Line one.\nLine two.\nLine three.",
@@ -160,7 +160,7 @@ def test_landed_and_rejected_proposals_stay_closed_across_clones(team) -> None:
     sync_remote(bobs)
     approve(bobs, landed.name, approver=BOB)
     with acting_as(BOB):
-        from wiki.proposals import reject
+        from wiki.review.proposals import reject
         reject(bobs, dropped.name, "not needed")
     result = sync_remote(bobs)
     assert sorted(result.closed) == sorted([f"wiki-proposals/{landed.name}",
@@ -168,7 +168,7 @@ def test_landed_and_rejected_proposals_stay_closed_across_clones(team) -> None:
     with acting_as(CAROL):
         again = sync_remote(carols)
         assert sorted(again.closed) == sorted(result.closed)
-        from wiki.proposals import list_proposals
+        from wiki.review.proposals import list_proposals
         assert list_proposals(carols) == []
     from wiki.errors import NotFoundError, ProposalClosedError
     with pytest.raises((NotFoundError, ProposalClosedError)):

@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from wiki.slug import slug_path, slugify, unique_path
+from wiki.store.slug import slug_path, slugify, unique_path
 
 
 @pytest.mark.robustness("F1")

@@ -23,11 +23,11 @@ from conftest import ALICE, entry_text, git, ingest_and_land, write
 from wiki.adapters import Recorded, SourceEnv, SourcePolicy, Sources, sources_for
 from wiki.config import WikiConfig
 from wiki.errors import ConfigError, SourceNotAllowedError
-from wiki.ingest import ingest
-from wiki.proposals import list_proposals
-from wiki.snapshot import write_commit
-from wiki.sources import fingerprint
-from wiki.workspace import Wiki
+from wiki.ingest.pipeline import ingest
+from wiki.ingest.sources import fingerprint
+from wiki.review.proposals import list_proposals
+from wiki.store.snapshot import write_commit
+from wiki.store.workspace import Wiki
 
 SECRET = "TOPSECRET-7f3a the reader's private text"
 BODY = "Annual leave is requested in the HR portal at least two weeks ahead."
@@ -215,7 +215,7 @@ def test_git_paths_must_stay_inside_the_repository(repo: Path, secret: Path, git
     git(repo, "add", "docs", ".gitignore")
     git(repo, "commit", "-qm", "docs")
     from wiki.config import SourcesConfig
-    from wiki.gitrepo import open_repository
+    from wiki.store.gitrepo import open_repository
 
     env = SourceEnv(open_repository(repo), repo, WikiConfig(sources=SourcesConfig(git_ref=git_ref)),
                     SourcePolicy())

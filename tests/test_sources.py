@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from wiki.errors import SourceError
-from wiki.sources import canonical_text, fingerprint, read_text, source_uri
+from wiki.ingest.sources import canonical_text, fingerprint, read_text, source_uri
 
 
 @pytest.mark.robustness("F5")

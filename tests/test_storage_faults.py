@@ -25,7 +25,7 @@ import anyio
 import pytest
 from conftest import BOB, acting_as, git, write
 
-from wiki.storage import take_notices
+from wiki.store.storage import take_notices
 from wiki_cli.errors import STORAGE
 
 QUESTION = "how do I file a travel voucher?"
@@ -163,7 +163,7 @@ def test_mcp_unexpected_error_is_one_clear_line(cli, repo: Path, monkeypatch) ->
     def boom(*args, **kwargs):
         raise OSError(28, "No space left on device", str(_db(repo)))
 
-    monkeypatch.setattr("wiki.search.open_synced", boom)
+    monkeypatch.setattr("wiki.answering.search.open_synced", boom)
 
     async def call():
         return await server.call_tool("search", {"query": "tock"})

@@ -8,10 +8,10 @@ import multiprocessing
 import pytest
 from conftest import ALICE, BOB, entry_text
 
+from wiki.answering.search import search
 from wiki.errors import RefMovedError
-from wiki.proposals import approve, list_proposals, propose
-from wiki.search import search
-from wiki.workspace import Wiki
+from wiki.review.proposals import approve, list_proposals, propose
+from wiki.store.workspace import Wiki
 
 
 def _approver(path: str, names: list[str], queue) -> None:

@@ -11,9 +11,9 @@ from conftest import entry_text
 from fake_llm import install
 
 from tests.memory_helpers import land
-from wiki.ask import ask
+from wiki.answering.ask import ask
 from wiki.llm.answer import Passage, verify
-from wiki.workspace import Wiki
+from wiki.store.workspace import Wiki
 
 ENTRIES = {
     "travel/per-diem.md": entry_text(

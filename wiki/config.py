@@ -55,7 +55,7 @@ class ReviewConfig:
     """Who may land a proposal: ``approvals_required`` (1), whether an author may
     approve their own proposal (``allow_self_approval``, for a one-person wiki) and
     whether proposal, approval and landing commits must be signed by keys the approver's
-    git trusts (``require_signatures``; :mod:`wiki.approval_policy`, docs/review.md)."""
+    git trusts (``require_signatures``; :mod:`wiki.review.approval_policy`, docs/review.md)."""
 
     approvals_required: int = 1
     allow_self_approval: bool = False
@@ -73,7 +73,7 @@ class SearchConfig:
     gap is ``coverage < gap_coverage and top cosine < gap_cosine`` (both fitted on the
     handbook dev questions: evals/results/abstention.md).
 
-    Routing (:mod:`wiki.routing`): ``route`` turns it on by default (``--route`` /
+    Routing (:mod:`wiki.answering.routing`): ``route`` turns it on by default (``--route`` /
     ``--no-route`` decide per search); ``route_mode`` is ``filter`` (search only the routed
     folders) or ``boost`` (an extra ``route`` leg of weight ``route_weight``);
     ``route_margin`` is the cosine margin below the best folder that still routes
@@ -99,7 +99,7 @@ class SearchConfig:
 class LifetimesConfig:
     """Default lifetime of an entry per ``type``: ``"<n>d"``, ``"<n>w"``, ``"<n>y"`` (365
     days) or ``"never"``. An entry expires at ``valid_until`` when it has one, else at its
-    ``updated`` (or ``created``) time plus this lifetime (:mod:`wiki.lifetimes`)."""
+    ``updated`` (or ``created``) time plus this lifetime (:mod:`wiki.knowledge.lifetimes`)."""
 
     fact: str = "never"
     decision: str = "never"
@@ -239,7 +239,7 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
 
 
 def _memory_problems(config: WikiConfig) -> list[str]:
-    from wiki.lifetimes import parse_duration
+    from wiki.knowledge.lifetimes import parse_duration
 
     problems = []
     durations = [(f"[lifetimes] {k}", v) for k, v in vars(config.lifetimes).items()]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexes import embedders
-from wiki.embedding import model_name
+from wiki.answering.embedding import model_name
 from wiki.errors import ConfigError, WikiError
 
 OK, INFO, WARNING, ERROR = "ok", "info", "warning", "error"
@@ -156,7 +156,7 @@ def check_optional() -> list[Check]:
 
 def check_repository(repo: Path | str, branch: str | None) -> list[Check]:
     """The repository, its wiki branch, ``wiki.toml``, the derived index, hook and cron."""
-    from wiki.workspace import Wiki
+    from wiki.store.workspace import Wiki
 
     try:
         wiki = Wiki(repo, branch)
@@ -214,7 +214,7 @@ def check_index(wiki, head: str) -> list[Check]:
 
 def check_hook(wiki) -> Check:
     """Whether the post-commit hook is installed."""
-    from wiki.hook import status
+    from wiki.lint.hook import status
 
     try:
         hook = status(wiki)
@@ -229,7 +229,7 @@ def check_hook(wiki) -> Check:
 
 def check_cron(wiki) -> Check:
     """Whether the weekly lint is in the crontab."""
-    from wiki.cron import show
+    from wiki.lint.cron import show
 
     try:
         line = show(wiki)

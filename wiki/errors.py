@@ -88,7 +88,7 @@ class ReviewChangedError(WikiError):
 
 class SelfApprovalError(WikiError):
     """Refused by the approval rule: the approver is one of the proposal's authors or
-    committers (normalised identities, see :mod:`wiki.approval_policy`)."""
+    committers (normalised identities, see :mod:`wiki.review.approval_policy`)."""
 
 
 class SignaturePolicyError(SelfApprovalError):
@@ -104,7 +104,7 @@ class SigningError(ConfigError):
 
 class SecretError(WikiError):
     """Text going into the wiki contains a secret (a token, a key, a password): refused.
-    Carries ``path`` and the secret ``findings`` (:class:`wiki.safety.Finding`, masked);
+    Carries ``path`` and the secret ``findings`` (:class:`wiki.safety.scan.Finding`, masked);
     ``reason`` is the message without the path."""
 
     def __init__(self, path: str, findings: list):
@@ -121,7 +121,7 @@ class SecretError(WikiError):
 
 class WriterBusyError(RefMovedError):
     """Another writer held the repository's wiki write lock for the whole bounded wait
-    (``wiki.locking``); nothing was written. Exit code as for a moved ref."""
+    (``wiki.store.locking``); nothing was written. Exit code as for a moved ref."""
 
 
 class StorageError(WikiError):
@@ -137,7 +137,7 @@ class StorageError(WikiError):
 
 
 class ReviewFlaggedError(WikiError):
-    """The review check flagged the proposal (:mod:`wiki.review_check`) and the approver
+    """The review check flagged the proposal (:mod:`wiki.review.check`) and the approver
     did not override (or the flags cannot be overridden: secrets). Carries ``flags``."""
 
     def __init__(self, message: str, flags: list):

@@ -6,10 +6,10 @@ import json
 from dataclasses import dataclass, field
 
 from indexes.vectors import MODEL_KEY
-from wiki.derived import COMMIT_KEY, INVALID_KEY, open_derived, sync
-from wiki.derived_db import RECOVERED
-from wiki.proposals import list_proposals
-from wiki.workspace import Wiki
+from wiki.review.proposals import list_proposals
+from wiki.store.derived import COMMIT_KEY, INVALID_KEY, open_derived, sync
+from wiki.store.derived_db import RECOVERED
+from wiki.store.workspace import Wiki
 
 
 @dataclass
@@ -52,7 +52,7 @@ class WikiStatus:
 
 def wiki_status(wiki: Wiki) -> WikiStatus:
     """Read the state without changing anything (the index is not synced, unless it was
-    found damaged: then it is set aside and rebuilt, :mod:`wiki.derived_db`).
+    found damaged: then it is set aside and rebuilt, :mod:`wiki.store.derived_db`).
     Raises ``NotInitializedError`` when there is no wiki branch."""
     head = wiki.require_head()
     snapshot = wiki.snapshot(head)

@@ -26,7 +26,7 @@ from wiki_cli.render import err, out, plain, print_json, table, to_jsonable
 def init() -> None:
     """Create the wiki branch (with wiki.toml and index.md) in this repository, and its
     (empty) derived index, so `wiki status` reads current from the start."""
-    from wiki.derived import open_synced
+    from wiki.store.derived import open_synced
 
     wiki = open_wiki()
     commit = wiki.init()
@@ -51,7 +51,7 @@ def ingest(
     json_output: JsonOption = False,
 ) -> None:
     """Compile sources into entries and propose them (approve with `wiki approve`)."""
-    from wiki.ingest import ingest as run_ingest
+    from wiki.ingest.pipeline import ingest as run_ingest
 
     for path in paths:
         require_text(path, "path")
@@ -106,7 +106,7 @@ def ingest(
 
 def _distiller(wiki):
     """The ingest hook with the configured model (exit 2 without one)."""
-    from wiki.distiller import Distiller
+    from wiki.knowledge.distiller import Distiller
     from wiki.llm.settings import require_client
 
     return Distiller(wiki, require_client(wiki))
@@ -132,9 +132,9 @@ def index_command(
 ) -> None:
     """Bring the derived search index (full text and vectors) up to the wiki branch, or
     rebuild it from scratch."""
-    from wiki.derived import open_synced
-    from wiki.derived import rebuild as run_rebuild
-    from wiki.embedding import refresh_vectors
+    from wiki.answering.embedding import refresh_vectors
+    from wiki.store.derived import open_synced
+    from wiki.store.derived import rebuild as run_rebuild
 
     wiki = open_wiki()
     if rebuild:

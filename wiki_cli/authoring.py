@@ -36,7 +36,7 @@ def propose(
     json_output: JsonOption = False,
 ) -> None:
     """Propose a change to the wiki; someone else lands it with `wiki approve`."""
-    from wiki import authoring
+    from wiki.knowledge import authoring
 
     wiki = open_wiki()
     chosen = [o for o in (edit, retract, supersede) if o]
@@ -46,7 +46,7 @@ def propose(
     if retract:
         result = authoring.retract_entry(wiki, retract, reason, redact=redact, base=base)
     elif edit and file is None:
-        from wiki.lookup import find_entry
+        from wiki.store.lookup import find_entry
         read = authoring.read_base(wiki, base)  # the editor edits what was read here
         result = authoring.edit_entry(wiki, edit, _edit_in_editor(find_entry(wiki, edit, read)),
                                       redact=redact, base=read.commit)
@@ -76,8 +76,8 @@ def propose(
 
 
 def _inferred(wiki, target: str, text: bytes) -> str:
-    """The base of an edited export (wiki.basis), said on stderr when it is not the head."""
-    from wiki.basis import infer_base
+    """The base of an edited export (wiki.review.basis), said on stderr when it is not the head."""
+    from wiki.review.basis import infer_base
 
     found = infer_base(wiki, target, text)
     if not found.current:

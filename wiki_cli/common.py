@@ -182,7 +182,7 @@ def set_talk(level: int, ctx: typer.Context | None = None) -> None:
 
 def open_wiki():
     """The wiki of the current directory (``-C`` already applied) and ``--branch``."""
-    from wiki.workspace import Wiki
+    from wiki.store.workspace import Wiki
     wiki = Wiki(state.repo, state.branch)
     if talk.level > 0:
         report(f"wiki: branch '{wiki.branch}' of {wiki.repo.common_dir}, "
@@ -192,7 +192,7 @@ def open_wiki():
 
 def report_flags(proposal) -> None:
     """Warn on stderr about each flag the review check raised on ``proposal``
-    (:mod:`wiki.review_check`): approving it will need ``--override-flags``."""
+    (:mod:`wiki.review.check`): approving it will need ``--override-flags``."""
     for flag in proposal.flags:
         where = f"{flag.path}:{flag.line}:{flag.column}" if flag.line else flag.path
         report(f"warning: {where}: {flag.kind} ({flag.rule}) flagged for the reviewer")

@@ -24,7 +24,7 @@ def _show(result, json_output: bool) -> None:
 @cron_app.command("install")
 def install(json_output: JsonOption = False) -> None:
     """Add the weekly lint line (idempotent)."""
-    from wiki.cron import install as run
+    from wiki.lint.cron import install as run
 
     _show(run(open_wiki()), json_output)
 
@@ -32,7 +32,7 @@ def install(json_output: JsonOption = False) -> None:
 @cron_app.command("uninstall")
 def uninstall(json_output: JsonOption = False) -> None:
     """Remove this repository's line."""
-    from wiki.cron import uninstall as run
+    from wiki.lint.cron import uninstall as run
 
     _show(run(open_wiki()), json_output)
 
@@ -40,6 +40,6 @@ def uninstall(json_output: JsonOption = False) -> None:
 @cron_app.command("show")
 def show(json_output: JsonOption = False) -> None:
     """Print this repository's line."""
-    from wiki.cron import show as run
+    from wiki.lint.cron import show as run
 
     _show(run(open_wiki()), json_output)

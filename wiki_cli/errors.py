@@ -56,7 +56,7 @@ from wiki.errors import (
     StorageError,
     WikiError,
 )
-from wiki.storage import storage_error, take_notices
+from wiki.store.storage import storage_error, take_notices
 from wiki_cli.inert import shown
 
 OK, FINDINGS, USAGE, GAP, CONFLICT, REFUSED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 4, 5, 70, 130
@@ -203,7 +203,7 @@ def _working_directory_kept():
 
 
 def report_notices() -> None:
-    """Report the library's notices (:func:`wiki.storage.take_notices`), one line each."""
+    """Report the library's notices (:func:`wiki.store.storage.take_notices`), one line each."""
     for notice in take_notices():
         report(notice)
 

@@ -1,4 +1,4 @@
-"""``wiki gaps``: the evidence gaps ``wiki ask`` recorded, newest first (wiki/gaps.py)."""
+"""``wiki gaps``: the evidence gaps ``wiki ask`` recorded, newest first (wiki/answering/gaps.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def gaps_command(
 ) -> None:
     """List the questions `wiki ask` could not answer (its evidence gaps, recorded in
     <git dir>/wiki/gaps.jsonl), newest first. A damaged line is skipped with a note."""
-    from wiki.gaps import read_gaps
+    from wiki.answering.gaps import read_gaps
 
     log = read_gaps(open_wiki(), limit=limit)
     for line, reason in log.skipped[:NOTED]:

@@ -15,8 +15,8 @@ def main() -> None:
     line = ""
     log = None
     try:
-        from wiki.hook import mark_commit
-        from wiki.workspace import Wiki
+        from wiki.lint.hook import mark_commit
+        from wiki.store.workspace import Wiki
 
         wiki = Wiki(".")
         log = wiki.state_dir / "hook.log"

@@ -31,7 +31,7 @@ def _show(result, json_output: bool, verb: str, state: str | None = None) -> Non
 @hook_app.command("install")
 def install(json_output: JsonOption = False) -> None:
     """Install the hook (idempotent; a foreign hook is kept and chained)."""
-    from wiki.hook import install as run
+    from wiki.lint.hook import install as run
 
     _show(run(open_wiki()), json_output, "install")
 
@@ -39,8 +39,8 @@ def install(json_output: JsonOption = False) -> None:
 @hook_app.command("uninstall")
 def uninstall(json_output: JsonOption = False) -> None:
     """Remove the hook and restore a chained foreign hook."""
-    from wiki.hook import status as current
-    from wiki.hook import uninstall as run
+    from wiki.lint.hook import status as current
+    from wiki.lint.hook import uninstall as run
 
     wiki = open_wiki()
     before = current(wiki)
@@ -57,7 +57,7 @@ def uninstall(json_output: JsonOption = False) -> None:
 @hook_app.command("status")
 def hook_status(json_output: JsonOption = False) -> None:
     """Whether the hook is installed."""
-    from wiki.hook import status as run
+    from wiki.lint.hook import status as run
 
     _show(run(open_wiki()), json_output, "status")
 
@@ -67,7 +67,7 @@ def run_now(
     commit: Annotated[str, typer.Argument(help="Commit whose changes to mark.")] = "HEAD",
 ) -> None:
     """Mark the entries citing files changed by COMMIT (what the hook does)."""
-    from wiki.hook import mark_commit
+    from wiki.lint.hook import mark_commit
 
     marked = mark_commit(open_wiki(), commit)
     report(f"marked {len(marked)} entries as needing revalidation")

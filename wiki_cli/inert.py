@@ -14,7 +14,7 @@ cannot forget it:
   the exact value, written as a ``\\uNNNN`` escape (``json.dumps`` already escapes C0; C1,
   DEL and bidi characters are escaped here too), so a JSON document piped to a terminal is
   inert as well.
-* **Secrets** (:mod:`wiki.safety`'s table: tokens, keys, URL passwords ...) that landed
+* **Secrets** (:mod:`wiki.safety.scan`'s table: tokens, keys, URL passwords ...) that landed
   despite the write-time screen are replaced by ``[REDACTED:<kind>]`` in terminal and JSON
   output alike; :data:`tally` counts them so the command can say so once on stderr.
 """
@@ -58,10 +58,11 @@ def inert(text: str) -> str:
 
 
 def mask_secrets(text: str) -> str:
-    """``text`` with every secret replaced by ``[REDACTED:<kind>]`` (:func:`wiki.safety.redact`),
+    """``text`` with every secret replaced by ``[REDACTED:<kind>]``
+    (:func:`wiki.safety.scan.redact`),
     counting them in :data:`tally`. Instruction-like text is left as it is (it is quoted
     evidence; review and lint flag it)."""
-    from wiki.safety import SECRET, redact  # the pattern table compiles on first use
+    from wiki.safety.scan import SECRET, redact  # the pattern table compiles on first use
 
     cleaned, findings = redact(text)
     tally.secrets += sum(f.category == SECRET for f in findings)

@@ -33,7 +33,7 @@ from pydantic import Field
 
 from indexes.errors import IndexesError
 from wiki.errors import ConfigError, WikiError
-from wiki.storage import storage_error, take_notices
+from wiki.store.storage import storage_error, take_notices
 from wiki_cli import __version__
 from wiki_cli.errors import INTERNAL, REFUSED, exit_code_for
 from wiki_cli.inert import mask_secrets, masked_values
@@ -136,13 +136,13 @@ class WikiTools:
 
     def wiki(self):
         """A fresh :class:`Wiki` per call (cheap; sees branch moves made by others)."""
-        from wiki.workspace import Wiki
+        from wiki.store.workspace import Wiki
         return Wiki(self.repo, self.branch)
 
     def warm_up(self) -> None:
         """Load the embedding model now, so the first search does not wait for it."""
         from indexes.embedders import EmbedderUnavailableError
-        from wiki.embedding import get_embedder, model_name
+        from wiki.answering.embedding import get_embedder, model_name
 
         name = model_name()
         if name is None:
@@ -173,8 +173,8 @@ class WikiTools:
         """Rank wiki entries for a query (alias/title, BM25 and vector legs, fused).
         Returns hits with id, path, title, summary, status and sources, the word coverage
         ('confidence') and 'gap' (true when nothing answers the query confidently)."""
-        from wiki.search import filters_for
-        from wiki.search import search as run
+        from wiki.answering.search import filters_for
+        from wiki.answering.search import search as run
 
         require_text(query, "query")
         result = run(self.wiki(), query, limit=limit, legs=tuple(legs) if legs else None,
@@ -203,7 +203,7 @@ class WikiTools:
         not say, 'gap' is true, 'sentences' is empty and the question is recorded as an
         evidence gap: say so instead of guessing ('note' says why when the question asks
         for a percentage or an amount of money that no cited entry states)."""
-        from wiki.ask import ask as run
+        from wiki.answering.ask import ask as run
 
         require_text(question, "question")
         answer = run(self.wiki(), question, category=category,
@@ -226,9 +226,9 @@ class WikiTools:
         open proposals that touch it and the wiki 'commit' it was read at (pass it as
         `propose`'s base)."""
         from indexes.marks import marks
-        from wiki.derived import open_synced
-        from wiki.lookup import find_entry
-        from wiki.proposals import list_proposals
+        from wiki.review.proposals import list_proposals
+        from wiki.store.derived import open_synced
+        from wiki.store.lookup import find_entry
 
         require_text(target, "entry id or path")
         wiki = self.wiki()
@@ -271,8 +271,8 @@ class WikiTools:
         (a branch) that a person other than its author reviews and approves with
         `wiki approve`. Returns the proposal name, or the existing proposal or entry that
         already says the same, and near-duplicate entries the reviewer should compare."""
-        from wiki import authoring
-        from wiki.gitrepo import current_identity
+        from wiki.knowledge import authoring
+        from wiki.store.gitrepo import current_identity
 
         wiki = self.wiki()
         needs = {"new": ("content",), "edit": ("target", "content"),
@@ -286,7 +286,7 @@ class WikiTools:
             result = authoring.new_entry(wiki, text, category=category, source_name="content",
                                          redact=redact, base=base)
         elif kind == "edit":
-            from wiki.basis import infer_base
+            from wiki.review.basis import infer_base
 
             base = base or infer_base(wiki, target, text).commit
             result = authoring.edit_entry(wiki, target, text, redact=redact, base=base)

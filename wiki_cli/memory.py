@@ -24,7 +24,7 @@ def facts(
 ) -> None:
     """Show a keyed fact (current value, entry, sources, history) or propose a new value;
     without KEY, list every key the wiki holds now."""
-    from wiki import facts as memory
+    from wiki.knowledge import facts as memory
 
     wiki = open_wiki()
     if not words:
@@ -93,7 +93,7 @@ def feedback(
     json_output: JsonOption = False,
 ) -> None:
     """Record whether a procedure worked (kept locally; --propose shares the counts)."""
-    from wiki import feedback as outcomes
+    from wiki.knowledge import feedback as outcomes
 
     wiki = open_wiki()
     counts = outcomes.record(wiki, target, outcome) if outcome else \

@@ -54,7 +54,7 @@ def truncated(query: str) -> dict[str, int] | None:
 
 
 def search_payload(result, *, explain: bool = True) -> dict[str, Any]:
-    """A :class:`wiki.search.SearchResult` as JSON values (``truncated``: see
+    """A :class:`wiki.answering.search.SearchResult` as JSON values (``truncated``: see
     :func:`truncated`)."""
     return {"query": result.query, "commit": result.commit,
             "truncated": truncated(result.query),
@@ -67,7 +67,7 @@ def search_payload(result, *, explain: bool = True) -> dict[str, Any]:
 
 
 def answer_payload(answer) -> dict[str, Any]:
-    """A :class:`wiki.ask.Answer` as JSON values (``gap`` true: the wiki does not say;
+    """A :class:`wiki.answering.ask.Answer` as JSON values (``gap`` true: the wiki does not say;
     ``warnings``: one line per cited entry found out of date or unverifiable at ask time;
     ``truncated``: see :func:`truncated`)."""
     fields = {k: v for k, v in vars(answer).items() if k != "sentences"}
@@ -88,7 +88,7 @@ def entry_payload(entry) -> dict[str, Any]:
 
 
 def authored_payload(result) -> dict[str, Any]:
-    """A :class:`wiki.authoring.Authored` result: the proposal opened (or the one or the
+    """A :class:`wiki.knowledge.authoring.Authored` result: the proposal opened (or the one or the
     entry that already says the same) and near-duplicates the reviewer should look at."""
     proposal = result.proposal
     return to_jsonable({
@@ -100,7 +100,7 @@ def authored_payload(result) -> dict[str, Any]:
 
 
 def saved_payload(saved) -> dict[str, Any] | None:
-    """A :class:`wiki.distiller.Saved` result (``wiki ask --save``): the proposal opened,
+    """A :class:`wiki.knowledge.distiller.Saved` result (``wiki ask --save``): the proposal opened,
     how the answer was saved and where each of its claims went."""
     if saved is None:
         return None

@@ -53,8 +53,8 @@ def search(
     (each leg's scores standardised, then summed with its weight; `[search] fusion = "rrf"`
     in wiki.toml for Reciprocal Rank Fusion). Exit 1 when nothing matches, or when no hit
     is a confident match (the weak hits are listed, with a note on stderr)."""
-    from wiki.search import filters_for
-    from wiki.search import search as run
+    from wiki.answering.search import filters_for
+    from wiki.answering.search import search as run
 
     require_text(query, "query")
     with embedding_progress(json_output) as progress:
@@ -132,7 +132,7 @@ def ask(
     """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap.
     Cited entries whose sources changed are answered from the current source and flagged
     (exit 0)."""
-    from wiki.ask import ask as run
+    from wiki.answering.ask import ask as run
     from wiki_cli.stale import citation_warnings, update
 
     require_text(question, "question")
@@ -191,7 +191,7 @@ def ask(
 def _save(wiki, answer, extractive: bool, redact: bool):
     """``wiki ask --save``: the answer as a proposal (distilled unless ``--extractive`` or
     no model is configured)."""
-    from wiki.distiller import save_answer
+    from wiki.knowledge.distiller import save_answer
     from wiki.llm.settings import open_client
 
     client = None if extractive else open_client(wiki)
@@ -232,7 +232,7 @@ def show(
     """Print one entry or file of the wiki as stored (--json: parsed fields), and its
     relations both ways (outgoing and incoming; on stderr unless --json)."""
     from wiki.errors import WikiError
-    from wiki.lookup import find_entry, raw_file
+    from wiki.store.lookup import find_entry, raw_file
 
     wiki = open_wiki()
     snapshot = wiki.snapshot()  # one read: what is printed and the commit reported
@@ -270,7 +270,7 @@ def _report_commit(commit: str, target: str | None) -> None:
 
 
 def _links(wiki, entry):
-    from wiki.relations import links
+    from wiki.knowledge.relations import links
 
     return links(wiki.snapshot().entries()[0], entry)
 

@@ -18,7 +18,7 @@ from wiki_cli.render import out, plain, print_json, table
 @app.command("proposals")
 def list_proposals(json_output: JsonOption = False) -> None:
     """List open proposals: name, author, age, entries touched, stale or not."""
-    from wiki.proposals import list_proposals as run
+    from wiki.review.proposals import list_proposals as run
 
     proposals = run(open_wiki())
     if json_output:
@@ -54,7 +54,7 @@ def approve(
 ) -> None:
     """Approve a proposal and land it on the wiki branch (compare-and-swap). A flagged
     proposal (see `wiki diff`) is refused (exit 5) unless --override-flags gives a reason."""
-    from wiki.proposals import approve as run
+    from wiki.review.proposals import approve as run
 
     landing = run(open_wiki(), proposal, expect=expect, override=override_flags)
     if json_output:
@@ -79,7 +79,7 @@ def diff(
 ) -> None:
     """Show what a proposal changes: per entry, per field, and the body; plus the review
     hash to pass to `wiki approve --expect`."""
-    from wiki.review_diff import proposal_diff
+    from wiki.review.diff import proposal_diff
 
     result = proposal_diff(open_wiki(), proposal)
     if json_output:
@@ -131,7 +131,7 @@ def _yaml_diff(field: str, old, new) -> list[str]:
     space (both)."""
     import difflib
 
-    from wiki.frontmatter import dump_field
+    from wiki.store.frontmatter import dump_field
 
     def lines(value) -> list[str]:
         return [] if value is None else dump_field(field, value).splitlines()
@@ -152,7 +152,7 @@ def reject(
     reason: Annotated[str, typer.Option("--reason", help="Why it is rejected.")] = "",
 ) -> None:
     """Close a proposal without landing it; it is kept under <wiki>-rejected/NAME."""
-    from wiki.proposals import reject as run
+    from wiki.review.proposals import reject as run
 
     ref = run(open_wiki(), proposal, reason)
     report(f"rejected; kept as {ref}")
@@ -166,8 +166,8 @@ def log(
 ) -> None:
     """Landings on the wiki branch, newest first: proposal, proposers, approver. In a
     shallow clone that lacks some of them: those it has, then an error (exit 1)."""
-    from wiki.history import log as run
-    from wiki.shallow import ShallowHistoryError
+    from wiki.review.history import log as run
+    from wiki.store.shallow import ShallowHistoryError
 
     try:
         landings = run(open_wiki(), limit=limit)
@@ -197,8 +197,8 @@ def history(
 ) -> None:
     """Every revision of one entry across renames, with who proposed and approved it. In
     a shallow clone that lacks its beginning: the revisions it has, then an error (exit 1)."""
-    from wiki.history import history as run
-    from wiki.shallow import ShallowHistoryError
+    from wiki.review.history import history as run
+    from wiki.store.shallow import ShallowHistoryError
 
     try:
         entry_id, revisions = run(open_wiki(), target)
@@ -228,7 +228,7 @@ def rebase(
     proposal: Annotated[str, typer.Argument(help="Proposal name (see `wiki proposals`).")],
 ) -> None:
     """Move a proposal that is behind onto the current wiki (three-way merge per entry)."""
-    from wiki.rebase import rebase as run
+    from wiki.review.rebase import rebase as run
 
     result = run(open_wiki(), proposal)
     report(f"{result.name} is now based on {result.base[:12]}")
@@ -241,7 +241,7 @@ def sync_command(
     json_output: JsonOption = False,
 ) -> None:
     """Fetch and push the wiki branch and proposals with a remote; never force-pushes."""
-    from wiki.sharing import sync_remote
+    from wiki.review.sharing import sync_remote
 
     result = sync_remote(open_wiki(), remote)
     if json_output:

@@ -40,7 +40,7 @@ def update(wiki, answer, *, propose: bool, quiet: bool) -> dict[str, Any] | None
     sources of ``answer``; ``None`` when nothing changed. Messages go to stderr unless
     ``quiet``; returns the JSON view (``uris``, ``command``, ``proposal``, ``created``,
     ``skipped``)."""
-    from wiki.revalidate import local_paths, propose_update
+    from wiki.answering.revalidate import local_paths, propose_update
 
     uris = (answer.revalidation or {}).get("update") or []
     if not uris:

@@ -26,7 +26,7 @@ __all__ = ["ADAPTERS", "VALIDATORS", "Adapter", "Check", "Recorded", "SourceEnv"
 
 def sources_for(wiki, config=None) -> Sources:
     """The adapters of one run over the repository of ``wiki`` (a
-    :class:`wiki.workspace.Wiki`), with ``config`` (default: ``wiki.toml`` at its head)
+    :class:`wiki.store.workspace.Wiki`), with ``config`` (default: ``wiki.toml`` at its head)
     and the reader's source policy (:meth:`SourcePolicy.load`: environment and git config,
     never the branch). Raises ``ConfigError`` for a malformed policy setting."""
     return Sources(SourceEnv(wiki.repo, wiki.root, config or wiki.config(),

@@ -34,7 +34,7 @@ from wiki.adapters.file_source import file_check
 from wiki.adapters.policy import git_path_refusal
 from wiki.adapters.registry import Check, Recorded, SourceEnv, register
 from wiki.errors import ConfigError, SourceError, SourceNotAllowedError
-from wiki.sources import decode_text, read_text, too_large
+from wiki.ingest.sources import decode_text, read_text, too_large
 
 _SKIPPED_MODES = ("160000",)  # submodules are not files
 

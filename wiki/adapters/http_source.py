@@ -24,7 +24,7 @@ import threading
 from wiki.adapters.policy import SourcePolicy
 from wiki.adapters.registry import Check, Recorded, SourceEnv, register
 from wiki.errors import SourceError, SourceNotAllowedError
-from wiki.sources import decode_text, too_large
+from wiki.ingest.sources import decode_text, too_large
 
 USER_AGENT = "wiki-lint (source check)"
 MAX_REDIRECTS = 10

@@ -9,8 +9,8 @@ import re
 from urllib.parse import unquote
 
 from indexes.names import fold_name
-from wiki.entry import Entry
 from wiki.lint.model import ERROR, WARNING, Finding, LintContext, as_ids, rule
+from wiki.store.entry import Entry
 
 _INLINE_LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*(<[^>\n]*>|[^)\s]+)(?:\s+[^)]*)?\)")
 _REF_LINK = re.compile(r"^ {0,3}\[[^\]\n]+\]:\s*(<[^>\n]*>|\S+)", re.MULTILINE)
@@ -109,8 +109,8 @@ def broken_link(ctx: LintContext):
 def expired(ctx: LintContext):
     """An active entry past its expiry: ``valid_until`` (a date lasts to its end, UTC), or
     without one its ``updated``/``created`` time plus its type's ``[lifetimes]`` entry in
-    wiki.toml (:mod:`wiki.lifetimes`). Expired entries are left out of default answers."""
-    from wiki.lifetimes import expiry, lifetimes
+    wiki.toml (:mod:`wiki.knowledge.lifetimes`). Expired entries are left out of default answers."""
+    from wiki.knowledge.lifetimes import expiry, lifetimes
 
     now = ctx.cache.setdefault("now", dt.datetime.now(dt.UTC))
     days = lifetimes(ctx.config)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from indexes.marks import marks
-from wiki.derived import open_index
 from wiki.lint.model import WARNING, Finding, LintContext, rule
+from wiki.store.derived import open_index
 
 
 @rule("W010", "needs-revalidation", WARNING)

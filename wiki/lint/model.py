@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wiki.config import WikiConfig
-from wiki.entry import Entry
 from wiki.errors import EntryError
-from wiki.snapshot import Snapshot
+from wiki.store.entry import Entry
+from wiki.store.snapshot import Snapshot
 
 ERROR, WARNING = "error", "warning"
 
@@ -40,7 +40,7 @@ class LintReport:
     """The result of :func:`wiki.lint.run_lint`: the wiki ``commit`` that was read, the
     ``rules`` that ran, ``findings`` sorted by (path, code, message), ``counts`` per code,
     ``errors`` / ``warnings`` / ``fixable`` totals, and with ``fix=True`` the ``proposal``
-    (a :class:`wiki.proposals.Proposal`) and the ``fixed`` findings it addresses (no longer
+    (a :class:`wiki.review.proposals.Proposal`) and the ``fixed`` findings it addresses (no longer
     in ``findings``); ``proposal_created`` is false when an identical one was open."""
 
     commit: str

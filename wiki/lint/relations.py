@@ -3,8 +3,8 @@ are W006 broken-link's.)"""
 
 from __future__ import annotations
 
+from wiki.knowledge.relations import ACYCLIC, cycles
 from wiki.lint.model import ERROR, Finding, LintContext, rule
-from wiki.relations import ACYCLIC, cycles
 
 
 @rule("W016", "relation-cycle", ERROR)

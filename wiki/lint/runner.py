@@ -42,7 +42,7 @@ def select_rules(select: Iterable[str] | None = None,
 
 def run_lint(wiki, select: set[str] | None = None, ignore: set[str] | None = None, *,
              fix: bool = False, author=None) -> LintReport:
-    """Lint the wiki head of ``wiki`` (a :class:`wiki.workspace.Wiki`) with the selected
+    """Lint the wiki head of ``wiki`` (a :class:`wiki.store.workspace.Wiki`) with the selected
     rules; never writes to the branch. With ``fix``, the safe fixes the rules found become
     ONE proposal (kind ``lint-fix``, by ``author`` or the current git identity), the
     findings it fixes move to ``report.fixed`` and ``report.proposal`` is set.
@@ -85,7 +85,7 @@ def _order(finding: Finding):
 
 def _propose(wiki, changes: dict[str, bytes | None], fixed: list[Finding], author,
              base: str):
-    from wiki.proposals import propose
+    from wiki.review.proposals import propose
 
     codes = sorted({f.code for f in fixed})
     lines = [f"- {f.code} {f.path}: {f.message}" for f in fixed]

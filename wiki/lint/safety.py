@@ -1,11 +1,11 @@
 """Rules over hostile content in entries (ROBUSTNESS H1, H2): W014 secret, W015
-suspicious-instruction. Both read one scan per file (:func:`wiki.safety.scan`) of every
+suspicious-instruction. Both read one scan per file (:func:`wiki.safety.scan.scan`) of every
 entry file on the branch, valid or not, so lines and columns are the file's own."""
 
 from __future__ import annotations
 
 from wiki.lint.model import ERROR, WARNING, Finding, LintContext, rule
-from wiki.safety import INSTRUCTION, SECRET, scan
+from wiki.safety.scan import INSTRUCTION, SECRET, scan
 
 
 def _scans(ctx: LintContext):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from wiki.adapters import VALIDATORS, Check, Recorded, Sources, sources_for
-from wiki.entry import Entry, now_iso
 from wiki.lint.model import ERROR, WARNING, Finding, LintContext, rule
+from wiki.store.entry import Entry, now_iso
 
 _LEAD, _TAIL = r"^(?P<lead> {0,3}\[[^\]\n]+\]:[ \t]*<?)", r"(?P<tail>>?[ \t]*)$"
 
@@ -59,7 +59,7 @@ def renamed_sources(ctx: LintContext) -> dict[str, str]:
 
 def _shallow_note(ctx: LintContext) -> str:
     """Why a rename may have been missed: the clone is shallow (``""`` when it is not)."""
-    from wiki.shallow import HINT, boundary
+    from wiki.store.shallow import HINT, boundary
 
     edge = boundary(ctx.wiki.repo)
     if not edge:

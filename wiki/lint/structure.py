@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from wiki import indextree
 from wiki.lint.model import ERROR, Finding, LintContext, rule
+from wiki.store import indextree
 
 
 def expected_indexes(ctx: LintContext) -> dict[str, bytes | None]:

@@ -27,8 +27,8 @@ from collections import Counter
 
 from indexes.names import fold_name
 from indexes.query import STOPWORDS
-from wiki.entry import Entry
 from wiki.lint.model import WARNING, Finding, LintContext, rule
+from wiki.store.entry import Entry
 
 SIMILARITY = 0.7
 _MONTHS = {m: n for n, names in enumerate((

@@ -14,7 +14,7 @@ Public API:
 * :func:`wiki.llm.redaction.redact_outbound` — the one place text is redacted before it
   leaves the process;
 * :func:`wiki.llm.walk.walk` / :func:`~wiki.llm.walk.rerank` — the index-walk leg and the
-  rerank; :class:`wiki.llm.leg.LLMStage` ties them into :func:`wiki.search.search`;
+  rerank; :class:`wiki.llm.leg.LLMStage` ties them into :func:`wiki.answering.search.search`;
 * :mod:`wiki.llm.errors` — ``LLMError`` and its kinds;
 * :func:`wiki.llm.backend.register_provider` — add a litellm ``CustomLLM`` by name.
 """

@@ -15,7 +15,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from wiki.storage import notify, storage_cause
+from wiki.store.storage import notify, storage_cause
 
 SCHEMA_VERSION = 1
 FILE_NAME = "llm-cache.sqlite"

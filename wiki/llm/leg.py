@@ -1,5 +1,5 @@
 """The LLM's part in a search: the index-walk leg and the optional rerank, with what they
-cost. :func:`wiki.search.search` calls :meth:`LLMStage.open` only when the ``llm`` leg or
+cost. :func:`wiki.answering.search.search` calls :meth:`LLMStage.open` only when the ``llm`` leg or
 ``rerank`` is asked for, so litellm is never imported otherwise."""
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 :func:`redact_outbound` is the single choke point: the LLM client passes every message
 through it before calling a provider (hosted or local). Secrets are found and masked by
-:func:`wiki.safety.redact`, the same pattern table that guards every proposal.
+:func:`wiki.safety.scan.redact`, the same pattern table that guards every proposal.
 """
 
 from __future__ import annotations
 
-from wiki.safety import redact
+from wiki.safety.scan import redact
 
 
 def redact_outbound(text: str) -> tuple[str, int]:

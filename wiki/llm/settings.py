@@ -22,7 +22,7 @@ HINT = ("set WIKI_MODEL (e.g. WIKI_MODEL=local/qwen2.5-coder-1.5b after `make se
 
 
 def model_name(wiki, config: LLMConfig | None = None) -> str | None:
-    """The configured model for ``wiki`` (a :class:`wiki.workspace.Wiki`), or ``None``.
+    """The configured model for ``wiki`` (a :class:`wiki.store.workspace.Wiki`), or ``None``.
     ``config`` is the ``[llm]`` section when the caller has it (else read from the head)."""
     value = os.environ.get("WIKI_MODEL")
     if value is None:

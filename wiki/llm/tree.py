@@ -1,5 +1,5 @@
 """Reading the ``index.md`` tree for the LLM walk: each folder's overview, subfolders and
-entries, parsed back from the generated listing (:mod:`wiki.indextree`)."""
+entries, parsed back from the generated listing (:mod:`wiki.store.indextree`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from wiki.indextree import MARKER, index_path
+from wiki.store.indextree import MARKER, index_path
 
 _LINE = re.compile(r"^- \[(?P<label>(?:\\.|[^\]\\])*)\]\((?P<target><[^>]*>|[^)]*)\)"
                    r"(?: — (?P<tail>.*))?$")

@@ -124,7 +124,7 @@ _COMMAND: ContextVar[list[Deadline] | None] = ContextVar("wiki_llm_command", def
 
 @contextmanager
 def command_scope() -> Iterator[None]:
-    """One command (a CLI invocation, an MCP tool call, one :func:`wiki.ask.ask`): within
+    """One command (a CLI invocation, an MCP tool call, one :func:`wiki.answering.ask.ask`): within
     the block, every client :func:`wiki.llm.settings.open_client` opens shares one
     :class:`Deadline`. A scope inside another is the outer one."""
     if _COMMAND.get() is not None:

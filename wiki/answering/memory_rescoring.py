@@ -1,0 +1,93 @@
+"""After fusion: the optional graph expansion and re-scoring of ``[memory]`` in
+``wiki.toml`` (formulas in :mod:`indexes.rescore` and :mod:`indexes.graph`).
+
+Both are off by default: evals/results/ablation-memory.md shows where they help.
+Expansion follows only ``graph_relations`` (never ``conflicts_with``, and supersession is
+not a relation), from the top ``graph_seeds`` fused hits, and only into documents that
+pass the search's own filters (status, scope, expiry), so it cannot bring back stale or
+out-of-scope knowledge.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from indexes.documents import Hit
+from indexes.graph import expand
+from indexes.rescore import RescoreWeights, Signals, rescore
+from indexes.store import Filters, SearchIndex
+from wiki.config import MemoryConfig
+from wiki.knowledge.lifetimes import parse_duration
+
+NEVER_FOLLOWED = ("conflicts_with",)
+
+
+def enabled(config: MemoryConfig) -> bool:
+    """Whether anything happens after fusion."""
+    return config.graph or (config.rescore and any(
+        (config.recency, config.importance, config.confidence)))
+
+
+def weights(config: MemoryConfig) -> RescoreWeights:
+    """The re-scoring weights of ``config`` (zero for what is turned off)."""
+    on = config.rescore
+    half_lives = {t: d for t, d in ((t, parse_duration(v)) for t, v in
+                                    config.half_life.items()) if d is not None}
+    return RescoreWeights(recency=config.recency if on else 0.0,
+                          importance=config.importance if on else 0.0,
+                          confidence=config.confidence if on else 0.0,
+                          graph=config.graph_weight if config.graph else 0.0,
+                          half_lives=half_lives)
+
+
+def signals(index: SearchIndex, keys: list[str]) -> dict[str, Signals]:
+    """The re-scoring inputs of ``keys`` from the derived index."""
+    out: dict[str, Signals] = {}
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        for key, doc_type, dated, extra in index.conn.execute(
+                "SELECT key, doc_type, dated, extra FROM docs WHERE key IN "
+                f"({','.join('?' * len(chunk))})", chunk):
+            data = json.loads(extra)
+            out[key] = Signals(doc_type, dated, float(data.get("importance", 0.5)),
+                               float(data.get("confidence", 0.5)))
+    return out
+
+
+def after_fusion(index: SearchIndex, hits: list[Hit], config: MemoryConfig,
+                 filters: Filters, *, now: dt.datetime | None = None) -> list[Hit]:
+    """``hits`` re-ranked by :func:`indexes.rescore.rescore`, with the documents the
+    graph expansion reached appended as candidates (their ``legs`` hold ``graph``)."""
+    if not enabled(config):
+        return hits
+    graph: dict[str, float] = {}
+    extra_hits: list[Hit] = []
+    if config.graph and hits:
+        top = hits[:config.graph_seeds]
+        low = min(h.score for h in hits)
+        spread = max(h.score for h in hits) - low
+        seeds = {h.key: (h.score - low) / spread if spread > 0 else 1.0 for h in top}
+        kinds = [k for k in config.graph_relations if k not in NEVER_FOLLOWED]
+        reached = expand(index.conn, seeds, kinds,
+                         depth=config.graph_depth, decay=config.graph_decay,
+                         allowed=index.allowed_keys(filters))
+        graph = {key: score for key, (score, _, _) in reached.items()}
+        present = {h.key for h in hits}
+        extra_hits = _hits(index, [k for k in reached if k not in present])
+        for hit in [*hits, *extra_hits]:
+            if hit.key in reached:
+                score, hops, origin = reached[hit.key]
+                hit.legs["graph"] = (hops, score)
+    return rescore(hits, signals(index, [h.key for h in [*hits, *extra_hits]]),
+                   weights(config), now=now or dt.datetime.now(dt.UTC), graph=graph,
+                   graph_hits=extra_hits)
+
+
+def _hits(index: SearchIndex, keys: list[str]) -> list[Hit]:
+    if not keys:
+        return []
+    rows = index.conn.execute(
+        "SELECT key, doc_id, title, summary, category, status FROM docs WHERE key IN "
+        f"({','.join('?' * len(keys))}) ORDER BY key", keys).fetchall()
+    return [Hit(*row, 0.0) for row in rows]

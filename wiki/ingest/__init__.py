@@ -1,0 +1,1 @@
+"""Ingest: sources compiled into entries without a model, with their fingerprints."""

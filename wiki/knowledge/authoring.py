@@ -1,0 +1,292 @@
+"""Proposing entries by hand (or by an agent): new, edit, retract, supersede.
+
+Every function returns a :class:`Authored` result holding the proposal (or the existing
+entry that already says the same thing) and any near-duplicates found, and never writes
+to the wiki branch itself (DESIGN.md §7).
+
+Near-duplicate: another active entry with the same folded title or alias, or whose body
+is very similar (``difflib.SequenceMatcher`` ratio ≥ :data:`SIMILAR_TEXT`, compared only
+against entries sharing a title word, to keep it cheap). Flagged in the proposal message
+so the reviewer can merge instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import uuid
+from dataclasses import dataclass, field
+
+from indexes.names import fold_name
+from wiki.errors import ConfigError, DuplicateIdError, EntryError
+from wiki.review.proposals import Proposal, propose
+from wiki.safety.scan import screen_bytes
+from wiki.store.entry import Entry, now_iso
+from wiki.store.frontmatter import render
+from wiki.store.gitrepo import Identity
+from wiki.store.lookup import find_entry
+from wiki.store.slug import slug_path, slugify, unique_path
+from wiki.store.snapshot import Snapshot
+from wiki.store.workspace import Wiki
+
+SIMILAR_TEXT = 0.9
+
+
+@dataclass
+class Authored:
+    """``proposal`` (``None`` when nothing new was said: ``existing`` names the entry that
+    already says it), whether the proposal was ``created`` now, ``near_duplicates``
+    (paths of entries that look like the same knowledge) and ``titled_from``."""
+
+    proposal: Proposal | None
+    created: bool = False
+    existing: str | None = None
+    near_duplicates: list[str] = field(default_factory=list)
+    titled_from: str | None = None
+    """A new entry proposed from plain markdown: the title taken from its first heading."""
+
+
+def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str = "entry.md",
+              author: Identity | None = None, redact: bool = False,
+              base: str | None = None) -> Authored:
+    """Propose a new entry from markdown ``text`` (frontmatter needs ``title``; ``id`` is
+    generated when absent; plain markdown without frontmatter takes its title from its
+    first ``# `` heading, reported in ``titled_from``). Raises ``EntryError`` for a malformed file,
+    ``DuplicateIdError`` when the id is taken (use :func:`edit_entry`) and ``SecretError``
+    for a secret in ``text`` (with ``redact``, it is replaced by ``[REDACTED:<kind>]``).
+
+    ``base`` (every function here takes it) is the wiki commit the text was written
+    against (default: the head, read now); the proposal is built on it (DESIGN.md §7)."""
+    snapshot = read_base(wiki, base)
+    text = _screened(text, source_name, redact)
+    titled_from = None
+    try:
+        draft = _draft(source_name, text)
+    except EntryError as exc:
+        if not exc.reason.startswith("no frontmatter"):
+            raise
+        titled_from, text = _titled(source_name, text, exc.line)
+        draft = _draft(source_name, text)
+    for current in snapshot.entries()[0]:
+        if current.id == draft.id:
+            raise DuplicateIdError(f"{source_name}: id {draft.id!r} is already used by "
+                                   f"{current.path}; to change it use --edit {draft.id}")
+    same = _identical(snapshot, draft)
+    if same is not None:
+        return Authored(None, existing=same)
+    holder = _fact_holder(snapshot, draft)
+    if holder is not None:  # a new value for a held fact key supersedes its holder
+        return supersede_entry(wiki, holder, text, author=author, base=snapshot.commit)
+    taken = set(snapshot.files)
+    path = unique_path(slug_path(category), slugify(draft.title), taken)
+    stamp = now_iso()
+    entry = Entry(path, draft.meta, draft.body, draft.original, None).updated_with(
+        created=draft.meta.get("created") or stamp, updated=stamp)
+    duplicates = near_duplicates(snapshot, entry)
+    proposal, created = propose(wiki, {path: entry.to_bytes()}, base=snapshot.commit,
+                                kind="new",
+                                subject=f"new entry: {entry.title}",
+                                body=_duplicate_note(duplicates), author=author, redact=redact)
+    return Authored(proposal, created, near_duplicates=duplicates, titled_from=titled_from)
+
+
+def _titled(source_name: str, text: bytes, line: int | None) -> tuple[str, bytes]:
+    """Plain markdown (no frontmatter) as an entry: ``(title, text with frontmatter)``,
+    the title being the first ``# `` heading outside code; the text is kept as written
+    below the frontmatter. Raises :class:`EntryError` when there is no such heading."""
+    from wiki.store.markdown_text import first_heading
+
+    body = text.decode("utf-8", "replace")
+    heading = first_heading(body)
+    if not heading or not heading.strip():
+        raise EntryError(source_name, "no frontmatter and no '# ' heading to take the title "
+                         "from: start the file with a '# Title' line, or with frontmatter "
+                         "('---', 'title: ...', '---'; docs/entry-format.md)", line=line)
+    title = " ".join(heading.split())
+    return title, render({"title": title}, body).encode("utf-8")
+
+
+def edit_entry(wiki: Wiki, target: str, text: bytes, *,
+               author: Identity | None = None, redact: bool = False,
+               base: str | None = None) -> Authored:
+    """Propose ``text`` as the new content of entry ``target`` (id or path); its id must
+    stay the same. Raises ``NotFoundError``, ``EntryError`` and ``SecretError`` (a secret
+    not already in the entry; ``redact`` replaces secrets instead). With ``base`` older
+    than the head, the edit is of the entry as it was there: a proposal that is behind,
+    landing only if nobody changed the entry since (:func:`wiki.review.basis.infer_base` finds
+    the base of a file exported earlier)."""
+    snapshot = read_base(wiki, base)
+    current = find_entry(wiki, target, snapshot)
+    text = _screened(text, current.path, redact, before=current.to_bytes())
+    draft = Entry.parse(current.path, text)
+    if draft.id != current.id:
+        raise ConfigError(f"{current.path}: an edit cannot change the id ({current.id} -> "
+                          f"{draft.id}); propose a new entry that supersedes it instead")
+    if _changes_a_fact(current, draft):  # a new value is a supersession, not an edit
+        successor = draft.updated_with(id=None, created=None, updated=None)
+        return supersede_entry(wiki, current.id, render(successor.meta, draft.body).encode(),
+                               author=author, redact=redact, base=snapshot.commit)
+    other = _fact_holder(snapshot, draft)
+    if other is not None:
+        raise ConfigError(f"{current.path}: entry {other} holds a fact of this edit with "
+                          f"another value; use `wiki facts set` or --supersede {other}")
+    return _propose_edit(wiki, snapshot, current, draft, author, verb="edit", redact=redact)
+
+
+def retract_entry(wiki: Wiki, target: str, reason: str, *,
+                  author: Identity | None = None, redact: bool = False,
+                  base: str | None = None) -> Authored:
+    """Propose marking entry ``target`` retracted (kept in history, hidden from answers).
+    A secret in ``reason`` raises ``SecretError`` unless ``redact``."""
+    if not reason.strip():
+        raise ConfigError("a retraction needs a reason (--reason TEXT)")
+    snapshot = read_base(wiki, base)
+    current = find_entry(wiki, target, snapshot)
+    if current.status == "retracted":
+        return Authored(None, existing=current.path)
+    changed = current.updated_with(status="retracted", updated=now_iso())
+    proposal, created = propose(wiki, {current.path: changed.to_bytes()},
+                                base=snapshot.commit, kind="retract",
+                                subject=f"retract: {current.title}", body=reason,
+                                author=author, redact=redact)
+    return Authored(proposal, created)
+
+
+def supersede_entry(wiki: Wiki, target: str, text: bytes, *,
+                    author: Identity | None = None, redact: bool = False,
+                    base: str | None = None) -> Authored:
+    """Propose a new entry that replaces ``target``: the new one records ``supersedes``,
+    the old one becomes ``superseded`` with ``superseded_by`` (kept, hidden by default,
+    found with ``--include-superseded`` or ``--as-of``). ``SecretError`` as for
+    :func:`new_entry`."""
+    snapshot = read_base(wiki, base)
+    old = find_entry(wiki, target, snapshot)
+    text = _screened(text, "new.md", redact)
+    draft = _draft("new.md", text)
+    if draft.id == old.id:
+        raise ConfigError(f"the replacement needs its own id, not {old.id}")
+    new, retired = supersession(old, draft, set(snapshot.files), now_iso())
+    proposal, created = propose(wiki, {new.path: new.to_bytes(), old.path: retired.to_bytes()},
+                                base=snapshot.commit, kind="supersede",
+                                subject=f"supersede {old.title}", author=author, redact=redact)
+    return Authored(proposal, created)
+
+
+def supersession(old: Entry, draft: Entry, taken: set[str], stamp: str) -> tuple[Entry, Entry]:
+    """``(successor, retired)``: ``draft`` (with its own id) as a new entry in ``old``'s
+    folder at a path not in ``taken`` (added to it), recording ``supersedes``; ``old`` marked
+    ``superseded`` with ``superseded_by``. Both stamped ``updated`` at ``stamp``."""
+    path = unique_path(old.category, slugify(draft.title), taken)
+    taken.add(path)
+    new = Entry(path, draft.meta, draft.body, draft.original, None).updated_with(
+        supersedes=[old.id], created=stamp, updated=stamp)
+    retired = old.updated_with(status="superseded", superseded_by=[draft.id], updated=stamp)
+    return new, retired
+
+
+def _propose_edit(wiki: Wiki, snapshot: Snapshot, current: Entry, draft: Entry,
+                  author: Identity | None, *, verb: str, redact: bool = False) -> Authored:
+    if draft.meta == current.meta and draft.body == current.body:
+        return Authored(None, existing=current.path)
+    changed = current.updated_with(body=draft.body, **{
+        **{k: None for k in current.meta if k not in draft.meta},
+        **draft.meta, "updated": now_iso()})
+    proposal, created = propose(wiki, {current.path: changed.to_bytes()},
+                                base=snapshot.commit, kind=verb,
+                                subject=f"{verb}: {current.title}", author=author,
+                                redact=redact)
+    return Authored(proposal, created)
+
+
+def read_base(wiki: Wiki, base: str | None) -> Snapshot:
+    """The snapshot a change is computed from: ``base`` (any revision of the wiki
+    branch's history; ``ConfigError`` otherwise) or, without it, the head read now."""
+    return wiki.snapshot(wiki.resolve_base(base) if base else None)
+
+
+def near_duplicates(snapshot: Snapshot, entry: Entry) -> list[str]:
+    """Paths of active entries that look like ``entry`` (see the module docstring)."""
+    names = {fold_name(n) for n in (entry.title, *entry.aliases)} - {""}
+    words = set(fold_name(entry.title).split())
+    found = []
+    for other in snapshot.entries()[0]:
+        if other.status != "active" or other.id == entry.id:
+            continue
+        same_name = bool(names & {fold_name(n) for n in (other.title, *other.aliases)})
+        similar = bool(words & set(fold_name(other.title).split())) and \
+            difflib.SequenceMatcher(None, entry.body, other.body).ratio() >= SIMILAR_TEXT
+        if same_name or similar:
+            found.append(other.path)
+    return found
+
+
+def _identical(snapshot: Snapshot, draft: Entry) -> str | None:
+    for other in snapshot.entries()[0]:
+        if other.title == draft.title and other.body.strip() == draft.body.strip():
+            return other.path
+    return None
+
+
+def _fact_holder(snapshot: Snapshot, draft: Entry) -> str | None:
+    """The id of the one other active entry holding a fact key of ``draft`` with another
+    value (``None``: no clash). Raises ``ConfigError`` when the clash involves several."""
+    from wiki.knowledge.facts import conflicts
+
+    clash = conflicts(snapshot, draft)
+    holders = sorted({f.entry_id for found in clash.values() for f in found})
+    if len(holders) > 1:
+        raise ConfigError(f"{draft.path}: facts {', '.join(sorted(clash))} are held by "
+                          f"{', '.join(holders)}; supersede one of them (--supersede ID) "
+                          "or resolve the contradiction first")
+    return holders[0] if holders else None
+
+
+def _changes_a_fact(current: Entry, draft: Entry) -> bool:
+    from wiki.knowledge.facts import facts_of
+
+    old, new = facts_of(current), facts_of(draft)
+    return any(k in new and new[k].same_claim != f.same_claim for k, f in old.items())
+
+
+def _duplicate_note(paths: list[str]) -> str:
+    if not paths:
+        return ""
+    return "Near-duplicate of: " + ", ".join(paths) + " (consider editing that entry instead)"
+
+
+def _screened(text: bytes, name: str, redact: bool, before: bytes | None = None) -> bytes:
+    """``text`` after the write-time secret check, so that a refusal names the caller's
+    own file and line (the proposal checks again, and flags instruction-like content).
+    Text still holding merge-conflict markers is refused (:class:`EntryError` on their
+    line), as ``wiki ingest`` skips such a source."""
+    from wiki.ingest.merge_markers import conflict_line
+    from wiki.store.frontmatter import normalize_newlines
+
+    line = conflict_line(normalize_newlines(text.decode("utf-8", "replace")))
+    if line is not None:
+        raise EntryError(name, "unresolved merge-conflict markers (finish the merge, then "
+                         "propose it)", line=line)
+    return screen_bytes(text, name, redact_secrets=redact, before=before)[0]
+
+
+def _draft(name: str, text: bytes) -> Entry:
+    """The entry ``text`` (``id`` generated when absent) parsed; an :class:`EntryError`
+    names the line of ``text`` as its author wrote it, not of the text with the id."""
+    with_id = _with_id(text)
+    try:
+        return Entry.parse(name, with_id)
+    except EntryError as exc:
+        if with_id == text or not exc.line or exc.line < 2:
+            raise
+        line = exc.line - 1 if exc.line > 2 else None  # 2: the generated id line itself
+        raise EntryError(exc.path, exc.reason, field=exc.field, line=line) from None
+
+
+def _with_id(text: bytes) -> bytes:
+    """``text`` with a generated ``id:`` line when its frontmatter has none (text without
+    frontmatter is returned as is, for the parser to report)."""
+    if not text.startswith(b"---"):
+        return text
+    head, _, rest = text.partition(b"\n")
+    if b"\nid:" in text.split(b"\n---", 1)[0]:
+        return text
+    return head + b"\nid: e" + uuid.uuid4().hex[:12].encode() + b"\n" + rest

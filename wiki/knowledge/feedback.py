@@ -1,0 +1,104 @@
+"""Outcomes of procedures: ``wiki feedback ENTRY worked|failed``.
+
+Outcomes are events, not knowledge, so they do not go through review one by one: each is
+appended to ``<git common dir>/wiki/feedback.jsonl`` (one JSON object per line: time,
+entry id, path, outcome, who) next to ``gaps.jsonl``, and the counters are computed from
+that log. The log is not the derived SQLite database, so ``wiki index --rebuild`` or
+deleting the database never loses it. To share the counters with the team,
+:func:`propose_counts` writes them into the entry's frontmatter (``outcomes: {worked,
+failed, last}``) as one ordinary proposal that someone else approves (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+
+from wiki.errors import ConfigError
+from wiki.store.entry import Entry
+from wiki.store.gitrepo import Identity, current_identity
+from wiki.store.lookup import find_entry
+from wiki.store.workspace import Wiki
+
+OUTCOMES = ("worked", "failed")
+LOG_NAME = "feedback.jsonl"
+
+
+@dataclass
+class Counts:
+    """Outcomes of one entry: ``worked`` and ``failed`` counts (the local log plus what
+    the entry's ``outcomes`` field already records) and the ``last`` time reported."""
+
+    entry_id: str
+    path: str
+    worked: int = 0
+    failed: int = 0
+    last: str = ""
+    recorded: dict | None = None
+    """The ``outcomes`` field on the branch, if any (counts already shared)."""
+
+
+def record(wiki: Wiki, target: str, outcome: str, *, who: Identity | None = None) -> Counts:
+    """Append one outcome of procedure ``target`` (id or path) and return its counts.
+    Raises ``ConfigError`` for an unknown outcome or an entry that is not a procedure and
+    ``NotFoundError`` for an unknown entry."""
+    if outcome not in OUTCOMES:
+        raise ConfigError(f"outcome must be worked or failed, got {outcome!r}")
+    entry = find_entry(wiki, target)
+    if entry.type != "procedure":
+        raise ConfigError(f"{entry.path}: only procedures record outcomes (type is "
+                          f"{entry.type}); set 'type: procedure' first")
+    who = who or current_identity(wiki.repo)
+    wiki.state_dir.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # orders events
+    line = {"time": stamp, "entry_id": entry.id, "path": entry.path,
+            "outcome": outcome, "by": who.email}
+    with open(wiki.state_dir / LOG_NAME, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+    return counts(wiki, entry)
+
+
+def counts(wiki: Wiki, entry: Entry | str) -> Counts:
+    """The counts of ``entry`` (an entry or its id/path): the field on the branch plus
+    the local log's events newer than the field's ``last``."""
+    if isinstance(entry, str):
+        entry = find_entry(wiki, entry)
+    recorded = entry.meta.get("outcomes") if isinstance(entry.meta.get("outcomes"), dict) \
+        else None
+    result = Counts(entry.id, entry.path, recorded=recorded)
+    since = ""
+    if recorded:
+        result.worked = int(recorded.get("worked") or 0)
+        result.failed = int(recorded.get("failed") or 0)
+        since = result.last = str(recorded.get("last") or "")
+    path = wiki.state_dir / LOG_NAME
+    if path.exists():
+        for raw in path.read_text(encoding="utf-8").splitlines():
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            if event.get("entry_id") != entry.id or str(event.get("time", "")) <= since:
+                continue
+            setattr(result, event["outcome"], getattr(result, event["outcome"]) + 1)
+            result.last = max(result.last, event["time"])
+    return result
+
+
+def propose_counts(wiki: Wiki, target: str, *, author: Identity | None = None):
+    """Propose writing the current counts of ``target`` into its ``outcomes`` field.
+    Returns ``(proposal, created)``, or ``(None, False)`` when the field already says so."""
+    from wiki.review.proposals import propose
+
+    snapshot = wiki.snapshot()
+    entry = find_entry(wiki, target, snapshot)
+    now = counts(wiki, entry)
+    field = {"worked": now.worked, "failed": now.failed, "last": now.last}
+    if now.recorded == field:
+        return None, False
+    changed = entry.updated_with(outcomes=field)
+    return propose(wiki, {entry.path: changed.to_bytes()}, base=snapshot.commit,
+                   kind="feedback",
+                   subject=f"outcomes of {entry.title}: {now.worked} worked, "
+                           f"{now.failed} failed", author=author)

@@ -1,0 +1,381 @@
+"""The review check: what a proposal would land, computed from its own commits.
+
+A proposal branch can be made by hand with plain git, so nothing written at propose time
+(``Wiki-Flag:`` trailers included) is trusted. :func:`check` looks at everything
+``base..tip`` brings, and ``wiki proposals``, ``wiki diff``, the MCP tools and
+``wiki approve`` all show or enforce its result. Flag categories:
+
+``secret``
+    a secret (:mod:`wiki.safety.scan`, rules ``S0xx``) new in a changed file, a new file's name,
+    a commit message, or a blob of any commit of the range (history lands too); also a
+    blob too large to scan (``R006``) or that is not UTF-8 text (``R007``: NUL bytes,
+    UTF-16, binary). Never overridable.
+``instruction``
+    instruction-like text (``I001``-``I006``) new in a file, a name or a commit message.
+``control-chars``
+    terminal control characters (``I007``): C0/C1 controls other than tab and newline,
+    ESC/CSI/OSC sequences, a lone carriage return.
+``size``
+    a file larger than ``[ingest] max_bytes`` (the cap ingest puts on a source) plus
+    :data:`SIZE_SLACK` for the frontmatter an entry adds (``R001``).
+``non-regular``
+    a symlink, a submodule (gitlink) or an executable file (``R002``): a wiki holds
+    plain files only.
+``file-name``
+    a new path that is not NFC, has a hidden, dot, ``..``, Windows-reserved or
+    Windows-invalid component, is too long, clashes by case with another path, or is not
+    a wiki file (an entry ``.md``, an ``index.md`` or ``wiki.toml``) (``R003``).
+``schema``
+    an entry whose frontmatter does not parse or validate (:meth:`Entry.parse`), an invalid
+    ``wiki.toml``, or an ``index.md`` whose listing is not the one its entries generate
+    (``R004``).
+``review-policy``
+    a ``wiki.toml`` change (or deletion) that weakens ``[review]``: fewer
+    ``approvals_required``, ``allow_self_approval`` turned on, ``require_signatures``
+    turned off (``R008``). The policy on the wiki head still decides who may land it;
+    the flag makes the weakening an explicit, recorded override.
+``breaks-dependency``
+    a deleted entry that a live entry still names (``relations``, ``supersedes``,
+    ``superseded_by``: lint W006 afterwards), or a retracted one that a live entry
+    ``depends_on`` or ``supersedes`` (``R005``).
+
+Findings already present in the base version of a file are not held against the change
+(lint W014/W015 report them). Results are memoised per ``(repository, base, tip, cap)``:
+commits are immutable, so the same range always gives the same flags.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from wiki.config import CONFIG_PATH, IngestConfig, parse_config
+from wiki.errors import ConfigError, EntryError, WikiError
+from wiki.safety.scan import SECRET, Finding, Flag, scan
+from wiki.store import indextree
+from wiki.store.entry import Entry
+from wiki.store.workspace import Wiki
+
+SECRET_FLAG, INSTRUCTION, CONTROL, SIZE = "secret", "instruction", "control-chars", "size"
+NON_REGULAR, FILE_NAME, SCHEMA, BREAKS = ("non-regular", "file-name", "schema",
+                                         "breaks-dependency")
+POLICY = "review-policy"
+CATEGORIES = (SECRET_FLAG, INSTRUCTION, CONTROL, SIZE, NON_REGULAR, FILE_NAME, SCHEMA, BREAKS,
+              POLICY)
+"""Every flag category, in the order messages list them."""
+NOT_OVERRIDABLE = frozenset({SECRET_FLAG})
+"""Categories ``wiki approve --override-flags`` cannot land: a secret in a landed commit is
+pushed to every clone and stays in history."""
+SIZE_SLACK = 65_536
+"""Bytes an entry may exceed the source cap by: the frontmatter ingest adds to a source."""
+SCAN_FACTOR = 8
+"""Blobs larger than this many times the cap are not read: flagged ``R006`` (a secret in
+them cannot be ruled out)."""
+CACHE_SIZE = 256
+_CACHE: dict[tuple[str, str, str, int], tuple[ReviewFlag, ...]] = {}
+REGULAR_MODE = 0o100644
+MAX_NAME_BYTES = 255
+_WINDOWS_INVALID = set('\\:*?"<>|')
+_WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
+                     *(f"lpt{i}" for i in range(1, 10))}
+
+
+@dataclass(frozen=True)
+class ReviewFlag(Flag):
+    """A :class:`wiki.safety.scan.Flag` with its check ``category`` (one of
+    :data:`CATEGORIES`) and a one-line ``detail`` for the reviewer. ``line``/``column`` are
+    0 when the flag is about a whole file or name. ``str()`` is the ``Wiki-Flag:`` form."""
+
+    category: str = INSTRUCTION
+    detail: str = ""
+
+    @property
+    def overridable(self) -> bool:
+        """Whether ``wiki approve --override-flags`` may land a proposal with this flag."""
+        return self.category not in NOT_OVERRIDABLE
+
+
+@dataclass(frozen=True)
+class TreeItem:
+    """One non-tree entry of a git tree: octal ``mode``, object ``type`` (``blob`` or
+    ``commit`` for a submodule) and ``sha``."""
+
+    mode: int
+    type: str
+    sha: str
+
+
+def tree_items(wiki: Wiki, commit: str | None) -> dict[str, TreeItem]:
+    """``path -> TreeItem`` of every blob and gitlink of ``commit``'s tree (``git ls-tree
+    -r``; unlike :meth:`BranchStore.files` it keeps submodules). Paths that are not UTF-8
+    keep their bytes as surrogate escapes."""
+    if commit is None:
+        return {}
+    done = subprocess.run(["git", f"--git-dir={wiki.repo.git_dir}", "ls-tree", "-r", "-z",
+                           "--full-tree", commit], capture_output=True)
+    if done.returncode != 0:
+        raise WikiError(f"git ls-tree {commit[:12]} failed: {done.stderr.decode().strip()}")
+    items = {}
+    for record in done.stdout.split(b"\0"):
+        if not record:
+            continue
+        head, _, path = record.partition(b"\t")
+        mode, kind, sha = head.decode().split()
+        items[path.decode("utf-8", "surrogateescape")] = TreeItem(int(mode, 8), kind, sha)
+    return items
+
+
+def check(wiki: Wiki, base: str, tip: str) -> list[ReviewFlag]:
+    """Every flag of what ``base..tip`` would land (see the module docstring), sorted by
+    category, path and position. Raises :class:`WikiError` only when git itself fails."""
+    try:
+        cap = wiki.config().ingest.max_bytes
+    except WikiError:  # an invalid wiki.toml on the head: the default cap still holds
+        cap = IngestConfig().max_bytes
+    key = (str(wiki.repo.git_dir), base, tip, cap)
+    if key not in _CACHE:
+        if len(_CACHE) >= CACHE_SIZE:
+            _CACHE.clear()
+        _CACHE[key] = _check(wiki, base, tip, cap)
+    return list(_CACHE[key])
+
+
+def summary(flags: Iterable[ReviewFlag]) -> str:
+    """``2 secret, 1 size``: how many flags of each category, in :data:`CATEGORIES` order."""
+    counts = {c: 0 for c in CATEGORIES}
+    for flag in flags:
+        counts[flag.category] = counts.get(flag.category, 0) + 1
+    return ", ".join(f"{n} {c}" for c, n in counts.items() if n)
+
+
+def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
+    from wiki.review import fields as review_fields  # imports this module's flag types
+
+    before, after = tree_items(wiki, base), tree_items(wiki, tip)
+    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    limit = (cap + SIZE_SLACK) * SCAN_FACTOR
+    sizes = _sizes(wiki, {i.sha for p in changed for i in (before.get(p), after.get(p))
+                          if i is not None and i.type == "blob"})
+    readable = [s for s, n in sizes.items() if n <= limit]
+    blobs = wiki.store.read_many(readable)
+    flags: list[ReviewFlag] = []
+    for path in changed:
+        old, new = before.get(path), after.get(path)
+        if path == CONFIG_PATH:
+            texts = [blob_text(blobs.get(i.sha)) if i is not None and i.type == "blob" else None
+                     for i in (old, new)]
+            flags += review_fields.policy_flags(*texts)
+        if new is None:
+            continue
+        old_text = blob_text(blobs.get(old.sha)) if old is not None and old.type == "blob" else None
+        flags += _file_flags(path, new, old, old_text, blobs, sizes, cap, limit)
+        if old is None:
+            flags += _name_flags(path, after)
+    from wiki.review.tree import dependency_flags, index_flags
+
+    flags += index_flags(wiki, base, tip, before, after, changed, blobs)
+    flags += dependency_flags(wiki, tip, before, after, changed, blobs)
+    flags += _history_flags(wiki, base, tip, before, after, limit)
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    unique = dict.fromkeys(flags)
+    return tuple(sorted(unique, key=lambda f: (order.get(f.category, 99), f.path, f.line,
+                                               f.column, f.rule)))
+
+
+def _sizes(wiki: Wiki, shas: set[str]) -> dict[str, int]:
+    """``sha -> size`` in bytes through one ``git cat-file --batch-check``."""
+    if not shas:
+        return {}
+    done = subprocess.run(["git", f"--git-dir={wiki.repo.git_dir}", "cat-file",
+                           "--batch-check"], input="".join(f"{s}\n" for s in shas).encode(),
+                          capture_output=True)
+    if done.returncode != 0:
+        raise WikiError(f"git cat-file --batch-check failed: {done.stderr.decode().strip()}")
+    sizes = {}
+    for line in done.stdout.decode().splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2].isdigit():
+            sizes[parts[0]] = int(parts[2])
+    return sizes
+
+
+def not_text(data: bytes | None) -> str | None:
+    """Why ``data`` cannot be scanned as text (NUL bytes, not UTF-8: UTF-16 would spread a
+    token over NULs that no pattern matches), or ``None`` when it is UTF-8 text. A wiki
+    holds UTF-8 markdown only, so such a blob is flagged ``R007`` in the secret category:
+    no override lands what could not be read."""
+    if not data:
+        return None
+    if b"\0" in data:
+        return "binary content (NUL bytes): cannot be scanned for secrets"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (f"not UTF-8 text (byte {exc.start}): cannot be scanned for secrets; "
+                "wiki files are UTF-8 markdown")
+    return None
+
+
+def blob_text(data: bytes | None) -> str | None:
+    """A blob as text: UTF-8, bytes that are not kept as surrogate escapes."""
+    return None if data is None else data.decode("utf-8", "surrogateescape")
+
+
+def _category(finding: Finding) -> str:
+    if finding.category == SECRET:
+        return SECRET_FLAG
+    return CONTROL if finding.rule == "I007" else INSTRUCTION
+
+
+def content_flags(text: str, where: str, before: str | None,
+                   categories: frozenset[str] | None = None) -> list[ReviewFlag]:
+    """Flags of the findings of ``text`` that ``before`` does not already hold."""
+    out = []
+    for finding in scan(text):
+        category = _category(finding)
+        if categories is not None and category not in categories:
+            continue
+        if before is not None and text[finding.start:finding.end] in before:
+            continue
+        detail = f"{finding.excerpt}: {finding.description}"
+        out.append(ReviewFlag(finding.rule, finding.kind, where, finding.line, finding.column,
+                              category, detail))
+    return out
+
+
+def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | None,
+                blobs: dict[str, bytes], sizes: dict[str, int], cap: int,
+                limit: int) -> list[ReviewFlag]:
+    from wiki.review import fields as review_fields  # imports this module's flag types
+
+    flags: list[ReviewFlag] = []
+    if new.type != "blob":
+        return [ReviewFlag("R002", "submodule", path, 0, 0, NON_REGULAR,
+                           f"a submodule (gitlink to commit {new.sha[:12]}), not a file")]
+    if new.mode == 0o120000:
+        target = (blobs.get(new.sha) or b"").decode("utf-8", "replace")
+        flags.append(ReviewFlag("R002", "symlink", path, 0, 0, NON_REGULAR,
+                                f"a symbolic link to {target!r}, not a file"))
+    elif new.mode != REGULAR_MODE:
+        flags.append(ReviewFlag("R002", "executable" if new.mode & 0o111 else "mode", path,
+                                0, 0, NON_REGULAR, f"file mode {new.mode:o}, not 100644"))
+    size = sizes.get(new.sha, 0)
+    if size > cap + SIZE_SLACK:
+        flags.append(ReviewFlag("R001", "too-large", path, 0, 0, SIZE,
+                                f"{size} bytes; ingest takes sources up to {cap} "
+                                "([ingest] max_bytes)"))
+    if size > limit:
+        return [*flags, ReviewFlag("R006", "unscanned", path, 0, 0, SECRET_FLAG,
+                                   f"{size} bytes: too large to scan for secrets")]
+    unreadable = not_text(blobs.get(new.sha))
+    if unreadable:
+        return [*flags, ReviewFlag("R007", "not-text", path, 0, 0, SECRET_FLAG, unreadable)]
+    text = blob_text(blobs.get(new.sha)) or ""
+    name = path.rpartition("/")[2]
+    if name == indextree.INDEX_NAME:
+        return flags  # its overview and listing: wiki.review.tree.index_flags
+    flags += content_flags(text, path, old_text if old is not None else None)
+    if path.endswith(".md"):
+        flags += review_fields.escaped_control_flags(
+            text, path, old_text if old is not None else None)
+    if indextree.is_entry_path(path) and new.mode == REGULAR_MODE:
+        try:
+            Entry.parse(path, blobs.get(new.sha) or b"")
+        except EntryError as exc:
+            flags.append(ReviewFlag("R004", "invalid-entry", path, exc.line or 0, 0, SCHEMA,
+                                    exc.reason if not exc.field
+                                    else f"field '{exc.field}': {exc.reason}"))
+    elif path == CONFIG_PATH:
+        try:
+            parse_config(text)
+        except ConfigError as exc:
+            flags.append(ReviewFlag("R004", "invalid-config", path, 0, 0, SCHEMA, str(exc)))
+    return flags
+
+
+def _name_flags(path: str, after: dict[str, TreeItem]) -> list[ReviewFlag]:
+    """Flags of a new path: what it says (secrets, instructions, control characters) and
+    whether it is a safe, portable wiki file name."""
+    flags = content_flags(path, path, None)
+    flags = [ReviewFlag(f.rule, f.kind, path, 0, 0, f.category, "in the file name: "
+                        + f.detail) for f in flags]
+    problems = []
+    if unicodedata.normalize("NFC", path) != path:
+        problems.append("not in Unicode NFC form")
+    for part in path.split("/"):
+        stem = part.partition(".")[0].strip().lower()
+        if part in ("", ".", ".."):
+            problems.append(f"an empty, '.' or '..' component {part!r}")
+        elif part.startswith("."):
+            problems.append(f"a hidden component {part!r} (.git*, dot files)")
+        elif _WINDOWS_INVALID & set(part) or part[-1] in ". ":
+            problems.append(f"a component {part!r} no Windows checkout can hold")
+        elif stem in _WINDOWS_RESERVED:
+            problems.append(f"a Windows device name {part!r}")
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            problems.append(f"a component longer than {MAX_NAME_BYTES} bytes")
+    if not (path == CONFIG_PATH or path.endswith(".md")):
+        problems.append("not a wiki file (an entry .md, an index.md or wiki.toml)")
+    folded = path.casefold()
+    clash = sorted(p for p in after if p != path and p.casefold() == folded)
+    if clash:
+        problems.append(f"the same name as {clash[0]!r} on a case-insensitive file system")
+    flags += [ReviewFlag("R003", "bad-file-name", path, 0, 0, FILE_NAME, problem)
+              for problem in problems]
+    return flags
+
+
+def _history_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
+                   after: dict[str, TreeItem], limit: int) -> list[ReviewFlag]:
+    """Commit messages of the range (secrets, instructions, control characters) and
+    secrets in blobs that only intermediate commits hold: they land in history too."""
+    flags: list[ReviewFlag] = []
+    for commit in wiki.repo.iter_commits(f"{base}..{tip}"):
+        where = f"commit {commit.hexsha[:12]} message"
+        flags += content_flags(commit.message, where, None)
+    done = subprocess.run(["git", f"--git-dir={wiki.repo.git_dir}", "rev-list", "--objects",
+                           tip, "--not", base], capture_output=True)
+    if done.returncode != 0:
+        raise WikiError(f"git rev-list {base[:12]}..{tip[:12]} failed: "
+                        f"{done.stderr.decode().strip()}")
+    landing = {i.sha for i in after.values()}
+    named: dict[str, str] = {}
+    for line in done.stdout.decode("utf-8", "surrogateescape").splitlines():
+        sha, _, path = line.partition(" ")
+        if sha not in landing:
+            named.setdefault(sha, path)
+    sizes = _sizes(wiki, set(named))
+    blobs = _blob_types(wiki, set(named))
+    data = wiki.store.read_many([s for s in blobs if sizes.get(s, 0) <= limit])
+    earlier = {before[p].sha for p in named.values() if p in before}
+    old = wiki.store.read_many(sorted(earlier))
+    for sha in sorted(blobs):
+        path = named[sha]
+        where = f"{path} (in an earlier commit of the proposal)"
+        if sha not in data:
+            flags.append(ReviewFlag("R006", "unscanned", where, 0, 0, SECRET_FLAG,
+                                    f"{sizes.get(sha, 0)} bytes: too large to scan for "
+                                    "secrets"))
+            continue
+        unreadable = not_text(data[sha])
+        if unreadable:
+            flags.append(ReviewFlag("R007", "not-text", where, 0, 0, SECRET_FLAG, unreadable))
+            continue
+        was = before.get(path)
+        flags += content_flags(blob_text(data[sha]) or "", where,
+                                blob_text(old.get(was.sha)) if was is not None else None,
+                                frozenset({SECRET_FLAG}))
+    return flags
+
+
+def _blob_types(wiki: Wiki, shas: set[str]) -> set[str]:
+    """The blobs among ``shas``."""
+    if not shas:
+        return set()
+    done = subprocess.run(["git", f"--git-dir={wiki.repo.git_dir}", "cat-file",
+                           "--batch-check=%(objectname) %(objecttype)"],
+                          input="".join(f"{s}\n" for s in shas).encode(), capture_output=True)
+    return {line.split()[0] for line in done.stdout.decode().splitlines()
+            if line.endswith(" blob")}

@@ -1,0 +1,1 @@
+"""Safety: hostile-content scanning (secrets, instruction-like text) and its pattern table."""

@@ -1,0 +1,250 @@
+"""Keeping the derived search database in step with the wiki branch (DESIGN.md §3).
+
+Every read calls :func:`open_synced`: it compares the indexed commit with the branch head
+and, when they differ, re-indexes exactly the entry files whose blob changed (the blob sha
+is the content hash), inside one write transaction, so the index never serves a stale or
+deleted entry (ROBUSTNESS I1) and two processes never both rebuild it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from indexes.documents import Document
+from indexes.store import SearchIndex
+from wiki.answering.picker import index_sentences
+from wiki.config import CONFIG_PATH, WikiConfig, parse_config
+from wiki.errors import EntryError, NotFoundError, WikiError
+from wiki.knowledge.lifetimes import as_time, dated, iso
+from wiki.store import indextree
+from wiki.store.derived_db import (
+    TEMPORARY,
+    Opened,
+    on_storage_fault,
+    open_database,
+    recover,
+)
+from wiki.store.entry import Entry
+from wiki.store.markdown_text import plain_text
+from wiki.store.storage import is_damaged, storage_error
+from wiki.store.workspace import Wiki
+
+COMMIT_KEY = "indexed_commit"
+CONFIG_KEY = "config"
+INVALID_KEY = "invalid_entries"
+
+
+@dataclass
+class SyncReport:
+    """What a sync did: the ``commit`` now indexed and the paths ``added``, ``updated``,
+    ``removed``; ``invalid`` lists ``(path, message)`` of entries left out as malformed."""
+
+    commit: str
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    invalid: list[tuple[str, str]] = field(default_factory=list)
+
+
+def to_document(entry: Entry, blob_sha: str) -> Document:
+    """The searchable form of an entry (frontmatter fields in their own columns)."""
+    return Document(
+        key=entry.path, doc_id=entry.id, title=entry.title, summary=entry.summary,
+        body=plain_text(entry.body), aliases=tuple(entry.aliases), tags=tuple(entry.tags),
+        status=entry.status, category=entry.category, doc_type=entry.type,
+        content_hash=blob_sha, extra=_extra(entry), scope=entry.scope,
+        valid_until=iso(as_time(entry.meta.get("valid_until"), end_of_day=True)),
+        dated=iso(dated(entry)), sentences=index_sentences(entry.title, entry.body),
+    )
+
+
+def _extra(entry: Entry) -> dict:
+    """Attributes kept as JSON: sources, and the relations and ranking signals that the
+    graph expansion and the re-scoring read (only when the entry has them)."""
+    extra: dict = {"sources": [s.to_dict() for s in entry.sources]}
+    if entry.relations:
+        extra["relations"] = entry.relations
+    for key in ("importance", "confidence"):
+        if isinstance(entry.meta.get(key), (int, float)):
+            extra[key] = float(entry.meta[key])
+    return extra
+
+
+def open_index(wiki: Wiki, *, write: bool = False) -> SearchIndex:
+    """The derived database of ``wiki`` (created on first use), not yet synced. Derived
+    state is disposable: a damaged file is set aside and a new one created, and a git
+    dir that cannot be written gives a temporary copy (:mod:`wiki.store.derived_db`; with
+    ``write``, :class:`StorageError` instead). Raises :class:`WikiError` when the path
+    cannot hold a database at all."""
+    return open_derived(wiki, write=write).index
+
+
+def open_derived(wiki: Wiki, *, write: bool = False) -> Opened:
+    """:func:`open_index` with how the database was found (``Opened.state``)."""
+    path = wiki.database_path()
+    if path.parent.exists() and not path.parent.is_dir():
+        raise WikiError(f"{path.parent} exists but is not a directory; remove it "
+                        "(it only holds derived state)")
+    if path.is_dir():
+        raise WikiError(f"{path} is a directory, not the derived database; remove it")
+    return open_database(path, write=write)
+
+
+def sync(wiki: Wiki, index: SearchIndex) -> SyncReport:
+    """Bring ``index`` up to the wiki head and apply the branch's search settings to it.
+    Raises ``NotInitializedError`` without a branch."""
+    head = wiki.require_head()
+    if index.get_meta(COMMIT_KEY) != head:
+        with index.transaction():
+            if index.get_meta(COMMIT_KEY) != head:  # not synced by another process meanwhile
+                return _index_head(wiki, index, head)
+    _configure(index)
+    invalid = json.loads(index.get_meta(INVALID_KEY) or "{}")
+    return SyncReport(head, invalid=[(p, m) for p, (_, m) in sorted(invalid.items())])
+
+
+def _index_head(wiki: Wiki, index: SearchIndex, head: str) -> SyncReport:
+    """Inside a write transaction: index ``head`` and record it."""
+    report = _apply(wiki, index, head)
+    index.set_meta(COMMIT_KEY, head)
+    config = wiki.store.read_path(head, CONFIG_PATH)
+    index.set_meta(CONFIG_KEY, config.decode("utf-8") if config else "")
+    _configure(index)
+    return report
+
+
+def indexed_config(index: SearchIndex) -> WikiConfig:
+    """The ``wiki.toml`` settings of the indexed commit (read without touching git)."""
+    return parse_config(index.get_meta(CONFIG_KEY) or "")
+
+
+def _configure(index: SearchIndex) -> None:
+    index.weights = tuple(indexed_config(index).search.weights)
+
+
+def _apply(wiki: Wiki, index: SearchIndex, head: str) -> SyncReport:
+    files = {p: f.sha for p, f in wiki.store.files(head).items() if indextree.is_entry_path(p)}
+    indexed = index.content_hashes()
+    previous = json.loads(index.get_meta(INVALID_KEY) or "{}")
+    invalid: dict[str, list[str]] = {}
+    report = SyncReport(head)
+    stale = [p for p in indexed if p not in files]
+    report.removed = len(stale)
+    documents = []
+    for path, sha in sorted(files.items()):
+        if indexed.get(path) == sha:
+            continue
+        if path in previous and previous[path][0] == sha:
+            invalid[path] = previous[path]
+            continue
+        try:
+            entry = Entry.parse(path, wiki.store.read(sha))
+        except EntryError as exc:
+            invalid[path] = [sha, str(exc)]
+            if path in indexed:
+                stale.append(path)
+            continue
+        documents.append(to_document(entry, sha))
+        if path in indexed:
+            report.updated += 1
+        else:
+            report.added += 1
+    index.delete(stale)
+    index.upsert(documents)
+    index.set_meta(INVALID_KEY, json.dumps(invalid, sort_keys=True))
+    report.invalid = [(p, m) for p, (_, m) in sorted(invalid.items())]
+    return report
+
+
+def open_synced(wiki: Wiki, *, write: bool = False) -> tuple[SearchIndex, SyncReport]:
+    """The derived database, brought up to the wiki head first. A database found damaged
+    while syncing is set aside and rebuilt; one the disk will not let us update is
+    replaced by a temporary copy (``write``: :class:`StorageError` instead)."""
+    opened = open_derived(wiki, write=write)
+    for attempt in (1, 2):
+        try:
+            report = sync(wiki, opened.index)
+        except sqlite3.DatabaseError as exc:
+            opened.index.close()
+            path = wiki.database_path()
+            if attempt == 2 or opened.state == TEMPORARY:
+                raise
+            if is_damaged(exc):
+                opened = recover(path, str(exc), write=write)
+                continue
+            opened = on_storage_fault(path, exc, write=write)
+            continue
+        except BaseException:
+            opened.index.close()
+            raise
+        return opened.index, report
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def rebuild(wiki: Wiki) -> SyncReport:
+    """Re-index everything from the wiki head in one write transaction: concurrent readers
+    keep seeing the old index until it commits, then the new one (WAL snapshots), so no
+    file is ever swapped under an open connection. A damaged database is set aside and
+    built anew. Raises ``NotInitializedError`` without a wiki branch and
+    :class:`StorageError` when the disk refuses the write."""
+    head = wiki.require_head()
+    path = wiki.database_path()
+    opened = open_derived(wiki, write=True)
+    for attempt in (1, 2):
+        try:
+            with opened.index, opened.index.transaction():
+                opened.index.clear()
+                return _index_head(wiki, opened.index, head)
+        except sqlite3.DatabaseError as exc:
+            if attempt == 1 and is_damaged(exc):
+                opened = recover(path, str(exc), write=True)
+                continue
+            converted = storage_error(exc, path)
+            if converted is None:
+                raise
+            raise converted from exc
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def commit_as_of(wiki: Wiki, when: dt.datetime) -> str:
+    """The wiki commit that was the head at ``when`` (the newest first-parent commit
+    committed at or before it). Raises ``NotFoundError`` if the wiki did not exist then,
+    :class:`wiki.store.shallow.ShallowHistoryError` when a shallow clone lacks that time."""
+    from wiki.store.shallow import ShallowHistoryError, is_cut
+
+    commit = None
+    for commit in wiki.repo.iter_commits(wiki.require_head(), first_parent=True):
+        if commit.committed_datetime <= when:
+            return commit.hexsha
+    if commit is not None and is_cut(wiki.repo, commit):
+        raise ShallowHistoryError(commit.hexsha, "the wiki's history",
+                                  needed=f"--as-of {when.isoformat()}")
+    raise NotFoundError(f"the wiki branch '{wiki.branch}' did not exist yet at "
+                        f"{when.isoformat()}")
+
+
+def snapshot_index(wiki: Wiki, commit: str, path: Path) -> SearchIndex:
+    """A search index of the wiki as it was at ``commit``, built at ``path`` (a temporary
+    file the caller owns). Embeddings already computed for the live index are reused."""
+    index = SearchIndex(path)
+    with index.transaction():
+        _index_head(wiki, index, commit)
+    live = wiki.database_path()
+    if live.exists():  # outside the transaction: SQLite cannot ATTACH/DETACH inside one
+        try:
+            index.conn.execute("ATTACH DATABASE ? AS live", (str(live),))
+        except sqlite3.DatabaseError:
+            return index  # unreadable (read-only git dir, damaged): embed anew
+        try:
+            index.conn.execute(
+                "INSERT OR IGNORE INTO embeddings SELECT e.* FROM live.embeddings e "
+                "WHERE e.text_hash IN (SELECT text_hash FROM chunks)")
+        except sqlite3.DatabaseError:
+            pass  # only a saving; the snapshot is complete without it
+        finally:
+            index.conn.execute("DETACH DATABASE live")
+    return index

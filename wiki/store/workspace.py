@@ -1,0 +1,138 @@
+"""The wiki of one repository: where its branch, proposals and derived state live."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import git
+
+from wiki.config import CONFIG_PATH, WikiConfig
+from wiki.config_template import TEMPLATE
+from wiki.errors import AlreadyInitializedError, ConfigError, NotInitializedError
+from wiki.store.branch import BranchStore
+from wiki.store.gitrepo import common_dir, current_identity, open_repository
+from wiki.store.snapshot import Snapshot, write_commit
+
+DEFAULT_BRANCH = "wiki"
+_SIMPLE_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+def _valid_branch(repo: git.Repo, name: str) -> str:
+    """``name`` if git accepts it as a new branch name; :class:`ConfigError` otherwise."""
+    if _SIMPLE_BRANCH.match(name) and name != "HEAD":
+        return name  # the common case needs no git process
+    if not name or name == "HEAD" or name.startswith(("refs/", "-")):
+        raise ConfigError(f"invalid wiki branch name {name!r}: give a plain branch name "
+                          "such as 'wiki' or 'team/kb'")
+    try:
+        repo.git.check_ref_format("--branch", name)
+    except git.GitCommandError:
+        raise ConfigError(f"invalid wiki branch name {name!r} (see `git check-ref-format`)"
+                          ) from None
+    return name
+
+
+class Wiki:
+    """The wiki kept on a branch of the repository that contains ``path``.
+
+    The branch name comes from ``branch``, else ``$WIKI_BRANCH``, else
+    ``git config wiki.branch``, else ``wiki``. Proposals live under
+    ``refs/heads/<branch>-proposals/`` (git cannot hold both ``wiki`` and ``wiki/x``).
+    Derived state (search database, gap log) lives in ``<git common dir>/wiki/``.
+    """
+
+    def __init__(self, path: Path | str = ".", branch: str | None = None):
+        self.repo: git.Repo = open_repository(path)
+        self.store = BranchStore(self.repo)
+        chosen = branch if branch is not None else (
+            os.environ.get("WIKI_BRANCH") or self._configured_branch())
+        self.branch = _valid_branch(self.repo, chosen)
+        self._checked_heads: set[str] = set()
+        self.ref = f"refs/heads/{self.branch}"
+        self.proposal_prefix = f"refs/heads/{self.branch}-proposals/"
+        self.state_dir = common_dir(self.repo) / "wiki"
+
+    def _configured_branch(self) -> str:
+        try:
+            value = self.repo.config_reader().get_value("wiki", "branch", DEFAULT_BRANCH)
+        except Exception:  # an unreadable config is git's to report, not ours
+            return DEFAULT_BRANCH
+        return str(value)
+
+    @property
+    def root(self) -> Path | None:
+        """The work tree root of the repository (``None`` for a bare repository)."""
+        return Path(self.repo.working_tree_dir) if self.repo.working_tree_dir else None
+
+    def head(self) -> str | None:
+        """The commit at the tip of the wiki branch, or ``None`` before ``init``."""
+        return self.store.resolve(self.ref)
+
+    def require_head(self) -> str:
+        """The wiki head. Raises :class:`NotInitializedError` when there is no branch, or
+        when the branch is not a wiki (no ``wiki.toml``: e.g. ``--branch main``)."""
+        head = self.head()
+        if head is None:
+            raise NotInitializedError(
+                f"no wiki branch '{self.branch}' in {self.repo.common_dir}: run `wiki init`")
+        if head not in self._checked_heads:
+            if self.store.read_path(head, CONFIG_PATH) is None:
+                raise NotInitializedError(
+                    f"branch '{self.branch}' is not a wiki (it has no {CONFIG_PATH}); pick "
+                    "another --branch, or `wiki --branch NAME init` a new one")
+            self._checked_heads.add(head)
+        return head
+
+    def resolve_base(self, rev: str) -> str:
+        """The full sha of ``rev`` (a sha, possibly abbreviated, or any revision git
+        understands) when it is a commit of the wiki branch's history (the head or an
+        ancestor): the base a proposal is built on. Raises ``ConfigError`` otherwise."""
+        head = self.require_head()
+        try:
+            found = self.repo.rev_parse(rev.strip()) if rev.strip() else None
+            sha = found.hexsha if found is not None and found.type == "commit" else ""
+        except (ValueError, git.BadName, git.BadObject) as exc:
+            raise ConfigError(f"base {rev!r}: not a commit in this repository") from exc
+        if not sha or not (sha == head or self.repo.is_ancestor(sha, head)):
+            raise ConfigError(f"base {rev!r}: not a commit of the wiki branch "
+                              f"'{self.branch}' (give the commit `wiki show` reported)")
+        return sha
+
+    def checked_out_in(self, ref: str | None = None) -> str | None:
+        """The worktree path where ``ref`` (default: the wiki branch) is checked out, if
+        any: moving it there would make that worktree revert the change on its next commit."""
+        ref = ref or self.ref
+        listing = self.repo.git.worktree("list", "--porcelain")
+        path = None
+        for line in listing.splitlines():
+            if line.startswith("worktree "):
+                path = line.split(" ", 1)[1]
+            elif line == f"branch {ref}":
+                return path
+        return None
+
+    def snapshot(self, commit: str | None = None) -> Snapshot:
+        """The wiki at ``commit`` (default: the head; raises when not initialised)."""
+        return Snapshot(self.store, commit or self.require_head())
+
+    def config(self) -> WikiConfig:
+        """Settings from ``wiki.toml`` on the wiki head."""
+        return self.snapshot().config()
+
+    def database_path(self) -> Path:
+        """The derived search database of this branch."""
+        return self.state_dir / (self.branch.replace("/", "__") + ".sqlite")
+
+    def init(self) -> str:
+        """Create the wiki branch with ``wiki.toml`` and a root ``index.md`` in one commit
+        authored by the current git identity. Raises :class:`AlreadyInitializedError`."""
+        if self.head() is not None:
+            raise AlreadyInitializedError(f"the wiki branch '{self.branch}' already exists")
+        author = current_identity(self.repo)
+        empty = Snapshot(self.store, None)
+        commit = write_commit(empty, {CONFIG_PATH: TEMPLATE.encode("utf-8")},
+                              "wiki: initialise the wiki\n", author=author)
+        self.store.update_ref(self.ref, commit, None, "wiki init")
+        return commit
