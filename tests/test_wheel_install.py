@@ -1,0 +1,105 @@
+"""The wheel installs as pipx would install it, and the installed `wiki` works.
+
+The project is built into a wheel (``pip wheel --no-deps --no-build-isolation``: offline,
+with the running interpreter's setuptools), installed with ``pip`` into a fresh virtual
+environment, and ``wiki init``, ``wiki ingest``, ``wiki approve`` and ``wiki search`` run
+there as subprocesses in a new git repository, outside this checkout and without
+``PYTHONPATH``, so every import comes from the installed wheel.
+
+The fresh environment sees the running environment's site-packages through a ``.pth``
+line instead of downloading the dependencies again: the test must run offline and in
+well under a minute, and ``make setup`` already installs exactly those dependencies from
+``constraints.txt``. ``pip install --no-index`` still checks the wheel's declared
+dependencies against them (an unsatisfied range fails the install), and the package's own
+files -- modules, the ``wiki`` entry point, the package data -- come only from the wheel.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import ALICE, BOB, identity_env
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str], *, check: bool = True,
+        timeout: float = 300) -> subprocess.CompletedProcess:
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    if check and done.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, args))} exited {done.returncode}\n"
+                    f"stdout: {done.stdout}\nstderr: {done.stderr}")
+    return done
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, Path]:
+    """``(wheel, venv)``: the built wheel and a fresh venv with it pip-installed."""
+    base = tmp_path_factory.mktemp("wheel")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "--no-index", "--quiet", "-w", str(base / "dist"), str(ROOT)], cwd=base, env=env)
+    (wheel,) = (base / "dist").glob("wiki_kb-*.whl")
+    venv = base / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=base, env=env)
+    fresh = Path(run([str(venv / "bin" / "python"), "-c",
+                      "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                     cwd=base, env=env).stdout.strip())
+    # the running environment's dependencies, behind the fresh site-packages on sys.path
+    (fresh / "_deps_from_test_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # pip as a module of the running environment, installing into the fresh one
+    run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+         "--no-index", "--quiet", str(wheel)], cwd=base, env=env)
+    return wheel, venv
+
+
+def test_wheel_holds_the_packages_the_entry_point_and_the_reference_vectors(installed):
+    wheel, venv = installed
+    names = zipfile.ZipFile(wheel).namelist()
+    for module in ("wiki/__init__.py", "wiki_cli/app.py", "indexes/onnx_build.py",
+                   "indexes/minilm_reference.npy"):
+        assert module in names, f"{module} missing from {wheel.name}"
+    assert not [n for n in names if n.startswith(("tests/", "evals/"))]
+    entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "wiki = wiki_cli.app:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert (venv / "bin" / "wiki").is_file()
+
+
+def test_installed_wiki_inits_ingests_and_searches(installed, tmp_path, model_cache):
+    _, venv = installed
+    wiki = str(venv / "bin" / "wiki")
+    repo = tmp_path / "project"
+    (repo / "docs").mkdir(parents=True)
+    (repo / "docs" / "travel.md").write_text(
+        "# Travel\n\nFile a travel voucher in Concur within five days of returning.\n")
+    (repo / "docs" / "parking.md").write_text(
+        "# Parking\n\nThe garage on 4th Street takes the blue badge.\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(identity_env(ALICE), WIKI_EMBED_MODEL="all-MiniLM-L6-v2",
+               WIKI_EMBED_SERVER="off", XDG_CACHE_HOME=str(model_cache))
+    for args in (["init", "-q", "-b", "main"], ["add", "docs"], ["commit", "-q", "-m", "docs"]):
+        run(["git", *args], cwd=repo, env=env)
+
+    where = run([str(venv / "bin" / "python"), "-c", "import wiki, indexes; "
+                 "print(wiki.__file__); print(indexes.__file__)"], cwd=repo, env=env)
+    for line in where.stdout.split():
+        assert Path(line).is_relative_to(venv), f"imported from outside the venv: {line}"
+
+    run([wiki, "init"], cwd=repo, env=env)
+    proposal = run([wiki, "ingest", "docs/"], cwd=repo, env=env).stdout.strip()
+    assert proposal.startswith("ingest-")
+    run([wiki, "approve", proposal], cwd=repo, env={**env, **identity_env(BOB)})
+
+    found = run([wiki, "search", "reimbursement form after a trip", "--explain"],
+                cwd=repo, env=env)
+    rows = [line for line in found.stdout.splitlines() if line[:1].isdigit()]
+    assert rows and "docs/travel.md" in rows[0], found.stdout
+    assert "vector #1" in rows[0], found.stdout  # the vector leg ran: the model loaded
