@@ -20,7 +20,6 @@ from wiki_cli.common import (
     embedding_progress,
     open_wiki,
     parse_as_of,
-    parse_legs,
     report_llm,
     report_proposal,
     require_text,
@@ -58,7 +57,7 @@ def search(
 
     require_text(query, "query")
     with embedding_progress(json_output) as progress:
-        result = run(open_wiki(), query, limit=limit, legs=parse_legs(legs), progress=progress,
+        result = run(open_wiki(), query, limit=limit, legs=legs, progress=progress,
                      as_of=parse_as_of(as_of), rerank=rerank, route=route,
                      filters=filters_for(include_superseded=include_superseded,
                                          category=category, tags=tuple(tag or ()),
@@ -132,25 +131,24 @@ def ask(
     """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap.
     Cited entries whose sources changed are answered from the current source and flagged
     (exit 0)."""
-    from wiki.answering.ask import ask as run
-    from wiki_cli.stale import citation_warnings, update
+    from wiki.answering.questions import answer_question
+    from wiki_cli.stale import citation_warnings, report_update, update_payload
 
     require_text(question, "question")
-    wiki = open_wiki()
     with embedding_progress(json_output) as progress:
-        answer = run(wiki, question, category=category, legs=parse_legs(legs),
-                     as_of=parse_as_of(as_of), scope=scope, include_expired=include_expired,
-                     budget=budget, include_superseded=include_superseded, progress=progress,
-                     revalidate=not no_revalidate, rerank=rerank,
-                     synthesize=not extractive, route=route)
+        answered = answer_question(
+            open_wiki(), question, save=save, redact=redact, propose=propose,
+            extractive=extractive, category=category, legs=legs, as_of=parse_as_of(as_of),
+            scope=scope, include_expired=include_expired, budget=budget,
+            include_superseded=include_superseded, progress=progress,
+            revalidate=not no_revalidate, rerank=rerank, route=route)
+    answer, saved = answered.answer, answered.saved
     report_truncation(question)
     report_llm(answer.llm, verbose)
-    saved = _save(wiki, answer, extractive, redact) if save and not answer.gap else None
     if explain and answer.route is not None:
         report_route(answer.route)
     if json_output:
-        print_json({**answer_payload(answer),
-                    "update": update(wiki, answer, propose=propose, quiet=True),
+        print_json({**answer_payload(answer), "update": update_payload(answered.update),
                     **({"saved": saved_payload(saved)} if save else {})})
     elif answer.gap:
         cosine = "" if answer.top_cosine is None else f", best cosine {answer.top_cosine:.2f}"
@@ -179,23 +177,13 @@ def ask(
             t = answer.tokens
             report(f"{t['used']} of {t['budget']} tokens used; the whole entries would take "
                    f"{t['whole']} ({t['counter']})")
-        update(wiki, answer, propose=propose, quiet=False)
+        report_update(answered.update, propose=propose)
         if saved is not None:
             _report_saved(saved, verbose)
     if answer.gap:
         if save and not json_output:
             report("note: nothing saved: the wiki does not answer this question")
         raise typer.Exit(GAP)
-
-
-def _save(wiki, answer, extractive: bool, redact: bool):
-    """``wiki ask --save``: the answer as a proposal (distilled unless ``--extractive`` or
-    no model is configured)."""
-    from wiki.knowledge.distiller import save_answer
-    from wiki.llm.settings import open_client
-
-    client = None if extractive else open_client(wiki)
-    return save_answer(wiki, answer, client=client, redact=redact)
 
 
 def _report_saved(saved, verbose: bool) -> None:
@@ -206,6 +194,8 @@ def _report_saved(saved, verbose: bool) -> None:
     if saved.llm:
         report_llm(saved.llm, verbose)
     report_proposal(saved.proposal, saved.created, saved.existing, nothing="nothing to save")
+
+
 def report_truncation(query: str) -> None:
     """On stderr, when the query's words past the limit were ignored (JSON: ``truncated``)."""
     from indexes.query import truncation_note
