@@ -229,23 +229,12 @@ class WikiTools:
         frontmatter field and the body; plus cited files changed since it was written, the
         open proposals that touch it and the wiki 'commit' it was read at (pass it as
         `propose`'s base)."""
-        from indexes.marks import marks
-        from wiki.review.proposals import list_proposals
-        from wiki.store.derived import open_synced
-        from wiki.store.lookup import find_entry
+        from wiki.store.entry_view import get_entry
 
         require_text(target, "entry id or path")
-        wiki = self.wiki()
-        snapshot = wiki.snapshot()
-        entry = find_entry(wiki, target, snapshot)
-        index, _ = open_synced(wiki)
-        try:
-            changed = marks(index.conn, [entry.path]).get(entry.path, [])
-        finally:
-            index.close()
-        return {**entry_payload(entry), "changed_sources": [m["uri"] for m in changed],
-                "open_proposals": [p.name for p in list_proposals(wiki) if entry.path in p.paths],
-                "commit": snapshot.commit}
+        view = get_entry(self.wiki(), target)
+        return {**entry_payload(view.entry), "changed_sources": view.changed_sources(),
+                "open_proposals": view.open_proposals(), "commit": view.commit}
 
     def propose(
         self,

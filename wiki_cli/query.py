@@ -221,31 +221,22 @@ def show(
 ) -> None:
     """Print one entry or file of the wiki as stored (--json: parsed fields), and its
     relations both ways (outgoing and incoming; on stderr unless --json)."""
-    from wiki.errors import WikiError
-    from wiki.store.lookup import find_entry, raw_file
+    from wiki.store.entry_view import get_entry
 
-    wiki = open_wiki()
-    snapshot = wiki.snapshot()  # one read: what is printed and the commit reported
-    raw = None if json_output else raw_file(wiki, target, snapshot)
-    if raw is not None:  # any file on the branch, valid entry or not, shown as stored
-        write_raw(raw.decode("utf-8", "replace"))
-        try:
-            entry = find_entry(wiki, target, snapshot)
-        except WikiError:  # not an entry (index.md, wiki.toml) or a malformed one
-            _report_commit(snapshot.commit, None)
-            return
-        _report_commit(snapshot.commit, target)
-        _report_links(wiki, entry)
-        return
-    entry = find_entry(wiki, target, snapshot)
+    view = get_entry(open_wiki(), target, as_stored=not json_output)
     if json_output:
-        outgoing, incoming = _links(wiki, entry)
-        print_json({**entry_payload(entry), "commit": snapshot.commit,
+        outgoing, incoming = view.relations()
+        print_json({**entry_payload(view.entry), "commit": view.commit,
                     "relations": {"outgoing": outgoing, "incoming": incoming}})
         return
-    write_raw(entry.to_bytes().decode("utf-8"))
-    _report_commit(snapshot.commit, target)
-    _report_links(wiki, entry)
+    # any file on the branch, valid entry or not, shown as stored
+    write_raw(view.raw.decode("utf-8", "replace") if view.raw is not None
+              else view.entry.to_bytes().decode("utf-8"))
+    if view.entry is None:  # not an entry (index.md, wiki.toml) or a malformed one
+        _report_commit(view.commit, None)
+        return
+    _report_commit(view.commit, target)
+    _report_links(view)
 
 
 def _report_commit(commit: str, target: str | None) -> None:
@@ -259,17 +250,9 @@ def _report_commit(commit: str, target: str | None) -> None:
            f"wiki propose FILE --edit {target} --base {commit[:12]})")
 
 
-def _links(wiki, entry):
-    from wiki.knowledge.relations import links
-
-    return links(wiki.snapshot().entries()[0], entry)
-
-
-def _report_links(wiki, entry) -> None:
-    outgoing, incoming = _links(wiki, entry)
+def _report_links(view) -> None:
+    outgoing, incoming = view.relations()
     for arrow, found in (("->", outgoing), ("<-", incoming)):
         for link in found:
             where = f"{link.title} — {link.path}" if link.path else "no such entry"
             report(f"{arrow} {link.kind} {link.entry_id} ({where})")
-
-
