@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from indexes.documents import Hit
 from indexes.errors import IndexesError
 from indexes.fusion import DEFAULT_K, rrf, zscore
+from indexes.legs import INDEX_LEGS
 from indexes.store import Filters, SearchIndex
 
-LEGS = ("alias", "bm25", "vector")
+LEGS = INDEX_LEGS
 
 
 @dataclass(frozen=True)

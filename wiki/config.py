@@ -10,6 +10,7 @@ import math
 import tomllib
 from dataclasses import dataclass, field, fields
 
+from indexes.legs import INDEX_LEGS, LEG_NAMES
 from wiki.errors import ConfigError
 
 CONFIG_PATH = "wiki.toml"
@@ -83,7 +84,7 @@ class SearchConfig:
     gap_threshold: float = 0.4
     gap_coverage: float = 0.54
     gap_cosine: float = 0.45
-    legs: tuple[str, ...] = ("alias", "bm25", "vector")
+    legs: tuple[str, ...] = INDEX_LEGS
     fusion: str = "zscore"
     rrf_k: int = 60
     window: int = 50
@@ -205,7 +206,7 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
             config.ingest.max_lines < 1:
         problems.append("[ingest] split_words, max_bytes and max_lines must be at least 1")
     unknown = [leg for leg in (*config.search.legs, *config.search.leg_weights)
-               if leg not in ("alias", "bm25", "vector", "llm")]
+               if leg not in LEG_NAMES]
     if unknown or not config.search.legs:
         problems.append(f"[search] legs are alias, bm25, vector and llm, got "
                         f"{unknown or '[]'}")

@@ -143,3 +143,9 @@ class ReviewFlaggedError(WikiError):
     def __init__(self, message: str, flags: list):
         self.flags = flags
         super().__init__(message)
+
+
+class UsageError(WikiError):
+    """A command was given arguments it cannot take together, or an argument that names
+    nothing usable (an unreadable FILE, an editor that cannot run): the message names the
+    option or value and what to give instead (CLI exit 2)."""

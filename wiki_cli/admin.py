@@ -14,8 +14,8 @@ from wiki_cli.common import (
     app,
     embedding_progress,
     open_wiki,
-    report_flags,
     report_llm,
+    report_proposal,
     require_text,
 )
 from wiki_cli.errors import FINDINGS, report
@@ -26,12 +26,10 @@ from wiki_cli.render import err, out, plain, print_json, table, to_jsonable
 def init() -> None:
     """Create the wiki branch (with wiki.toml and index.md) in this repository, and its
     (empty) derived index, so `wiki status` reads current from the start."""
-    from wiki.store.derived import open_synced
+    from wiki.store.upkeep import init_wiki
 
     wiki = open_wiki()
-    commit = wiki.init()
-    index, _ = open_synced(wiki)
-    index.close()
+    commit = init_wiki(wiki)
     report(f"created wiki branch '{wiki.branch}' at {commit[:12]}")
     out.print(commit)
 
@@ -85,12 +83,7 @@ def ingest(
            f"{len(result.skipped)} skipped; entries: {result.added} new, "
            f"{result.updated} updated, {result.retracted} retracted")
     if result.proposal is not None and not json_output:
-        report_flags(result.proposal)
-        verb = "proposed" if result.proposal_created else "already proposed as"
-        report(f"{verb} {result.proposal.name}: review with `wiki diff "
-               f"{result.proposal.name}`, land with `wiki approve {result.proposal.name}` "
-               "(by someone else)")
-        out.print(result.proposal.name)
+        report_proposal(result.proposal, result.proposal_created, None)
     elif result.sources == 0 and not json_output:
         report("nothing ingested: no readable source among the given paths")
     elif result.changed == 0 and result.conflicts and not json_output:
@@ -132,18 +125,12 @@ def index_command(
 ) -> None:
     """Bring the derived search index (full text and vectors) up to the wiki branch, or
     rebuild it from scratch."""
-    from wiki.answering.embedding import refresh_vectors
-    from wiki.store.derived import open_synced
-    from wiki.store.derived import rebuild as run_rebuild
+    from wiki.store.upkeep import update_index
 
     wiki = open_wiki()
-    if rebuild:
-        result = run_rebuild(wiki)
-    else:
-        index, result = open_synced(wiki, write=True)
-        index.close()
     with embedding_progress(json_output) as progress:
-        embedded, note = refresh_vectors(wiki, progress=progress)
+        done = update_index(wiki, rebuild=rebuild, progress=progress)
+    result, embedded, note = done.sync, done.embedded, done.vectors
     if json_output:
         print_json({**vars(result), "embedded": embedded, "vectors": note})
     else:

@@ -12,8 +12,9 @@ from typing import Annotated
 
 import typer
 
+from wiki.errors import UsageError
 from wiki_cli.common import JsonOption, RedactOption, app, open_wiki, report_proposal
-from wiki_cli.errors import USAGE, report
+from wiki_cli.errors import report
 from wiki_cli.render import print_json
 
 
@@ -41,8 +42,7 @@ def propose(
     wiki = open_wiki()
     chosen = [o for o in (edit, retract, supersede) if o]
     if len(chosen) > 1:
-        report("error: use one of --edit, --retract, --supersede")
-        raise typer.Exit(USAGE)
+        raise UsageError("use one of --edit, --retract, --supersede")
     if retract:
         result = authoring.retract_entry(wiki, retract, reason, redact=redact, base=base)
     elif edit and file is None:
@@ -51,8 +51,7 @@ def propose(
         result = authoring.edit_entry(wiki, edit, _edit_in_editor(find_entry(wiki, edit, read)),
                                       redact=redact, base=read.commit)
     elif file is None:
-        report("error: give a FILE (or --edit ID to use $EDITOR, or --retract ID)")
-        raise typer.Exit(USAGE)
+        raise UsageError("give a FILE (or --edit ID to use $EDITOR, or --retract ID)")
     else:
         text = _read(file)
         if edit:
@@ -93,8 +92,7 @@ def _read(file: str) -> bytes:
     try:
         return Path(file).read_bytes()
     except OSError as exc:
-        report(f"error: {file}: {exc.strerror}")
-        raise typer.Exit(USAGE) from None
+        raise UsageError(f"{file}: {exc.strerror}") from None
 
 
 def _edit_in_editor(entry) -> bytes:
@@ -106,9 +104,8 @@ def _edit_in_editor(entry) -> bytes:
         try:
             code = subprocess.call([*shlex.split(editor), str(path)])
         except OSError as exc:
-            report(f"error: cannot run the editor {editor!r} ($VISUAL/$EDITOR): {exc.strerror}")
-            raise typer.Exit(USAGE) from None
+            raise UsageError(f"cannot run the editor {editor!r} ($VISUAL/$EDITOR): "
+                             f"{exc.strerror}") from None
         if code != 0:
-            report(f"error: the editor exited with {code}; nothing proposed")
-            raise typer.Exit(USAGE)
+            raise UsageError(f"the editor exited with {code}; nothing proposed")
         return path.read_bytes()

@@ -14,8 +14,11 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from indexes.legs import LEG_NAMES
+from indexes.legs import parse_legs as legs_from
+from wiki.errors import UsageError
 from wiki_cli import __version__
-from wiki_cli.errors import EXIT_CODE_MEANINGS, USAGE, WikiGroup, report, talk
+from wiki_cli.errors import EXIT_CODE_MEANINGS, WikiGroup, report, talk
 from wiki_cli.inert import masked_note, shown, tally
 from wiki_cli.payloads import as_of_time
 from wiki_cli.payloads import require_text as check_text
@@ -43,10 +46,23 @@ state = State()
 RepoOption = Annotated[Path, typer.Option("--repo", "-C", help="Repository to use.",
                                           show_default=False)]
 JsonOption = Annotated[bool, typer.Option("--json", help="Write JSON to stdout.")]
+
+
+def parse_legs(value: str | None) -> tuple[str, ...] | None:
+    """``--legs a,b`` as a tuple of leg names (:class:`indexes.legs.Leg`); an unknown leg
+    raises :class:`UsageError` (exit 2) through the one error path."""
+    if value is None or isinstance(value, tuple):  # typer may hand back a parsed default
+        return value
+    try:
+        return legs_from(value, "--legs")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 LegsOption = Annotated[str | None, typer.Option(
-    "--legs", help="Comma-separated legs to run: alias,bm25,vector,llm (default: "
-                   "wiki.toml; llm needs a model, see docs/llm.md).")]
-LEG_NAMES = ("alias", "bm25", "vector", "llm")
+    "--legs", parser=parse_legs,
+    help=f"Comma-separated legs to run: {','.join(LEG_NAMES)} (default: "
+         "wiki.toml; llm needs a model, see docs/llm.md).")]
 RerankOption = Annotated[bool, typer.Option(
     "--rerank", help="Re-order the top hits with the LLM (needs a model).")]
 VerboseOption = Annotated[bool, typer.Option(
@@ -71,18 +87,6 @@ ExpiredOption = Annotated[bool, typer.Option(
 def parse_as_of(value: str | None) -> dt.datetime | None:
     """``--as-of`` as an aware UTC time; a bare date means the end of that day."""
     return as_of_time(value)
-
-
-def parse_legs(value: str | None) -> tuple[str, ...] | None:
-    """``--legs a,b`` as a tuple of leg names (exit 2 on an unknown leg)."""
-    if value is None:
-        return None
-    legs = tuple(dict.fromkeys(p.strip() for p in value.split(",") if p.strip()))
-    bad = [leg for leg in legs if leg not in LEG_NAMES]
-    if bad or not legs:
-        report(f"error: --legs takes {','.join(LEG_NAMES)}; got {value!r}")
-        raise typer.Exit(USAGE)
-    return legs
 
 
 @contextmanager
@@ -126,8 +130,7 @@ def main_options(
 ) -> None:
     """Options shared by every command."""
     if quiet and verbose:
-        report("error: --quiet and --verbose cannot be used together")
-        raise typer.Exit(USAGE)
+        raise UsageError("--quiet and --verbose cannot be used together")
     set_talk(-1 if quiet else 1 if verbose else 0, ctx)
     tally.reset()
     ctx.call_on_close(_report_masked)
@@ -135,8 +138,7 @@ def main_options(
         try:  # like `git -C`: relative paths given to commands are read from there
             os.chdir(repo)
         except OSError as exc:
-            report(f"error: -C {repo}: {exc.strerror}")
-            raise typer.Exit(USAGE) from None
+            raise UsageError(f"-C {repo}: {exc.strerror}") from None
     state.repo = Path(".")
     state.branch = branch
 
@@ -202,19 +204,26 @@ def report_flags(proposal) -> None:
                   else "; secrets cannot be overridden"))
 
 
+def proposed_line(name: str, created: bool = True) -> str:
+    """The one line that says a proposal is open and how it lands (every command that
+    proposes says it this way)."""
+    verb = "proposed" if created else "already proposed as"
+    return (f"{verb} {name}: review with `wiki diff {name}`, land with "
+            f"`wiki approve {name}` (by someone else)")
+
+
 def report_proposal(proposal, created: bool, existing: str | None, *,
-                    nothing: str = "nothing to propose") -> None:
+                    nothing: str = "nothing to propose", name_on_stdout: bool = True) -> None:
     """Report a proposal just opened (or found open with the same result): its flags and
-    how to land it on stderr, its name on stdout; without one, that ``existing`` already
-    says this."""
+    how to land it on stderr (:func:`proposed_line`), its name on stdout; without one,
+    that ``existing`` already says this."""
     if proposal is None:
         report(f"{nothing}: {existing} already says this")
         return
     report_flags(proposal)
-    verb = "proposed" if created else "already proposed as"
-    report(f"{verb} {proposal.name}: land with `wiki approve {proposal.name}` "
-           "(by someone else)")
-    out.print(proposal.name)
+    report(proposed_line(proposal.name, created))
+    if name_on_stdout:
+        out.print(proposal.name)
 
 
 def report_llm(llm: dict | None, verbose: bool) -> None:

@@ -54,6 +54,7 @@ from wiki.errors import (
     SelfApprovalError,
     StaleProposalError,
     StorageError,
+    UsageError,
     WikiError,
 )
 from wiki.store.storage import storage_error, take_notices
@@ -64,6 +65,7 @@ STORAGE = 74
 
 EXIT_CODES: list[tuple[type[Exception], int]] = [
     (EmptyQueryError, USAGE),
+    (UsageError, USAGE),
     (NotARepositoryError, USAGE),
     (NotInitializedError, USAGE),
     (ConfigError, USAGE),

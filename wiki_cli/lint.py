@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
+from wiki.errors import UsageError
 from wiki_cli.common import JsonOption, app, open_wiki
-from wiki_cli.errors import FINDINGS, USAGE, report
+from wiki_cli.errors import FINDINGS, report
 from wiki_cli.render import out, plain, print_json, table
 
 FORMATS = ("text", "json", "markdown")
@@ -38,12 +39,10 @@ def lint(
     from wiki.lint import report_dict, run_lint, save_report
 
     if json_output and output_format not in ("text", "json"):
-        report(f"error: --json and --format {output_format} disagree; give one of them")
-        raise typer.Exit(USAGE)
+        raise UsageError(f"--json and --format {output_format} disagree; give one of them")
     output_format = "json" if json_output else output_format
     if output_format not in FORMATS:
-        report(f"error: --format takes {', '.join(FORMATS)}; got {output_format!r}")
-        raise typer.Exit(USAGE)
+        raise UsageError(f"--format takes {', '.join(FORMATS)}; got {output_format!r}")
     wiki = open_wiki()
     result = run_lint(wiki, _codes(select), _codes(ignore), fix=fix)
     try:

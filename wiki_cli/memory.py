@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
-from wiki_cli.common import JsonOption, app, open_wiki
-from wiki_cli.errors import USAGE, report
+from wiki.errors import UsageError
+from wiki_cli.common import JsonOption, app, open_wiki, report_proposal
+from wiki_cli.errors import report
 from wiki_cli.render import out, plain, print_json, table
 
 
@@ -35,16 +36,11 @@ def facts(
                                  category=category)
         if json_output:
             print_json(result)
-        elif result.proposal is None:
-            report(f"nothing to propose: {result.existing} already says this")
         else:
-            report(f"proposed {result.proposal.name}: land with `wiki approve "
-                   f"{result.proposal.name}` (by someone else)")
-            out.print(result.proposal.name)
+            report_proposal(result.proposal, result.created, result.existing)
         return
     if len(words) != 1:
-        report("error: give KEY, or: set KEY VALUE")
-        raise typer.Exit(USAGE)
+        raise UsageError("give KEY, or: set KEY VALUE")
     key = words[0]
     now = memory.current(wiki, key)
     changes = memory.history(wiki, key)
@@ -98,13 +94,13 @@ def feedback(
     wiki = open_wiki()
     counts = outcomes.record(wiki, target, outcome) if outcome else \
         outcomes.counts(wiki, target)
-    proposal = None
+    proposal, created = None, False
     if propose:
-        proposal, _ = outcomes.propose_counts(wiki, target)
+        proposal, created = outcomes.propose_counts(wiki, target)
     if json_output:
         print_json({**vars(counts), "proposal": proposal.name if proposal else None})
         return
     out.print(plain(f"{counts.path}: worked {counts.worked}, failed {counts.failed}"
                     + (f" (last {counts.last})" if counts.last else "")))
     if proposal is not None:
-        report(f"proposed {proposal.name}: land with `wiki approve {proposal.name}`")
+        report_proposal(proposal, created, None, name_on_stdout=False)

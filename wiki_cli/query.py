@@ -20,7 +20,6 @@ from wiki_cli.common import (
     embedding_progress,
     open_wiki,
     parse_as_of,
-    parse_legs,
     report_llm,
     report_proposal,
     require_text,
@@ -58,7 +57,7 @@ def search(
 
     require_text(query, "query")
     with embedding_progress(json_output) as progress:
-        result = run(open_wiki(), query, limit=limit, legs=parse_legs(legs), progress=progress,
+        result = run(open_wiki(), query, limit=limit, legs=legs, progress=progress,
                      as_of=parse_as_of(as_of), rerank=rerank, route=route,
                      filters=filters_for(include_superseded=include_superseded,
                                          category=category, tags=tuple(tag or ()),
@@ -132,25 +131,24 @@ def ask(
     """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap.
     Cited entries whose sources changed are answered from the current source and flagged
     (exit 0)."""
-    from wiki.answering.ask import ask as run
-    from wiki_cli.stale import citation_warnings, update
+    from wiki.answering.questions import answer_question
+    from wiki_cli.stale import citation_warnings, report_update, update_payload
 
     require_text(question, "question")
-    wiki = open_wiki()
     with embedding_progress(json_output) as progress:
-        answer = run(wiki, question, category=category, legs=parse_legs(legs),
-                     as_of=parse_as_of(as_of), scope=scope, include_expired=include_expired,
-                     budget=budget, include_superseded=include_superseded, progress=progress,
-                     revalidate=not no_revalidate, rerank=rerank,
-                     synthesize=not extractive, route=route)
+        answered = answer_question(
+            open_wiki(), question, save=save, redact=redact, propose=propose,
+            extractive=extractive, category=category, legs=legs, as_of=parse_as_of(as_of),
+            scope=scope, include_expired=include_expired, budget=budget,
+            include_superseded=include_superseded, progress=progress,
+            revalidate=not no_revalidate, rerank=rerank, route=route)
+    answer, saved = answered.answer, answered.saved
     report_truncation(question)
     report_llm(answer.llm, verbose)
-    saved = _save(wiki, answer, extractive, redact) if save and not answer.gap else None
     if explain and answer.route is not None:
         report_route(answer.route)
     if json_output:
-        print_json({**answer_payload(answer),
-                    "update": update(wiki, answer, propose=propose, quiet=True),
+        print_json({**answer_payload(answer), "update": update_payload(answered.update),
                     **({"saved": saved_payload(saved)} if save else {})})
     elif answer.gap:
         cosine = "" if answer.top_cosine is None else f", best cosine {answer.top_cosine:.2f}"
@@ -179,23 +177,13 @@ def ask(
             t = answer.tokens
             report(f"{t['used']} of {t['budget']} tokens used; the whole entries would take "
                    f"{t['whole']} ({t['counter']})")
-        update(wiki, answer, propose=propose, quiet=False)
+        report_update(answered.update, propose=propose)
         if saved is not None:
             _report_saved(saved, verbose)
     if answer.gap:
         if save and not json_output:
             report("note: nothing saved: the wiki does not answer this question")
         raise typer.Exit(GAP)
-
-
-def _save(wiki, answer, extractive: bool, redact: bool):
-    """``wiki ask --save``: the answer as a proposal (distilled unless ``--extractive`` or
-    no model is configured)."""
-    from wiki.knowledge.distiller import save_answer
-    from wiki.llm.settings import open_client
-
-    client = None if extractive else open_client(wiki)
-    return save_answer(wiki, answer, client=client, redact=redact)
 
 
 def _report_saved(saved, verbose: bool) -> None:
@@ -206,6 +194,8 @@ def _report_saved(saved, verbose: bool) -> None:
     if saved.llm:
         report_llm(saved.llm, verbose)
     report_proposal(saved.proposal, saved.created, saved.existing, nothing="nothing to save")
+
+
 def report_truncation(query: str) -> None:
     """On stderr, when the query's words past the limit were ignored (JSON: ``truncated``)."""
     from indexes.query import truncation_note
@@ -231,31 +221,22 @@ def show(
 ) -> None:
     """Print one entry or file of the wiki as stored (--json: parsed fields), and its
     relations both ways (outgoing and incoming; on stderr unless --json)."""
-    from wiki.errors import WikiError
-    from wiki.store.lookup import find_entry, raw_file
+    from wiki.store.entry_view import get_entry
 
-    wiki = open_wiki()
-    snapshot = wiki.snapshot()  # one read: what is printed and the commit reported
-    raw = None if json_output else raw_file(wiki, target, snapshot)
-    if raw is not None:  # any file on the branch, valid entry or not, shown as stored
-        write_raw(raw.decode("utf-8", "replace"))
-        try:
-            entry = find_entry(wiki, target, snapshot)
-        except WikiError:  # not an entry (index.md, wiki.toml) or a malformed one
-            _report_commit(snapshot.commit, None)
-            return
-        _report_commit(snapshot.commit, target)
-        _report_links(wiki, entry)
-        return
-    entry = find_entry(wiki, target, snapshot)
+    view = get_entry(open_wiki(), target, as_stored=not json_output)
     if json_output:
-        outgoing, incoming = _links(wiki, entry)
-        print_json({**entry_payload(entry), "commit": snapshot.commit,
+        outgoing, incoming = view.relations()
+        print_json({**entry_payload(view.entry), "commit": view.commit,
                     "relations": {"outgoing": outgoing, "incoming": incoming}})
         return
-    write_raw(entry.to_bytes().decode("utf-8"))
-    _report_commit(snapshot.commit, target)
-    _report_links(wiki, entry)
+    # any file on the branch, valid entry or not, shown as stored
+    write_raw(view.raw.decode("utf-8", "replace") if view.raw is not None
+              else view.entry.to_bytes().decode("utf-8"))
+    if view.entry is None:  # not an entry (index.md, wiki.toml) or a malformed one
+        _report_commit(view.commit, None)
+        return
+    _report_commit(view.commit, target)
+    _report_links(view)
 
 
 def _report_commit(commit: str, target: str | None) -> None:
@@ -269,17 +250,9 @@ def _report_commit(commit: str, target: str | None) -> None:
            f"wiki propose FILE --edit {target} --base {commit[:12]})")
 
 
-def _links(wiki, entry):
-    from wiki.knowledge.relations import links
-
-    return links(wiki.snapshot().entries()[0], entry)
-
-
-def _report_links(wiki, entry) -> None:
-    outgoing, incoming = _links(wiki, entry)
+def _report_links(view) -> None:
+    outgoing, incoming = view.relations()
     for arrow, found in (("->", outgoing), ("<-", incoming)):
         for link in found:
             where = f"{link.title} — {link.path}" if link.path else "no such entry"
             report(f"{arrow} {link.kind} {link.entry_id} ({where})")
-
-

@@ -1,4 +1,5 @@
-"""`wiki ask` output about revalidation: warnings on citations and the update proposal."""
+"""`wiki ask` output about revalidation: warnings on citations and the update proposal
+(:func:`wiki.answering.questions.offer_update`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from wiki_cli.common import report, report_flags
+from wiki_cli.common import report, report_proposal
 from wiki_cli.render import out, plain
 
 
@@ -35,43 +36,40 @@ def update_command(paths: list[Path]) -> str:
     return "wiki ingest " + " ".join(shlex.quote(p) for p in shown)
 
 
-def update(wiki, answer, *, propose: bool, quiet: bool) -> dict[str, Any] | None:
-    """Offer (or, with ``propose``, open) the proposal that re-ingests the changed
-    sources of ``answer``; ``None`` when nothing changed. Messages go to stderr unless
-    ``quiet``; returns the JSON view (``uris``, ``command``, ``proposal``, ``created``,
-    ``skipped``)."""
-    from wiki.answering.revalidate import local_paths, propose_update
-
-    uris = (answer.revalidation or {}).get("update") or []
-    if not uris:
-        if propose and not quiet:
-            report("nothing to propose: the sources of the answer's entries are unchanged")
+def update_payload(offer) -> dict[str, Any] | None:
+    """The JSON view of an :class:`wiki.answering.questions.UpdateOffer` (``uris``,
+    ``command``, ``proposal``, ``created``, ``skipped``); ``None`` when nothing changed."""
+    if offer is None:
         return None
-    paths = local_paths(wiki, uris)
-    data: dict[str, Any] = {"uris": uris, "command": update_command(paths) if paths else None,
+    data: dict[str, Any] = {"uris": offer.uris,
+                            "command": update_command(offer.paths) if offer.paths else None,
                             "proposal": None, "created": False, "skipped": []}
-    if not paths:
-        if not quiet:
-            report("the changed sources are not local files: re-ingest them by hand")
-        return data
-    if not propose:
-        if not quiet:
-            report(f"to propose an update of the out-of-date entries: {data['command']} "
-                   "(or ask again with --propose)")
-        return data
-    result = propose_update(wiki, uris)
-    data["skipped"] = [f"{s.path}: {s.reason}" for s in result.skipped]
-    if result.proposal is not None:
-        data["proposal"], data["created"] = result.proposal.name, result.proposal_created
-    if quiet:
-        return data
-    for skipped in data["skipped"]:
-        report(f"skipped {skipped}")
-    if result.proposal is None:
-        report("no update proposed: the wiki already matches these sources")
-        return data
-    report_flags(result.proposal)
-    verb = "proposed" if result.proposal_created else "already proposed as"
-    report(f"{verb} {result.proposal.name}: land it with `wiki approve "
-           f"{result.proposal.name}` (by someone else)")
+    if offer.proposed is not None:
+        data["skipped"] = [f"{s.path}: {s.reason}" for s in offer.proposed.skipped]
+        if offer.proposed.proposal is not None:
+            data["proposal"] = offer.proposed.proposal.name
+            data["created"] = offer.proposed.proposal_created
     return data
+
+
+def report_update(offer, *, propose: bool) -> None:
+    """On stderr: the update of the answer's out-of-date entries that could be proposed
+    (and how), or the one that ``propose`` opened."""
+    if offer is None:
+        if propose:
+            report("nothing to propose: the sources of the answer's entries are unchanged")
+        return
+    if not offer.paths:
+        report("the changed sources are not local files: re-ingest them by hand")
+        return
+    if offer.proposed is None:
+        report(f"to propose an update of the out-of-date entries: "
+               f"{update_command(offer.paths)} (or ask again with --propose)")
+        return
+    for skipped in offer.proposed.skipped:
+        report(f"skipped {skipped.path}: {skipped.reason}")
+    if offer.proposed.proposal is None:
+        report("no update proposed: the wiki already matches these sources")
+        return
+    report_proposal(offer.proposed.proposal, offer.proposed.proposal_created, None,
+                    name_on_stdout=False)

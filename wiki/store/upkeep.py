@@ -1,0 +1,59 @@
+"""Setting a wiki up and keeping its derived index current: the ``wiki init`` and
+``wiki index`` use cases, one call each.
+
+:func:`init_wiki` creates the wiki branch and its (empty) derived index, so the first
+``wiki status`` reads current; :func:`update_index` brings the index (full text, then the
+vectors of entries that have none) up to the branch head, or rebuilds it from scratch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from indexes.vectors import Progress
+    from wiki.store.derived import SyncReport
+    from wiki.store.workspace import Wiki
+
+
+def init_wiki(wiki: Wiki) -> str:
+    """Create the wiki branch (``wiki.toml`` and a root ``index.md``, one commit by the
+    current git identity) and build its derived index; return the new commit's sha.
+    Raises ``AlreadyInitializedError`` when the branch exists, ``IdentityError`` when git
+    cannot tell who is acting."""
+    from wiki.store.derived import open_synced
+
+    commit = wiki.init()
+    index, _ = open_synced(wiki)
+    index.close()
+    return commit
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """What :func:`update_index` did: the full-text ``sync`` (commit, entries added,
+    updated, removed, invalid), how many chunks were ``embedded`` and a note on the
+    ``vectors`` (model and count, or why there are none)."""
+
+    sync: SyncReport
+    embedded: int
+    vectors: str
+
+
+def update_index(wiki: Wiki, *, rebuild: bool = False,
+                 progress: Progress | None = None) -> Indexed:
+    """Bring the derived index up to the wiki branch (``rebuild``: from scratch), then
+    embed the entries that have no vector yet (``progress(done, total)`` as it goes).
+    Raises ``NotInitializedError`` without a wiki branch."""
+    from wiki.answering.embedding import refresh_vectors
+    from wiki.store.derived import open_synced
+    from wiki.store.derived import rebuild as run_rebuild
+
+    if rebuild:
+        result = run_rebuild(wiki)
+    else:
+        index, result = open_synced(wiki, write=True)
+        index.close()
+    embedded, note = refresh_vectors(wiki, progress=progress)
+    return Indexed(result, embedded, note)
