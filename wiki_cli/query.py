@@ -191,7 +191,7 @@ def ask(
 def _save(wiki, answer, extractive: bool, redact: bool):
     """``wiki ask --save``: the answer as a proposal (distilled unless ``--extractive`` or
     no model is configured)."""
-    from wiki.knowledge.distiller import save_answer
+    from wiki.knowledge.distill import save_answer
     from wiki.llm.settings import open_client
 
     client = None if extractive else open_client(wiki)
