@@ -8,7 +8,6 @@ from __future__ import annotations
 from wiki.lint import (  # noqa: F401  (registers rules)
     content,
     marks,
-    relations,
     safety,
     sources,
     structure,
