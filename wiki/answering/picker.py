@@ -10,9 +10,9 @@ sentence is a step opens with the run of steps around it, in order.
 
 The answer is also where a gap gets its reason (:class:`GapReason`): the retrieval rule
 (no entry shares the question's words or meaning), the answer type (a percentage or money
-that no cited entry states, :mod:`indexes.answer_type`), or, new here, no candidate
-sentence answering well enough (``no_answer``) or none stating the number, person or place
-asked for (``missing_form``). DESIGN.md §5-6: a gap, never a guess.
+that no cited entry states, :mod:`indexes.answer_type`), no candidate sentence answering
+well enough (``no_answer``) or none stating the number, person or place asked for
+(``missing_form``): a gap, never a guess (docs/architecture.md, "Asking").
 """
 
 from __future__ import annotations
