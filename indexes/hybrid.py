@@ -1,5 +1,5 @@
-"""Running the retrieval legs and fusing them (DESIGN.md §5): weighted z-score CombSUM by
-default, weighted RRF on request (:mod:`indexes.fusion`).
+"""Running the retrieval legs and fusing them (docs/architecture.md, "Retrieval"): weighted
+z-score CombSUM by default, weighted RRF on request (:mod:`indexes.fusion`).
 
 Legs: ``alias`` (exact title/alias spans), ``bm25`` (FTS5 with the trigram path for
 space-less scripts) and ``vector`` (cosine of the best chunk). Every leg applies the same

@@ -1,5 +1,5 @@
 """The alias/title leg: exact, case- and accent-insensitive match of the query, or of a
-span of its words, against entry titles and aliases (DESIGN.md §5, leg 1).
+span of its words, against entry titles and aliases (docs/architecture.md, "Retrieval", leg 1).
 
 Names are folded (NFKC, case folded, accents removed, every run of non-letters and
 non-digits a single space), so "Per-Diem", "per diem" and "PER DIÉM" are one name. A hit's

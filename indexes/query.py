@@ -4,7 +4,7 @@ Each whitespace-separated word of the query becomes one FTS5 string (double quot
 quotes doubled). FTS5 runs the table's own tokenizer over a quoted string, so the query is
 tokenised exactly like the index: ``DEC-0054`` becomes the phrase ``dec 0054`` and matches
 that literal, never ``dec NOT 0054``. Words are OR-combined, so a missing word lowers the
-BM25 score instead of emptying the result (ROBUSTNESS Q1-Q4). Operators such as ``OR``,
+BM25 score instead of emptying the result (docs/robustness.md, Q1-Q4). Operators such as ``OR``,
 ``NEAR``, ``*``, ``-`` or ``:`` are therefore plain text.
 """
 

@@ -1,4 +1,4 @@
-"""Routing a question to category folders by embeddings (issue 6).
+"""Routing a question to category folders by embeddings.
 
 The *category folders* are the children of the first folder where the documents'
 ``category`` tree branches: ``pages/tools/x.md`` and ``pages/travel/y.md`` route to

@@ -60,11 +60,11 @@ class PickerConfig:
     gap_score: float | None = 0.52
     score_coverage: float = 0.5
     score_by: str = "words"
-    """Which sentence's cosine the answer score takes: ``words``, the sentence sharing most
-    of the question's words (BM25 ÷ the entry's rank discount, as the picker before issue
-    16 chose its first sentence), or ``best``, the best-scored one. A sentence chosen by
-    its cosine flatters an unanswerable question (the nearest of many sentences is near by
-    selection); one chosen by its words is judged by its meaning."""
+    """Which sentence's cosine the answer score takes: ``words``, the sentence sharing most of
+    the question's words (BM25 ÷ the entry's rank discount), or ``best``, the best-scored
+    one. A sentence chosen by its cosine flatters an unanswerable question (the nearest of
+    many sentences is near by selection); one chosen by its words is judged by its
+    meaning."""
     form_gap: bool = False
     form_gap_margin: float = 0.1
     retrieval_gap: bool = False

@@ -3,7 +3,7 @@
 Schema changes are numbered, append-only migrations tracked in ``PRAGMA user_version``.
 Writers take ``BEGIN IMMEDIATE`` and every connection waits up to ``busy_timeout`` for a
 lock, in WAL mode, so concurrent readers and writers never see "database is locked"
-(ROBUSTNESS W4).
+(docs/robustness.md, W4).
 """
 
 from __future__ import annotations

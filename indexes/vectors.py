@@ -6,7 +6,7 @@ chunk knows its subject). A chunk is embedded once per model: vectors are keyed 
 ``(sha256 of the chunk text, model)``, so an unchanged entry is never re-embedded, and a
 changed one only for the chunks whose text changed. The model's name and dimension are
 recorded; vectors of another model or dimension are dropped and rebuilt, never mixed
-(ROBUSTNESS I3). A document scores the cosine of its best chunk.
+(docs/robustness.md, I3). A document scores the cosine of its best chunk.
 """
 
 from __future__ import annotations

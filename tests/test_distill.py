@@ -290,7 +290,7 @@ def test_no_model_configured_is_a_clear_error(cli, wiki: Wiki, repo: Path) -> No
 
 
 def _distiller(wiki: Wiki):
-    from wiki.knowledge.distiller import Distiller
+    from wiki.knowledge.distill import Distiller
 
     return Distiller(wiki, open_client(wiki))
 

@@ -17,10 +17,9 @@ from wiki.answering.search import search
 from wiki.config import parse_config
 from wiki.errors import ConfigError
 from wiki.llm.cache import ResponseCache
-from wiki.llm.client import LLMClient
+from wiki.llm.client import LLMClient, redact_outbound
 from wiki.llm.errors import BudgetExceededError, LLMTimeoutError, ModelFileError
 from wiki.llm.modelfile import assemble, verified
-from wiki.llm.redaction import redact_outbound
 from wiki.llm.usage import Limits
 from wiki.review.proposals import approve, propose
 from wiki.store.workspace import Wiki

@@ -99,7 +99,7 @@ def ingest(
 
 def _distiller(wiki):
     """The ingest hook with the configured model (exit 2 without one)."""
-    from wiki.knowledge.distiller import Distiller
+    from wiki.knowledge.distill import Distiller
     from wiki.llm.settings import require_client
 
     return Distiller(wiki, require_client(wiki))

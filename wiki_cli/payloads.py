@@ -100,7 +100,7 @@ def authored_payload(result) -> dict[str, Any]:
 
 
 def saved_payload(saved) -> dict[str, Any] | None:
-    """A :class:`wiki.knowledge.distiller.Saved` result (``wiki ask --save``): the proposal opened,
+    """A :class:`wiki.knowledge.distill.Saved` result (``wiki ask --save``): the proposal opened,
     how the answer was saved and where each of its claims went."""
     if saved is None:
         return None

@@ -1,5 +1,6 @@
-"""Source adapters (DESIGN.md §4): ``git:``, ``file://`` and ``http(s)://`` behind a
-registry keyed by URI scheme (:mod:`wiki.adapters.registry`).
+"""Source adapters (docs/architecture.md, "Sources and fingerprints"): ``git:``,
+``file://`` and ``http(s)://`` behind a registry keyed by URI scheme
+(:mod:`wiki.adapters.registry`).
 
 Importing this package registers the built-in adapters.
 """

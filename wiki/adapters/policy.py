@@ -1,4 +1,5 @@
-"""The reader's source policy (DESIGN.md §10): which sources this machine may read.
+"""The reader's source policy: which sources this machine may read (docs/security.md,
+"Reading sources").
 
 Entries and their ``sources:`` are written by other people and agents; checking a source
 reads it on the *reader's* machine. So what may be read is the reader's decision, taken

@@ -1,4 +1,5 @@
-"""The source adapter registry (DESIGN.md §4): one adapter per URI scheme.
+"""The source adapter registry: one adapter per URI scheme (docs/architecture.md,
+"Sources and fingerprints").
 
 An adapter is made once per run from a :class:`SourceEnv` and answers two questions about
 a uri: :meth:`Adapter.fingerprint` (cheap: what is the source's fingerprint now, given

@@ -5,7 +5,7 @@ entries, ranked by BM25 against the question with the index's own tokenizer
 (:func:`indexes.passages.rank_passages`) and discounted by the rank of their entry, each
 with a citation ``[n]`` to its entry and, through it, to the entry's sources. When the
 retrieval confidence is below the threshold the answer is an evidence gap, recorded in
-``<git dir>/wiki/gaps.jsonl`` for lint, never a guess (DESIGN.md §5-6).
+``<git dir>/wiki/gaps.jsonl`` for lint, never a guess (docs/architecture.md, "Asking").
 
 Before sentences are picked, the candidate entries' sources are revalidated
 (:mod:`wiki.answering.revalidate`): a stale entry competes with the current text of its source and

@@ -1,6 +1,6 @@
 """Which embedding model this user runs, and keeping an index's vectors complete.
 
-The model is a per-user setting (DESIGN.md §3): ``$WIKI_EMBED_MODEL``, default
+The model is a per-user setting (docs/cli.md): ``$WIKI_EMBED_MODEL``, default
 ``all-MiniLM-L6-v2``; ``none`` turns the vector leg off. The model is reached through
 ``indexes.embed_server`` when it is available (one warm process serves every ``wiki``
 command), else loaded in this process.

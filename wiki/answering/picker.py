@@ -1,6 +1,6 @@
 """The extractive answer: the sentence that answers first, then its support, each cited.
 
-The candidates are the :func:`wiki.store.markdown_text.answer_sentences` of the top entries
+The candidates are the :func:`answer_sentences` of the top entries
 (their current source text for a stale one). Each is scored by
 :func:`indexes.sentence_scoring.score_sentences`: its words (BM25), its meaning (the cosine
 of its vector, embedded at index time and handed over by the search, to the question's)
@@ -10,9 +10,9 @@ sentence is a step opens with the run of steps around it, in order.
 
 The answer is also where a gap gets its reason (:class:`GapReason`): the retrieval rule
 (no entry shares the question's words or meaning), the answer type (a percentage or money
-that no cited entry states, :mod:`indexes.answer_type`), or, new here, no candidate
-sentence answering well enough (``no_answer``) or none stating the number, person or place
-asked for (``missing_form``). DESIGN.md §5-6: a gap, never a guess.
+that no cited entry states, :mod:`indexes.answer_type`), no candidate sentence answering
+well enough (``no_answer``) or none stating the number, person or place asked for
+(``missing_form``): a gap, never a guess (docs/architecture.md, "Asking").
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from indexes.sentence_scoring import (
     score_sentences,
 )
 from indexes.vectors import text_hash
-from wiki.store.markdown_text import answer_sentences
+from wiki.store.markdown_text import sentences, word_count
 
 DEFAULT = PickerConfig()
 """The product's picker (chosen on the staff tune half; docs/decisions.md)."""
@@ -77,6 +77,17 @@ def embedded(title: str, sentence: str) -> str:
     on the tune half: AUROC answerable vs unanswerable of the best sentence's cosine 0.873
     with the title, 0.827 without (docs/decisions.md)."""
     return f"{title}: {sentence}"
+
+
+MIN_ANSWER_WORDS = 4
+"""A sentence of fewer words is never quoted as an answer."""
+
+
+def answer_sentences(markdown: str) -> list[str]:
+    """The sentences an answer may quote: those of
+    :func:`wiki.store.markdown_text.sentences` (the one sentence splitter) with at least
+    :data:`MIN_ANSWER_WORDS` words."""
+    return [s for s in sentences(markdown) if word_count(s) >= MIN_ANSWER_WORDS]
 
 
 def index_sentences(title: str, body: str) -> tuple[str, ...]:

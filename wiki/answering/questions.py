@@ -6,7 +6,7 @@ only parse their arguments and render its :class:`Answered`. The steps, in order
 
 1. :func:`wiki.answering.ask.ask` retrieves, revalidates the hits' sources, answers with
    citations, and records an evidence gap in ``gaps.jsonl``;
-2. with ``save`` (and no gap), :func:`wiki.knowledge.distiller.save_answer` proposes the
+2. with ``save`` (and no gap), :func:`wiki.knowledge.distill.save_answer` proposes the
    answer as entries, distilled by the configured model unless ``extractive``;
 3. when cited entries' sources changed, :func:`offer_update` finds the local files to
    re-ingest and, with ``propose``, opens that proposal
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from wiki.answering.ask import Answer
     from wiki.ingest.pipeline import IngestReport
-    from wiki.knowledge.distiller import Saved
+    from wiki.knowledge.distill import Saved
     from wiki.store.workspace import Wiki
 
 
@@ -89,7 +89,7 @@ def offer_update(wiki: Wiki, answer: Answer, *, propose: bool = False) -> Update
 def _save(wiki: Wiki, answer: Answer, *, extractive: bool, redact: bool) -> Saved:
     """The answer as a proposal, distilled by the configured model unless ``extractive``
     or no model is configured."""
-    from wiki.knowledge.distiller import save_answer
+    from wiki.knowledge.distill import save_answer
     from wiki.llm.settings import open_client
 
     client = None if extractive else open_client(wiki)

@@ -1,4 +1,5 @@
-"""Revalidation at ask time (DESIGN.md §6): answer from the source when the entry is old.
+"""Revalidation at ask time: answer from the source when the entry is old
+(docs/architecture.md, "Asking").
 
 Before an answer's sentences are picked, the sources of the candidate entries (the top
 hits that may be cited) are checked through the adapter registry

@@ -1,4 +1,4 @@
-"""Routing a question to its category folder(s) inside a search (issue 6).
+"""Routing a question to its category folder(s) inside a search.
 
 :func:`decide` scores the category folders by embeddings (:mod:`indexes.routing`) and,
 when several folders fall within the margin and a model is configured, lets the model

@@ -1,4 +1,5 @@
-"""Search: sync the derived index with the branch, run the legs, fuse (DESIGN.md §5)."""
+"""Search: sync the derived index with the branch, run the legs, fuse (docs/architecture.md,
+"Retrieval")."""
 
 from __future__ import annotations
 

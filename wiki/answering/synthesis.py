@@ -1,4 +1,5 @@
-"""A model-written answer over the extractive one, when a model is configured (DESIGN §6).
+"""A model-written answer over the extractive one, when a model is configured
+(docs/architecture.md, "Asking").
 
 The extractive answer (:mod:`wiki.answering.ask`) decides *which* entries are cited; this module
 hands the model those entries' best sentences as numbered, fenced evidence and keeps only

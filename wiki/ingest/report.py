@@ -11,7 +11,7 @@ Progress = Callable[[int, int, str], None]
 """Called as ``progress(done, total, path)`` after each source."""
 Distiller = Callable[["SourceText", set[str], set[str]], "tuple | None"]
 """Called as ``distiller(source, taken paths, taken ids)`` for each new or changed source
-(``wiki ingest --distill``, :class:`wiki.knowledge.distiller.Distiller`); returns ``(changes, added,
+(``wiki ingest --distill``, :class:`wiki.knowledge.distill.Distiller`); returns ``(changes, added,
 updated, retracted)`` like the plain path, or ``None`` to compile the source without it."""
 
 

@@ -1,7 +1,7 @@
 """The model-free compile of one source: its whole body, or one draft per ``##`` section.
 
 Shared by ingest (:mod:`wiki.ingest.pipeline`), distillation
-(:mod:`wiki.knowledge.distiller`, which distils the same sections) and revalidation
+(:mod:`wiki.knowledge.distill`, which distils the same sections) and revalidation
 (:mod:`wiki.answering.revalidate`, which finds an entry's part of
 a changed source the way ingest cut it).
 """

@@ -1,10 +1,10 @@
 """Sources: reading a file safely, its canonical text, its fingerprint and its uri.
 
-Canonical text (DESIGN.md §4, ROBUSTNESS F5): BOM dropped, CRLF/CR turned into LF,
-trailing whitespace of every line dropped, leading and trailing blank lines dropped.
-With ``ignore_frontmatter`` the leading YAML block is left out; with
-``ignore_whitespace`` runs of spaces and of blank lines collapse to one. The fingerprint
-is ``sha256:`` + the hex digest of the canonical text in UTF-8.
+Canonical text (docs/architecture.md, "Sources and fingerprints"; docs/robustness.md, F5):
+BOM dropped, CRLF/CR turned into LF, trailing whitespace of every line dropped, leading and
+trailing blank lines dropped. With ``ignore_frontmatter`` the leading YAML block is left
+out; with ``ignore_whitespace`` runs of spaces and of blank lines collapse to one. The
+fingerprint is ``sha256:`` + the hex digest of the canonical text in UTF-8.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every function returns a :class:`Authored` result holding the proposal (or the existing
 entry that already says the same thing) and any near-duplicates found, and never writes
-to the wiki branch itself (DESIGN.md §7).
+to the wiki branch itself (docs/architecture.md, "Proposals and review").
 
 Near-duplicate: another active entry with the same folded title or alias, or whose body
 is very similar (``difflib.SequenceMatcher`` ratio ≥ :data:`SIMILAR_TEXT`, compared only
@@ -55,7 +55,7 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
     for a secret in ``text`` (with ``redact``, it is replaced by ``[REDACTED:<kind>]``).
 
     ``base`` (every function here takes it) is the wiki commit the text was written
-    against (default: the head, read now); the proposal is built on it (DESIGN.md §7)."""
+    against (default: the head, read now); the proposal is built on it (docs/review.md)."""
     snapshot = read_base(wiki, base)
     text = _screened(text, source_name, redact)
     titled_from = None

@@ -1,4 +1,4 @@
-"""``wiki lint``: rules with stable codes over the wiki branch (DESIGN.md §8, docs/lint.md).
+"""``wiki lint``: rules with stable codes over the wiki branch (docs/lint.md).
 
 Importing this package registers the built-in rules in :data:`RULES`.
 """
@@ -8,7 +8,6 @@ from __future__ import annotations
 from wiki.lint import (  # noqa: F401  (registers rules)
     content,
     marks,
-    relations,
     safety,
     sources,
     structure,

@@ -1,5 +1,5 @@
 """Rules over what entries say: W003 contradiction, W004 near-duplicate, W006 broken-link,
-W008 expired, W009 broken-supersession, W012 orphan."""
+W008 expired, W009 broken-supersession, W012 orphan, W016 relation-cycle."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import re
 from urllib.parse import unquote
 
 from indexes.names import fold_name
+from wiki.knowledge.relations import ACYCLIC, cycles
 from wiki.lint.model import ERROR, WARNING, Finding, LintContext, as_ids, rule
 from wiki.store.entry import Entry
 
@@ -161,3 +162,19 @@ def orphan(ctx: LintContext):
             yield Finding("W012", WARNING, entry.path, "no sources, and no other entry links "
                           "to it or names it: cite a source, link it from a related entry, "
                           "or retract it", entry.id)
+
+
+@rule("W016", "relation-cycle", ERROR)
+def relation_cycle(ctx: LintContext):
+    """Entries that, through a chain of ``depends_on``, ``refines`` or ``derived_from``,
+    relate to themselves (retracted entries left out). One finding per entry in the
+    cycle, naming the whole cycle."""
+    live = [e for e in ctx.entries if e.status != "retracted"]
+    by_id = {e.id: e for e in live}
+    for kind in ACYCLIC:
+        for group in cycles(live, kind):
+            for entry_id in group:
+                entry = by_id[entry_id]
+                yield Finding("W016", ERROR, entry.path, f"{kind} cycle among "
+                              f"{', '.join(group)}; break one of its links",
+                              entry.id)

@@ -1,4 +1,5 @@
-"""The post-commit hook: mark the entries whose sources a commit changed (DESIGN.md §8).
+"""The post-commit hook: mark the entries whose sources a commit changed
+(docs/architecture.md, "Lint, cron, hook").
 
 Installed like pre-commit installs its hooks: a small shell script carrying a marker line;
 a foreign ``post-commit`` is kept as ``post-commit.legacy`` and still runs first;

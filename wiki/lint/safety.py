@@ -1,4 +1,4 @@
-"""Rules over hostile content in entries (ROBUSTNESS H1, H2): W014 secret, W015
+"""Rules over hostile content in entries (docs/robustness.md, H1-H2): W014 secret, W015
 suspicious-instruction. Both read one scan per file (:func:`wiki.safety.scan.scan`) of every
 entry file on the branch, valid or not, so lines and columns are the file's own."""
 

@@ -11,7 +11,7 @@ Public API:
   :func:`~wiki.llm.settings.model_name` — the configured model of a wiki;
 * :mod:`wiki.llm.prompts` — the system prompt and :func:`~wiki.llm.prompts.fence` for
   quoting retrieved text as evidence;
-* :func:`wiki.llm.redaction.redact_outbound` — the one place text is redacted before it
+* :func:`wiki.llm.client.redact_outbound` — the one place text is redacted before it
   leaves the process;
 * :func:`wiki.llm.walk.walk` / :func:`~wiki.llm.walk.rerank` — the index-walk leg and the
   rerank; :class:`wiki.llm.leg.LLMStage` ties them into :func:`wiki.answering.search.search`;

@@ -1,4 +1,5 @@
-"""Cited answers written by a model, checked in code (DESIGN.md §6, ROBUSTNESS H1-H2).
+"""Cited answers written by a model, checked in code (docs/architecture.md, "Asking";
+docs/robustness.md, H1-H2).
 
 The model sees the question and, fenced as quoted evidence, numbered passages: for each
 entry the extractive answer would cite, its title and best sentences (the same BM25

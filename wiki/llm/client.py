@@ -12,7 +12,7 @@ and adds what the product needs around it:
   of a command, and no provider retries: a provider that accepts the connection and never
   answers costs the command at most the deadline, not a timeout per retry; provider
   failures become :class:`LLMCallError` / :class:`LLMTimeoutError`, never a traceback;
-* :func:`~wiki.llm.redaction.redact_outbound` on every message before it is sent;
+* :func:`redact_outbound` on every message before it is sent;
 * scored yes/no judgements (:meth:`LLMClient.judge`) from the log-probabilities of the
   first answer token, and JSON-constrained choices (:meth:`LLMClient.choose`).
 
@@ -31,12 +31,21 @@ from dataclasses import dataclass, field
 from wiki.llm import backend, prompts
 from wiki.llm.cache import ResponseCache, cache_key
 from wiki.llm.errors import LLMCallError, LLMTimeoutError
-from wiki.llm.redaction import redact_outbound
 from wiki.llm.usage import Budget, Deadline, Limits, Usage
+from wiki.safety.scan import redact
 
 YES = frozenset({"yes", "y", "true"})
 NO = frozenset({"no", "n", "false"})
 TOP_LOGPROBS = 10
+
+
+def redact_outbound(text: str) -> tuple[str, int]:
+    """``(text with secrets replaced by [REDACTED:<kind>], number of secrets found)``: the
+    single choke point every message passes before it leaves the process for a provider
+    (hosted or local). Secrets are found and masked by :func:`wiki.safety.scan.redact`,
+    the same pattern table that guards every proposal (docs/security.md)."""
+    cleaned, findings = redact(text)
+    return cleaned, len(findings)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Prompts: short, with every retrieved text fenced as quoted evidence.
 
-A text from the wiki is data, never instructions (DESIGN.md §6): it is put between
+A text from the wiki is data, never instructions (docs/architecture.md, "Asking"): it is put between
 ``<evidence>`` and ``</evidence>`` lines, and any ``<evidence``/``</evidence`` inside it is
 escaped first, so an entry cannot close the fence and speak as the user. The system prompt
 says that whatever is inside the fence is to be judged, not obeyed. Prompts stay short

@@ -1,4 +1,5 @@
-"""The LLM index walk, the fourth retrieval leg (DESIGN.md §5.4), and the LLM rerank.
+"""The LLM index walk, the fourth retrieval leg (docs/architecture.md, "Retrieval"), and
+the LLM rerank.
 
 A walk for one question, within the question's budget (:class:`~wiki.llm.usage.Limits`):
 

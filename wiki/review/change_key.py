@@ -1,4 +1,5 @@
-"""The key of a change: what makes two proposals the same proposal (DESIGN.md §7).
+"""The key of a change: what makes two proposals the same proposal (docs/architecture.md,
+"Proposals and review").
 
 A retried ``wiki propose`` (or MCP ``propose``) and two ``wiki ingest`` runs at once
 compute the same change with fresh time stamps and, for new entries, freshly generated

@@ -112,7 +112,7 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, base: str | None
             kind: str, subject: str, body: str = "", author: Identity | None = None,
             redact: bool = False) -> tuple[Proposal, bool]:
     """Record ``changes`` (path -> new bytes, ``None`` deletes) as a proposal built on
-    ``base``, the wiki commit the caller read when it computed them (DESIGN.md §7;
+    ``base``, the wiki commit the caller read when it computed them (docs/review.md;
     required, ``None`` = the head read now). If the wiki moved since, the proposal is
     behind (``stale``): it lands only by approve's clean merge, else ``wiki rebase``.
     ``ConfigError`` when ``base`` is not a commit of the wiki branch.

@@ -220,7 +220,7 @@ _SENSITIVE = (r"(?:secrets?|credentials?|api[ _-]?keys?|(?:access\s+|auth\s+)?to
               r"system\s+prompt|conversation|chat\s+history|~/\.\w+|/etc/\w+|\.env\b|id_rsa)")
 
 PATTERNS: tuple[Pattern, ...] = (
-    # -- secrets (ROBUSTNESS H2) ----------------------------------------------------------
+    # -- secrets (docs/robustness.md, H2) -------------------------------------------------
     _row("S001", "private-key", "a private key block (PEM, OpenSSH, PGP)",
          r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
          r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", accept=_private_key,
@@ -297,7 +297,7 @@ PATTERNS: tuple[Pattern, ...] = (
          r"client[_-]?secret|secret[_-]?key|private[_-]?token|secret)['\"]?[ \t]*" + _VALUE,
          group="secret", accept=_assignment, folded=True,
          hints=("api", "token", "secret")),
-    # -- instruction-like and exfiltration content (ROBUSTNESS H1) ------------------------
+    # -- instruction-like and exfiltration content (docs/robustness.md, H1) ---------------
     _row("I001", "instruction-override",
          "an attempt to override a model's instructions (ignore previous instructions ...)",
          r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|each|every|the|your|"

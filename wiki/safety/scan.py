@@ -1,4 +1,4 @@
-"""Hostile-content scanning: secrets and instruction-like text (ROBUSTNESS H1, H2).
+"""Hostile-content scanning: secrets and instruction-like text (docs/robustness.md, H1-H2).
 
 :func:`scan` finds every match of the pattern table (:mod:`wiki.safety.patterns`) in a
 text; :func:`redact` replaces the secrets with ``[REDACTED:<kind>]``. Both are used where

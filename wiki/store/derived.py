@@ -1,9 +1,10 @@
-"""Keeping the derived search database in step with the wiki branch (DESIGN.md §3).
+"""Keeping the derived search database in step with the wiki branch (docs/architecture.md,
+"Derived state").
 
 Every read calls :func:`open_synced`: it compares the indexed commit with the branch head
 and, when they differ, re-indexes exactly the entry files whose blob changed (the blob sha
 is the content hash), inside one write transaction, so the index never serves a stale or
-deleted entry (ROBUSTNESS I1) and two processes never both rebuild it.
+deleted entry (docs/robustness.md, I1) and two processes never both rebuild it.
 """
 
 from __future__ import annotations

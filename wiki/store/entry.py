@@ -1,4 +1,4 @@
-"""The entry: one markdown file with YAML frontmatter (DESIGN.md §3).
+"""The entry: one markdown file with YAML frontmatter (docs/entry-format.md).
 
 Known fields are validated with a per-file, per-field error; unknown fields are kept
 byte-for-byte; an entry that was not changed is written back as its original bytes.

@@ -2,7 +2,8 @@
 
 Why not python-frontmatter: it re-dumps the whole block on write and its fence regex
 swallows the blank lines after the closing ``---``, so neither a byte-stable round trip
-nor unknown fields kept byte-for-byte (DESIGN.md §3, ROBUSTNESS F4) is possible with it.
+nor unknown fields kept byte-for-byte (docs/entry-format.md; docs/robustness.md, F4) is
+possible with it.
 Values are still parsed and dumped by PyYAML; this module only finds the fences and the
 byte ranges of top-level keys (docs/decisions.md).
 

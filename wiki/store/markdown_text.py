@@ -120,16 +120,6 @@ def sentences(markdown: str) -> list[str]:
             for s in _SENTENCE_END.split(block) if s.strip()]
 
 
-MIN_ANSWER_WORDS = 4
-"""A sentence of fewer words is never quoted as an answer."""
-
-
-def answer_sentences(markdown: str) -> list[str]:
-    """The sentences an answer may quote (:func:`sentences` of at least
-    :data:`MIN_ANSWER_WORDS` words): what the index embeds for the answer picker."""
-    return [s for s in sentences(markdown) if word_count(s) >= MIN_ANSWER_WORDS]
-
-
 def summary(markdown: str, *, max_chars: int = 240) -> str:
     """The first sentence(s) of the first prose block (headings and tables skipped), cut
     at a word boundary to at most ``max_chars``; ``""`` when there is no prose."""

@@ -6,7 +6,7 @@ runs of ``-`` collapse, ends are trimmed, at most 80 characters. Letters and dig
 every script, ``_``, ``.``, emoji and other symbols are kept (control and bidi characters
 are not), so ``my_file`` and ``my-file`` stay distinct; names that still collide
 (``my file`` -> ``my-file``) get a numeric suffix from :func:`unique_path`
-(ROBUSTNESS F1-F2).
+(docs/robustness.md, F1-F2).
 """
 
 from __future__ import annotations
