@@ -225,20 +225,15 @@ class WikiTools:
         frontmatter field and the body; plus cited files changed since it was written, the
         open proposals that touch it and the wiki 'commit' it was read at (pass it as
         `propose`'s base)."""
-        from indexes.marks import marks
+        from wiki.lint.marks import revalidation_marks
         from wiki.review.proposals import list_proposals
-        from wiki.store.derived import open_synced
         from wiki.store.lookup import find_entry
 
         require_text(target, "entry id or path")
         wiki = self.wiki()
         snapshot = wiki.snapshot()
         entry = find_entry(wiki, target, snapshot)
-        index, _ = open_synced(wiki)
-        try:
-            changed = marks(index.conn, [entry.path]).get(entry.path, [])
-        finally:
-            index.close()
+        changed = revalidation_marks(wiki, [entry.path]).get(entry.path, [])
         return {**entry_payload(entry), "changed_sources": [m["uri"] for m in changed],
                 "open_proposals": [p.name for p in list_proposals(wiki) if entry.path in p.paths],
                 "commit": snapshot.commit}
