@@ -1,6 +1,7 @@
 """The derived search database: one SQLite file with FTS5/BM25 and a trigram path.
 
-Schema changes are numbered, append-only migrations tracked in ``PRAGMA user_version``.
+Schema changes are numbered, append-only migrations tracked in ``PRAGMA user_version``
+(:mod:`indexes.schema`); typed reads of the stored rows are :mod:`indexes.rows`.
 Writers take ``BEGIN IMMEDIATE`` and every connection waits up to ``busy_timeout`` for a
 lock, in WAL mode, so concurrent readers and writers never see "database is locked"
 (ROBUSTNESS W4).
