@@ -10,6 +10,7 @@ is never followed, and :mod:`wiki.answering.memory_rescoring` refuses ``conflict
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 
@@ -25,16 +26,15 @@ def edges(conn: sqlite3.Connection, keys: Iterable[str],
         "SELECT d.key, r.key, j.value FROM docs d, json_each(d.extra, '$.relations') r, "
         "json_each(CASE json_type(r.value) WHEN 'array' THEN r.value "
         "ELSE json_array(r.value) END) j "
-        f"WHERE d.key IN ({','.join('?' * len(keys))}) "
-        f"AND r.key IN ({','.join('?' * len(kinds))})", [*keys, *kinds]).fetchall()
+        "WHERE d.key IN (SELECT value FROM json_each(?)) "
+        "AND r.key IN (SELECT value FROM json_each(?))",
+        [json.dumps(keys), json.dumps(kinds)]).fetchall()
     ids = sorted({str(target) for _, _, target in rows})
     by_id: dict[str, list[str]] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        for doc_id, key in conn.execute(
-                f"SELECT doc_id, key FROM docs WHERE doc_id IN ({','.join('?' * len(chunk))})",
-                chunk):
-            by_id.setdefault(doc_id, []).append(key)
+    for doc_id, key in conn.execute(
+            "SELECT doc_id, key FROM docs WHERE doc_id IN (SELECT value FROM json_each(?))",
+            [json.dumps(ids)]):
+        by_id.setdefault(doc_id, []).append(key)
     out: dict[str, list[tuple[str, str]]] = {}
     for key, kind, target in rows:
         for target_key in by_id.get(str(target), []):

@@ -6,6 +6,7 @@ branch; cleared when the document itself is re-indexed (it was updated) or delet
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 
@@ -19,7 +20,7 @@ def mark_sources(conn: sqlite3.Connection, uris: Iterable[str], commit: str,
     rows = conn.execute(
         "SELECT DISTINCT d.key, json_extract(s.value, '$.uri') FROM docs d, "
         "json_each(d.extra, '$.sources') s WHERE json_extract(s.value, '$.uri') IN "
-        f"({','.join('?' * len(uris))})", uris).fetchall()
+        "(SELECT value FROM json_each(?))", [json.dumps(uris, ensure_ascii=False)]).fetchall()
     conn.executemany("INSERT OR REPLACE INTO revalidate(key, uri, commit_sha, marked_at) "
                      "VALUES (?, ?, ?, ?)", [(key, uri, commit, when) for key, uri in rows])
     return sorted({key for key, _ in rows})

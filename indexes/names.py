@@ -9,6 +9,7 @@ is a title or alias); longer spans rank first, titles before aliases.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import unicodedata
@@ -63,11 +64,11 @@ def search_names(conn: sqlite3.Connection, query: str, where: str, params: list,
     if not candidates:
         return []
     total = max(len(fold_name(query).split()), 1)
-    marks = ",".join("?" * len(candidates))
     rows = conn.execute(
         "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status, n.name, n.kind "
-        f"FROM names n JOIN docs d ON d.key = n.key WHERE n.name IN ({marks}) AND {where}",
-        [*candidates, *params]).fetchall()
+        "FROM names n JOIN docs d ON d.key = n.key "
+        f"WHERE n.name IN (SELECT value FROM json_each(?)) AND {where}",
+        [json.dumps(list(candidates), ensure_ascii=False), *params]).fetchall()
     best: dict[str, tuple[float, int, Hit]] = {}
     for key, doc_id, title, summary, category, status, name, kind in rows:
         score = candidates[name] / total

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from indexes.documents import Hit
+from indexes.rows import IN_KEYS, keys_json
 from indexes.store import Filters, SearchIndex
 
 
@@ -20,7 +21,7 @@ def hits_for(index: SearchIndex, scored: Sequence[tuple[str, float]], *,
     where, params = (filters or Filters()).sql()
     rows = {r[0]: r for r in index.conn.execute(
         "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status FROM docs d "
-        f"WHERE d.key IN ({','.join('?' * len(keys))}) AND {where}", [*keys, *params])}
+        f"WHERE d.{IN_KEYS} AND {where}", [keys_json(keys), *params])}
     hits = [Hit(*rows[key], float(score)) for key, score in scored if key in rows]
     for rank, hit in enumerate(hits, 1):
         hit.rank = rank

@@ -84,22 +84,20 @@ def folder_of(category: str, branch: str) -> str | None:
     return prefix + category[len(prefix):].split("/")[0]
 
 
-def route(conn, matrix, query_vector, *, filters: Filters | None = None,
+def route(index, matrix, query_vector, *, filters: Filters | None = None,
           method: str = DEFAULT_METHOD, margin: float = MARGIN,
           max_folders: int = MAX_FOLDERS) -> Route:
     """Route ``query_vector`` (unit length, the model's dimension) to category folders.
 
-    ``conn``: the search database (table ``docs``); ``matrix``: the model's
+    ``index``: the :class:`indexes.store.SearchIndex`; ``matrix``: the model's
     :class:`indexes.vectors.Matrix`; only documents passing ``filters`` count. Returns an
     empty route (``by="none"``) when fewer than two folders have vectors. Raises
     ``ValueError`` for an unknown ``method``."""
     if method not in METHODS:
         raise ValueError(f"unknown routing method {method!r}; use one of {', '.join(METHODS)}")
-    where, params = (filters or Filters()).sql()
-    excluded = {k for (k,) in conn.execute(
-        f"SELECT d.key FROM docs d WHERE NOT coalesce(({where}), 0)", params)}
+    excluded = index.excluded_keys(filters)
     folder_rows: dict[str, list[int]] = {}
-    for row, folder in enumerate(_folders(conn, matrix)):
+    for row, folder in enumerate(_folders(index, matrix)):
         if folder is not None and matrix.keys[row] not in excluded:
             folder_rows.setdefault(folder, []).append(row)
     if len(folder_rows) < 2:
@@ -119,11 +117,11 @@ def route(conn, matrix, query_vector, *, filters: Filters | None = None,
                  nearest={f: [matrix.keys[i] for i in nearest[f][:TOP_K]] for f in routed})
 
 
-def _folders(conn, matrix) -> list[str | None]:
+def _folders(index, matrix) -> list[str | None]:
     """The category folder of each document of ``matrix`` (by :func:`branch_folder` over
     every document's category), kept in ``matrix.derived`` while the store is unchanged."""
     if "route_folders" not in matrix.derived:
-        category = dict(conn.execute("SELECT key, category FROM docs"))
+        category = index.docs.categories()
         branch = branch_folder(category.values())
         matrix.derived["route_folders"] = [folder_of(category[k], branch)
                                            if k in category else None for k in matrix.keys]

@@ -1,6 +1,7 @@
 """The derived search database: one SQLite file with FTS5/BM25 and a trigram path.
 
-Schema changes are numbered, append-only migrations tracked in ``PRAGMA user_version``.
+Schema changes are numbered, append-only migrations tracked in ``PRAGMA user_version``
+(:mod:`indexes.schema`); typed reads of the stored rows are :mod:`indexes.rows`.
 Writers take ``BEGIN IMMEDIATE`` and every connection waits up to ``busy_timeout`` for a
 lock, in WAL mode, so concurrent readers and writers never see "database is locked"
 (docs/robustness.md, W4).
@@ -19,109 +20,25 @@ import sqlite_utils
 from indexes.documents import Document, Hit, hits_from_rows
 from indexes.errors import IndexBusyError, IndexSchemaError
 from indexes.filters import Filters
-from indexes.fts_triggers import REBUILD_FTS, fts_text
+from indexes.fts_triggers import fts_text
 from indexes.fusion import rrf
+from indexes.graph import expand
+from indexes.marks import mark_sources, marks
 from indexes.names import replace_names, search_names
-from indexes.passages import TOKENIZER
 from indexes.query import match_expression, normalize
+from indexes.rows import DocRows, keys_json
+from indexes.schema import MIGRATIONS, statements
 from indexes.substrings import search_substrings
 from indexes.text import no_space_runs
-from indexes.vectors import CHUNK_WORDS, OVERLAP_WORDS, SENTENCES_TABLE, VectorStore, chunk_texts
+from indexes.vectors import CHUNK_WORDS, OVERLAP_WORDS, VectorStore, chunk_texts
+
+__all__ = ["MIGRATIONS", "Filters", "SearchIndex"]
 
 BUSY_TIMEOUT_MS = 30_000
 
 COLUMNS = ("title", "aliases", "tags", "summary", "body")
 DEFAULT_WEIGHTS = (8.0, 6.0, 3.0, 3.0, 1.0)
 """BM25 column weights (title, aliases, tags, summary, body), tuned on the handbook dev set."""
-
-MIGRATIONS: tuple[str, ...] = (
-    # 1: documents, FTS5 (unicode61) and trigram indexes kept in step by triggers
-    """
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE docs (
-        rowid INTEGER PRIMARY KEY,
-        key TEXT NOT NULL UNIQUE,
-        doc_id TEXT NOT NULL,
-        title TEXT NOT NULL,
-        aliases TEXT NOT NULL,
-        tags TEXT NOT NULL,
-        summary TEXT NOT NULL,
-        body TEXT NOT NULL,
-        status TEXT NOT NULL,
-        category TEXT NOT NULL,
-        doc_type TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        extra TEXT NOT NULL
-    );
-    CREATE INDEX docs_doc_id ON docs(doc_id);
-    CREATE VIRTUAL TABLE docs_fts USING fts5(
-        title, aliases, tags, summary, body,
-        content='docs', content_rowid='rowid', tokenize="{tokenizer}"
-    );
-    CREATE VIRTUAL TABLE docs_tri USING fts5(
-        title, aliases, summary, body,
-        content='docs', content_rowid='rowid', tokenize='trigram'
-    );
-    CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN
-        INSERT INTO docs_fts(rowid, title, aliases, tags, summary, body)
-        VALUES (new.rowid, new.title, new.aliases, new.tags, new.summary, new.body);
-        INSERT INTO docs_tri(rowid, title, aliases, summary, body)
-        VALUES (new.rowid, new.title, new.aliases, new.summary, new.body);
-    END;
-    CREATE TRIGGER docs_ad AFTER DELETE ON docs BEGIN
-        INSERT INTO docs_fts(docs_fts, rowid, title, aliases, tags, summary, body)
-        VALUES ('delete', old.rowid, old.title, old.aliases, old.tags, old.summary, old.body);
-        INSERT INTO docs_tri(docs_tri, rowid, title, aliases, summary, body)
-        VALUES ('delete', old.rowid, old.title, old.aliases, old.summary, old.body);
-    END;
-    CREATE TRIGGER docs_au AFTER UPDATE ON docs BEGIN
-        INSERT INTO docs_fts(docs_fts, rowid, title, aliases, tags, summary, body)
-        VALUES ('delete', old.rowid, old.title, old.aliases, old.tags, old.summary, old.body);
-        INSERT INTO docs_tri(docs_tri, rowid, title, aliases, summary, body)
-        VALUES ('delete', old.rowid, old.title, old.aliases, old.summary, old.body);
-        INSERT INTO docs_fts(rowid, title, aliases, tags, summary, body)
-        VALUES (new.rowid, new.title, new.aliases, new.tags, new.summary, new.body);
-        INSERT INTO docs_tri(rowid, title, aliases, summary, body)
-        VALUES (new.rowid, new.title, new.aliases, new.summary, new.body);
-    END;
-    """.replace("{tokenizer}", TOKENIZER),
-    # 2: names for the alias/title leg; chunks and their embeddings for the vector leg
-    """
-    CREATE TABLE names (key TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL);
-    CREATE INDEX names_name ON names(name);
-    CREATE INDEX names_key ON names(key);
-    CREATE TABLE chunks (
-        key TEXT NOT NULL, chunk INTEGER NOT NULL, text_hash TEXT NOT NULL, text TEXT NOT NULL,
-        PRIMARY KEY (key, chunk)
-    );
-    CREATE INDEX chunks_hash ON chunks(text_hash);
-    CREATE TABLE embeddings (
-        text_hash TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
-        vector BLOB NOT NULL, PRIMARY KEY (text_hash, model)
-    );
-    DELETE FROM docs;
-    DELETE FROM meta;
-    """,
-    # 3: documents whose sources changed since they were written (set by the git hook)
-    """
-    CREATE TABLE revalidate (
-        key TEXT NOT NULL, uri TEXT NOT NULL, commit_sha TEXT NOT NULL, marked_at TEXT NOT NULL,
-        PRIMARY KEY (key, uri)
-    );
-    """,
-    # 4: scope and validity of each document (filters), re-indexed from the branch
-    """
-    ALTER TABLE docs ADD COLUMN scope TEXT NOT NULL DEFAULT '';
-    ALTER TABLE docs ADD COLUMN valid_until TEXT NOT NULL DEFAULT '';
-    ALTER TABLE docs ADD COLUMN dated TEXT NOT NULL DEFAULT '';
-    CREATE INDEX docs_scope ON docs(scope);
-    UPDATE docs SET content_hash = '';
-    DELETE FROM meta;
-    """,
-    REBUILD_FTS,  # 5: code-like names (C++, C#, F#, .NET) indexed with a spelled-out token
-    REBUILD_FTS,  # 6: the same again for C--, A*, D* (code_tokens learnt them)
-    SENTENCES_TABLE,  # 7: each document's sentences, embedded for the answer picker
-)
 
 
 class SearchIndex:
@@ -148,6 +65,8 @@ class SearchIndex:
         self.conn = conn
         self._migrate()
         self.vectors = VectorStore(conn, self.get_meta, self.set_meta)
+        self.docs = DocRows(conn)
+        """Typed reads of the documents' rows (:class:`indexes.rows.DocRows`)."""
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
@@ -172,7 +91,7 @@ class SearchIndex:
         with self.transaction():
             version = self.conn.execute("PRAGMA user_version").fetchone()[0]
             for number in range(version, len(MIGRATIONS)):
-                for statement in _statements(MIGRATIONS[number]):
+                for statement in statements(MIGRATIONS[number]):
                     self.conn.execute(statement)
                 self.conn.execute(f"PRAGMA user_version = {number + 1}")
 
@@ -237,12 +156,11 @@ class SearchIndex:
     def delete(self, keys: Iterable[str]) -> int:
         """Delete documents by ``key``; returns how many were asked for."""
         keys = list(keys)
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            self.conn.execute(f"DELETE FROM docs WHERE key IN ({marks})", chunk)
-            self.conn.execute(f"DELETE FROM names WHERE key IN ({marks})", chunk)
-            self.conn.execute(f"DELETE FROM revalidate WHERE key IN ({marks})", chunk)
+        if keys:
+            wanted = keys_json(keys)
+            for table in ("docs", "names", "revalidate"):
+                self.conn.execute(f"DELETE FROM {table} WHERE key IN "
+                                  "(SELECT value FROM json_each(?))", [wanted])
         self.vectors.delete(keys)
         return len(keys)
 
@@ -253,27 +171,37 @@ class SearchIndex:
 
     def get(self, key: str) -> dict | None:
         """The stored row of one document as a dict (``extra`` decoded), or ``None``."""
-        row = self.db.execute("SELECT * FROM docs WHERE key = ?", [key]).fetchone()
-        if row is None:
+        record = next(self.db["docs"].rows_where("key = ?", [key]), None)
+        if record is None:
             return None
-        record = dict(zip([c[0] for c in self.db.execute(
-            "SELECT * FROM docs LIMIT 0").description], row, strict=True))
         record["extra"] = json.loads(record["extra"])
         return record
 
     def extras(self, keys: Iterable[str]) -> dict[str, dict]:
         """``key -> extra`` (the decoded JSON attributes) for the given keys, one query."""
-        keys = list(keys)
-        if not keys:
-            return {}
-        rows = self.conn.execute(
-            f"SELECT key, extra FROM docs WHERE key IN ({','.join('?' * len(keys))})", keys)
-        return {key: json.loads(extra) for key, extra in rows}
+        return {key: row.extra for key, row in self.docs.attributes(keys).items()}
 
     def keys_for_doc_id(self, doc_id: str) -> list[str]:
         """Keys of the documents whose ``doc_id`` is ``doc_id`` (normally one)."""
         sql = "SELECT key FROM docs WHERE doc_id = ? ORDER BY key"
         return [r[0] for r in self.conn.execute(sql, (doc_id,))]
+
+    # -- revalidation marks and relations ------------------------------------------------
+    def mark_sources(self, uris: Iterable[str], commit: str, when: str) -> list[str]:
+        """Mark the documents citing any of ``uris`` as changed by ``commit`` at ``when``
+        (call inside :meth:`transaction`); returns their keys (:mod:`indexes.marks`)."""
+        return mark_sources(self.conn, uris, commit, when)
+
+    def marks(self, keys: Iterable[str] | None = None) -> dict[str, list[dict]]:
+        """``key -> [{uri, commit, marked_at}]`` of marked documents (all, or ``keys``)."""
+        return marks(self.conn, keys)
+
+    def expand(self, seeds: dict[str, float], kinds: Iterable[str], *, depth: int = 2,
+               decay: float = 0.5,
+               allowed: set[str] | None = None) -> dict[str, tuple[float, int, str]]:
+        """Documents reached from ``seeds`` along the relations ``kinds``
+        (:func:`indexes.graph.expand`)."""
+        return expand(self.conn, seeds, kinds, depth=depth, decay=decay, allowed=allowed)
 
     # -- search ------------------------------------------------------------------------
     def search_bm25(self, query: str, *, limit: int = 10,
@@ -337,11 +265,9 @@ class SearchIndex:
                                     excluded=self.excluded_keys(filters), limit=limit)
         if not found:
             return []
-        rows = {r[0]: r for r in self.conn.execute(
-            "SELECT key, doc_id, title, summary, category, status FROM docs WHERE key IN "
-            f"({','.join('?' * len(found))})", [k for k, _ in found])}
-        return [Hit(*rows[key], score, rank) for rank, (key, score) in enumerate(found, 1)
-                if key in rows]
+        rows = {hit.key: hit for hit in self.docs.hits(k for k, _ in found)}
+        return [Hit(h.key, h.doc_id, h.title, h.summary, h.category, h.status, score, rank)
+                for rank, (key, score) in enumerate(found, 1) if (h := rows.get(key))]
 
     def search(self, query: str, *, limit: int = 10,
                filters: Filters | None = None) -> list[Hit]:
@@ -362,19 +288,6 @@ class SearchIndex:
                 hit.legs["trigram"] = (hit.rank, hit.score)
             return trigram
         return rrf({"bm25": bm25, "trigram": trigram}, limit=limit)
-
-
-def _statements(script: str) -> list[str]:
-    """Split a migration script into statements (``sqlite3.complete_statement`` aware)."""
-    statements, current = [], ""
-    for line in script.strip().splitlines(keepends=True):
-        current += line
-        if sqlite3.complete_statement(current):
-            statements.append(current.strip())
-            current = ""
-    if current.strip():
-        statements.append(current.strip())
-    return statements
 
 
 def _row(doc: Document) -> dict:

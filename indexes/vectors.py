@@ -12,6 +12,7 @@ recorded; vectors of another model or dimension are dropped and rebuilt, never m
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -119,22 +120,21 @@ class VectorStore:
         keys = list(keys)
         if not keys:
             return {}
-        marks = ",".join("?" * len(keys))
         rows = self.conn.execute(
             "SELECT DISTINCT s.text_hash, e.vector FROM sentences s JOIN embeddings e ON "
-            f"e.text_hash = s.text_hash AND e.model = ? WHERE s.key IN ({marks})",
-            [model, *keys])
+            "e.text_hash = s.text_hash AND e.model = ? "
+            "WHERE s.key IN (SELECT value FROM json_each(?))",
+            [model, json.dumps(keys, ensure_ascii=False)])
         return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in rows}
 
     def delete(self, keys: Iterable[str]) -> None:
         """Forget the chunks and sentences of these documents (embeddings stay for reuse)."""
         keys = list(keys)
-        for start in range(0, len(keys), 500):
-            part = keys[start:start + 500]
-            for table in ("chunks", "sentences"):
-                self.conn.execute(
-                    f"DELETE FROM {table} WHERE key IN ({','.join('?' * len(part))})", part)
         if keys:
+            for table in ("chunks", "sentences"):
+                self.conn.execute(f"DELETE FROM {table} WHERE key IN "
+                                  "(SELECT value FROM json_each(?))",
+                                  [json.dumps(keys, ensure_ascii=False)])
             self._bump()
 
     def pending(self, model: str) -> list[tuple[str, str]]:

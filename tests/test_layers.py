@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,114 @@ def test_public_functions_have_docstrings() -> None:
                         not node.name.startswith("_"):
                     assert ast.get_docstring(node), \
                         f"{path.relative_to(ROOT)}:{node.lineno} {node.name} has no docstring"
+
+
+SQL_PACKAGES = ("wiki", "wiki_cli")
+"""Packages above the search index: they reach SQLite only through ``indexes``."""
+SQL_MODULES = {"sqlite3", "sqlite_utils"}
+SQL_CALLS = {"execute", "executescript", "executemany"}
+SQL_TEXT = re.compile(r"\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|PRAGMA)\b")
+
+
+def _sql_uses(source: str, name: str) -> list[str]:
+    """Where ``source`` (the text of module file ``name``) imports a SQLite module, calls
+    ``.execute(``-like methods (gitpython's ``repo.git.execute`` runs git, not SQL) or
+    holds a string (an f-string's too) starting with a SQL verb."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        where = f"{name}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Import):
+            found += [f"{where} imports {a.name}" for a in node.names
+                      if a.name.split(".")[0] in SQL_MODULES]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.split(".")[0] in SQL_MODULES:
+            found.append(f"{where} imports from {node.module}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in SQL_CALLS and not (
+                    isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "git"):
+            found.append(f"{where} calls .{node.func.attr}()")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and SQL_TEXT.match(node.value):
+            found.append(f"{where} holds SQL text {node.value[:30]!r}")
+    return found
+
+
+@pytest.mark.parametrize("package", SQL_PACKAGES)
+def test_no_sql_outside_indexes(package: str) -> None:
+    """The search index owns every statement and its schema (issue 14): ``wiki/`` and
+    ``wiki_cli/`` call its methods and get typed rows, never a connection or SQL text."""
+    found = [use for path in _modules(package)
+             for use in _sql_uses(path.read_text(), str(path.relative_to(ROOT)))]
+    assert not found, "SQL outside indexes/:\n" + "\n".join(found)
+
+
+def test_the_sql_check_sees_sql() -> None:
+    """The check above finds what it forbids (and lets gitpython's execute pass)."""
+    sample = ('import sqlite3\nfrom sqlite_utils import Database\n'
+              'conn.execute("SELECT 1")\nconn.executescript(f"CREATE TABLE {t} (x)")\n'
+              'repo.git.execute(["git", "status"])\nq = "PRAGMA user_version"\n'
+              'note = "Select a branch"\n')
+    found = sorted(_sql_uses(sample, "sample.py"))
+    assert found == ["sample.py:1 imports sqlite3", "sample.py:2 imports from sqlite_utils",
+                     "sample.py:3 calls .execute()", "sample.py:3 holds SQL text 'SELECT 1'",
+                     "sample.py:4 calls .executescript()",
+                     "sample.py:4 holds SQL text 'CREATE TABLE '",
+                     "sample.py:6 holds SQL text 'PRAGMA user_version'"]
+
+
+def _unit(module: str) -> str:
+    """The sub-package a dotted module belongs to: ``wiki.store`` for
+    ``wiki.store.branch``, ``wiki`` for a top-level module such as ``wiki.errors``,
+    ``indexes`` and ``wiki_cli`` whole."""
+    parts = module.split(".")
+    if parts[0] == "wiki" and len(parts) > 1 and (ROOT / "wiki" / parts[1]).is_dir():
+        return f"wiki.{parts[1]}"
+    return parts[0]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _private_imports(source: str, module: str) -> list[str]:
+    """``from <other sub-package> import _name`` (or a ``_module`` of it) in ``source``,
+    the text of the dotted ``module``."""
+    mine = _unit(module)
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+            continue
+        if node.module.split(".")[0] not in {"wiki", "wiki_cli", "indexes"} \
+                or _unit(node.module) == mine:
+            continue
+        private = [p for p in node.module.split(".") if p.startswith("_")]
+        private += [a.name for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+        found += [f"{module}:{node.lineno} imports {name} from "
+                  f"{node.module}" for name in private]
+    return found
+
+
+@pytest.mark.parametrize("package", ("indexes", "wiki", "wiki_cli"))
+def test_no_private_names_across_packages(package: str) -> None:
+    """A name starting with ``_`` is its sub-package's own business: another sub-package
+    (``wiki.store`` vs ``wiki.lint``, ``wiki`` vs ``indexes``, ``wiki_cli`` vs ``wiki``)
+    imports only public names, so a helper that others need is made public (documented)
+    or moved to where it belongs."""
+    found = [hit for path in _modules(package)
+             for hit in _private_imports(path.read_text(), _module_name(path))]
+    assert not found, "private names imported across packages:\n" + "\n".join(found)
+
+
+def test_the_private_import_check_sees_them() -> None:
+    """The check above finds a private name imported from another sub-package, and
+    leaves one imported inside its own sub-package alone."""
+    sample = ("from wiki.store.branch import _helper, public\n"
+              "from wiki.lint.model import _own\nfrom indexes._inner import x\n"
+              "from wiki.errors import _top\n")
+    assert sorted(_private_imports(sample, "wiki.lint.sample")) == [
+        "wiki.lint.sample:1 imports _helper from wiki.store.branch",
+        "wiki.lint.sample:3 imports _inner from indexes._inner",
+        "wiki.lint.sample:4 imports _top from wiki.errors"]
+    assert _private_imports("from wiki.errors import _top\n", "wiki.config") == []

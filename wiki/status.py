@@ -66,14 +66,12 @@ def wiki_status(wiki: Wiki) -> WikiStatus:
         with opened.index as index:
             info.indexed_commit = index.get_meta(COMMIT_KEY)
             info.invalid_entries = len(json.loads(index.get_meta(INVALID_KEY) or "{}"))
-            info.by_status = dict(index.conn.execute(
-                "SELECT status, count(*) FROM docs GROUP BY status"))
+            info.by_status = index.docs.status_counts()
             label = index.get_meta(MODEL_KEY)
             if label:
                 info.embedding_model = label
                 info.chunks, info.embedded_chunks = index.vectors.counts(label.rsplit(":", 1)[0])
             else:
                 info.chunks = index.vectors.counts("")[0]
-            info.duplicate_ids = [row[0] for row in index.conn.execute(
-                "SELECT doc_id FROM docs GROUP BY doc_id HAVING count(*) > 1 ORDER BY doc_id")]
+            info.duplicate_ids = index.docs.duplicate_doc_ids()
     return info

@@ -11,10 +11,8 @@ out-of-scope knowledge.
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 from indexes.documents import Hit
-from indexes.graph import expand
 from indexes.rescore import RescoreWeights, Signals, rescore
 from indexes.store import Filters, SearchIndex
 from wiki.config import MemoryConfig
@@ -43,16 +41,9 @@ def weights(config: MemoryConfig) -> RescoreWeights:
 
 def signals(index: SearchIndex, keys: list[str]) -> dict[str, Signals]:
     """The re-scoring inputs of ``keys`` from the derived index."""
-    out: dict[str, Signals] = {}
-    for start in range(0, len(keys), 500):
-        chunk = keys[start:start + 500]
-        for key, doc_type, dated, extra in index.conn.execute(
-                "SELECT key, doc_type, dated, extra FROM docs WHERE key IN "
-                f"({','.join('?' * len(chunk))})", chunk):
-            data = json.loads(extra)
-            out[key] = Signals(doc_type, dated, float(data.get("importance", 0.5)),
-                               float(data.get("confidence", 0.5)))
-    return out
+    return {key: Signals(row.doc_type, row.dated, float(row.extra.get("importance", 0.5)),
+                         float(row.extra.get("confidence", 0.5)))
+            for key, row in index.docs.attributes(keys).items()}
 
 
 def after_fusion(index: SearchIndex, hits: list[Hit], config: MemoryConfig,
@@ -69,12 +60,11 @@ def after_fusion(index: SearchIndex, hits: list[Hit], config: MemoryConfig,
         spread = max(h.score for h in hits) - low
         seeds = {h.key: (h.score - low) / spread if spread > 0 else 1.0 for h in top}
         kinds = [k for k in config.graph_relations if k not in NEVER_FOLLOWED]
-        reached = expand(index.conn, seeds, kinds,
-                         depth=config.graph_depth, decay=config.graph_decay,
-                         allowed=index.allowed_keys(filters))
+        reached = index.expand(seeds, kinds, depth=config.graph_depth,
+                               decay=config.graph_decay, allowed=index.allowed_keys(filters))
         graph = {key: score for key, (score, _, _) in reached.items()}
         present = {h.key for h in hits}
-        extra_hits = _hits(index, [k for k in reached if k not in present])
+        extra_hits = index.docs.hits(k for k in reached if k not in present)
         for hit in [*hits, *extra_hits]:
             if hit.key in reached:
                 score, hops, origin = reached[hit.key]
@@ -83,11 +73,3 @@ def after_fusion(index: SearchIndex, hits: list[Hit], config: MemoryConfig,
                    weights(config), now=now or dt.datetime.now(dt.UTC), graph=graph,
                    graph_hits=extra_hits)
 
-
-def _hits(index: SearchIndex, keys: list[str]) -> list[Hit]:
-    if not keys:
-        return []
-    rows = index.conn.execute(
-        "SELECT key, doc_id, title, summary, category, status FROM docs WHERE key IN "
-        f"({','.join('?' * len(keys))}) ORDER BY key", keys).fetchall()
-    return [Hit(*row, 0.0) for row in rows]

@@ -33,7 +33,7 @@ def decide(index: SearchIndex, question: str, query_vector, model: str, *,
     from indexes import routing
 
     matrix = index.vectors.matrix(model, len(query_vector))
-    found = route(index.conn, matrix, query_vector, filters=filters,
+    found = route(index, matrix, query_vector, filters=filters,
                   margin=routing.MARGIN if margin is None else margin)
     if found.ambiguous and client is not None:
         found = tie_break(client, question, found, index)
@@ -48,9 +48,7 @@ def tie_break(client, question: str, found: Route, index: SearchIndex) -> Route:
     from wiki.llm.usage import Limits
 
     keys = [k for f in found.folders for k in found.nearest.get(f, [])[:TIE_BREAK_TITLES]]
-    titles = dict(index.conn.execute(
-        f"SELECT key, title FROM docs WHERE key IN ({','.join('?' * len(keys))})", keys)
-    ) if keys else {}
+    titles = index.docs.titles(keys) if keys else {}
     options = [f"Section {folder.rpartition('/')[2].replace('-', ' ')}: pages such as "
                + "; ".join(titles[k] for k in found.nearest.get(folder, [])[:TIE_BREAK_TITLES]
                            if k in titles)

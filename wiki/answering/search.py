@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
 import tempfile
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -14,8 +13,8 @@ from indexes.coverage import coverage
 from indexes.documents import Hit
 from indexes.embedders import EmbedderUnavailableError
 from indexes.errors import IndexesError
+from indexes.faults import OperationalError
 from indexes.hybrid import FusionConfig, encode_in_background, fuse, run_legs
-from indexes.marks import marks
 from indexes.query import query_words, searched_text
 from indexes.routing import Route
 from indexes.store import Filters, SearchIndex
@@ -218,7 +217,7 @@ def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
     sources = {key: extra.get("sources", []) for key, extra in extras.items()}
     result = SearchResult(query, report.commit, hits, confidence, config.gap_threshold, report,
                           sources, list(found), skipped, cosine, config.gap_coverage,
-                          config.gap_cosine, marks(index.conn, [h.key for h in hits]),
+                          config.gap_cosine, index.marks([h.key for h in hits]),
                           stage.report() if stage is not None else None, routed)
     if vector is not None and "vector" not in skipped:
         try:
@@ -266,7 +265,7 @@ def _query_vector(index: SearchIndex, query: str, skipped: dict[str, str],
     except EmbedderUnavailableError as exc:
         skipped["vector"] = str(exc)
         return None, None
-    except sqlite3.OperationalError as exc:  # the disk refused the new vectors
+    except OperationalError as exc:  # the disk refused the new vectors
         cause = storage_cause(exc)
         if cause is None:
             raise

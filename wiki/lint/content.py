@@ -66,7 +66,7 @@ def link_targets(body: str) -> list[str]:
     return [t[1:-1] if t.startswith("<") and t.endswith(">") else t for t in found]
 
 
-def _resolve(entry_path: str, target: str) -> str | None:
+def resolve_link(entry_path: str, target: str) -> str | None:
     """The branch path a relative ``.md`` link points to (``""`` when it leaves the
     branch), or ``None`` when the link is not a relative markdown link."""
     if _SCHEME.match(target) or target.startswith(("#", "/", "//")):
@@ -96,7 +96,7 @@ def broken_link(ctx: LintContext):
     files = ctx.snapshot.files
     for entry in ctx.entries:
         for target in dict.fromkeys(link_targets(entry.body)):
-            resolved = _resolve(entry.path, target)
+            resolved = resolve_link(entry.path, target)
             if resolved is not None and resolved not in files:
                 why = "leaves the wiki" if resolved == "" else "no such file on the branch"
                 yield Finding("W006", ERROR, entry.path, f"link {target!r}: {why}", entry.id)
@@ -154,7 +154,7 @@ def orphan(ctx: LintContext):
     for entry in ctx.entries:
         if entry.status == "retracted":
             continue
-        targets = {id_of.get(_resolve(entry.path, t) or "") for t in link_targets(entry.body)}
+        targets = {id_of.get(resolve_link(entry.path, t) or "") for t in link_targets(entry.body)}
         targets |= {target_id for _, target_id in named_ids(entry)}
         reached |= targets - {entry.id, None}
     for entry in unsourced:

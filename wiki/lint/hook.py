@@ -20,7 +20,6 @@ from pathlib import Path
 
 import git
 
-from indexes.marks import mark_sources
 from wiki.errors import ConfigError, NotFoundError
 from wiki.store.derived import open_synced
 from wiki.store.entry import now_iso
@@ -124,6 +123,6 @@ def mark_commit(wiki: Wiki, commit: str = "HEAD") -> list[str]:
     index, _ = open_synced(wiki)
     try:
         with index.transaction():
-            return mark_sources(index.conn, uris, sha, now_iso())
+            return index.mark_sources(uris, sha, now_iso())
     finally:
         index.close()

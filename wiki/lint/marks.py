@@ -1,10 +1,29 @@
-"""W010: entries the post-commit hook marked because a commit changed a file they cite."""
+"""W010: entries the post-commit hook marked because a commit changed a file they cite;
+and :func:`revalidation_marks`, the marks themselves for other readers (MCP ``get``)."""
 
 from __future__ import annotations
 
-from indexes.marks import marks
+from collections.abc import Iterable
+
 from wiki.lint.model import WARNING, Finding, LintContext, rule
-from wiki.store.derived import open_index
+from wiki.store.derived import open_index, open_synced
+from wiki.store.workspace import Wiki
+
+
+def revalidation_marks(wiki: Wiki, paths: Iterable[str] | None = None, *,
+                       synced: bool = True) -> dict[str, list[dict]]:
+    """``entry path -> [{uri, commit, marked_at}]``: the entries (all, or ``paths``) whose
+    cited files changed in a commit after they were written (marked by ``wiki hook``).
+    ``synced``: bring the index up to the wiki head first (an entry updated since is no
+    longer marked); else read the marks as stored."""
+    if synced:
+        index, _ = open_synced(wiki)
+    else:
+        index = open_index(wiki)
+    try:
+        return index.marks(paths)
+    finally:
+        index.close()
 
 
 @rule("W010", "needs-revalidation", WARNING)
@@ -13,11 +32,8 @@ def needs_revalidation(ctx: LintContext):
     ``wiki hook``); re-ingest the source or confirm the entry."""
     if not ctx.wiki.database_path().exists():
         return  # no derived state yet: the hook has marked nothing
-    index = open_index(ctx.wiki)  # marks are read as stored; no sync needed for them
-    try:
-        marked = marks(index.conn)
-    finally:
-        index.close()
+    # marks are read as stored; no sync needed for them
+    marked = revalidation_marks(ctx.wiki, synced=False)
     by_path = {e.path: e for e in ctx.entries}
     for path, items in sorted(marked.items()):
         entry = by_path.get(path)

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from indexes.documents import Hit
+from indexes.rows import Card
 from indexes.store import Filters, SearchIndex
 from wiki.llm import prompts
 from wiki.llm.cache import cache_key
@@ -127,7 +128,7 @@ class _Walk:
         self.words = set(_WORD.findall(question.casefold()))
         self.cards: dict[str, float] = {}
         self.deep: dict[str, float] = {}
-        self.rows: dict[str, dict] = {}
+        self.rows: dict[str, Card] = {}
 
     def run(self) -> None:
         self._folders()
@@ -140,7 +141,7 @@ class _Walk:
         best = sorted(self.cards, key=lambda p: (-self.cards[p], p))
         for path in best[:self.settings.deep_read]:
             text = _card(self.rows[path], self.settings) + "\nText: " + prompts.clip(
-                self.rows[path]["body"], self.settings.body_words)
+                self.rows[path].body, self.settings.body_words)
             self.deep[path] = self.client.judge(self.question, text)
 
     def _folders(self) -> None:
@@ -181,18 +182,10 @@ class _Walk:
         return (f"Section: {folder.rpartition('/')[2].replace('-', ' ')} ({count} pages)"
                 f"{about}\nPages: " + prompts.clip("; ".join(names), self.settings.line_words))
 
-    def _rows(self, paths: list[str]) -> dict[str, dict]:
+    def _rows(self, paths: list[str]) -> dict[str, Card]:
         if self.allowed is not None:
             paths = [p for p in paths if p in self.allowed]
-        out: dict[str, dict] = {}
-        for start in range(0, len(paths), 500):
-            chunk = paths[start:start + 500]
-            for key, title, summary, tags, aliases, body in self.index.conn.execute(
-                    "SELECT key, title, summary, tags, aliases, body FROM docs WHERE key IN "
-                    f"({','.join('?' * len(chunk))})", chunk):
-                out[key] = {"title": title, "summary": summary, "tags": tags,
-                            "aliases": aliases, "body": body}
-        return out
+        return self.index.docs.cards(paths)
 
     def ranked(self) -> list[tuple[str, float]]:
         """Deep-read entries (2 + P(yes)), then the other carded ones (1 + P(yes)), then
@@ -203,13 +196,14 @@ class _Walk:
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-def _card(row: dict, settings: WalkSettings) -> str:
-    lines = [f"Title: {row['title']}"]
-    if row["summary"]:
-        lines.append(f"Summary: {prompts.clip(row['summary'], settings.card_words)}")
+def _card(row: Card, settings: WalkSettings) -> str:
+    lines = [f"Title: {row.title}"]
+    if row.summary:
+        lines.append(f"Summary: {prompts.clip(row.summary, settings.card_words)}")
     for name in ("tags", "aliases"):
-        if row[name].strip():
-            lines.append(f"{name.capitalize()}: {' '.join(row[name].split())}")
+        value = getattr(row, name)
+        if value.strip():
+            lines.append(f"{name.capitalize()}: {' '.join(value.split())}")
     return "\n".join(lines)
 
 
@@ -229,7 +223,7 @@ def rerank(client: LLMClient, question: str, hits: list[Hit], index: SearchIndex
             if hit.key not in rows:
                 continue
             text = _card(rows[hit.key], settings) + "\nText: " + prompts.clip(
-                rows[hit.key]["body"], settings.body_words)
+                rows[hit.key].body, settings.body_words)
             try:
                 judged[hit.key] = client.judge(question, text)
             except (BudgetExceededError, LLMCallError) as exc:

@@ -57,8 +57,7 @@ def dependency_flags(wiki: Wiki, tip: str, before: dict[str, TreeItem],
     """Entries this proposal deletes or retracts that a live entry of the tip still names
     (by id in ``relations``/``supersedes``, or, for a deleted file, by a relative markdown
     link in its body)."""
-    from wiki.lint.content import _resolve as resolve_link
-    from wiki.lint.content import link_targets, named_ids
+    from wiki.lint.content import link_targets, named_ids, resolve_link
     from wiki.store.snapshot import Snapshot
 
     def entry(item: TreeItem | None, path: str) -> Entry | None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from indexes.dbfile import borrow_embeddings
 from indexes.documents import Document
+from indexes.faults import DatabaseError
 from indexes.store import SearchIndex
 from wiki.answering.picker import index_sentences
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
@@ -169,7 +170,7 @@ def open_synced(wiki: Wiki, *, write: bool = False) -> tuple[SearchIndex, SyncRe
     for attempt in (1, 2):
         try:
             report = sync(wiki, opened.index)
-        except sqlite3.DatabaseError as exc:
+        except DatabaseError as exc:
             opened.index.close()
             path = wiki.database_path()
             if attempt == 2 or opened.state == TEMPORARY:
@@ -200,7 +201,7 @@ def rebuild(wiki: Wiki) -> SyncReport:
             with opened.index, opened.index.transaction():
                 opened.index.clear()
                 return _index_head(wiki, opened.index, head)
-        except sqlite3.DatabaseError as exc:
+        except DatabaseError as exc:
             if attempt == 1 and is_damaged(exc):
                 opened = recover(path, str(exc), write=True)
                 continue
@@ -236,16 +237,5 @@ def snapshot_index(wiki: Wiki, commit: str, path: Path) -> SearchIndex:
         _index_head(wiki, index, commit)
     live = wiki.database_path()
     if live.exists():  # outside the transaction: SQLite cannot ATTACH/DETACH inside one
-        try:
-            index.conn.execute("ATTACH DATABASE ? AS live", (str(live),))
-        except sqlite3.DatabaseError:
-            return index  # unreadable (read-only git dir, damaged): embed anew
-        try:
-            index.conn.execute(
-                "INSERT OR IGNORE INTO embeddings SELECT e.* FROM live.embeddings e "
-                "WHERE e.text_hash IN (SELECT text_hash FROM chunks)")
-        except sqlite3.DatabaseError:
-            pass  # only a saving; the snapshot is complete without it
-        finally:
-            index.conn.execute("DETACH DATABASE live")
+        borrow_embeddings(index, live)
     return index

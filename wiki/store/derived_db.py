@@ -18,12 +18,13 @@ import atexit
 import datetime as dt
 import os
 import shutil
-import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from indexes.dbfile import copy_readable, quick_check, schema_names
 from indexes.errors import IndexSchemaError
+from indexes.faults import DatabaseError
 from indexes.store import SearchIndex
 from wiki.errors import StorageError
 from wiki.store.storage import disk_cause, is_damaged, notify, storage_cause
@@ -61,7 +62,7 @@ def open_database(path: Path, *, write: bool = False) -> Opened:
         return Opened(open_checked(path), NEW if new else OK)
     except Damaged as damage:
         return recover(path, damage.reason, write=write)
-    except (OSError, sqlite3.DatabaseError) as exc:
+    except (OSError, DatabaseError) as exc:
         return on_storage_fault(path, exc, write=write)
 
 
@@ -72,18 +73,18 @@ def open_checked(path: Path | str) -> SearchIndex:
         index = SearchIndex(path)
     except IndexSchemaError as exc:
         raise Damaged(str(exc).split(": ", 1)[-1]) from exc
-    except sqlite3.DatabaseError as exc:
+    except DatabaseError as exc:
         if is_damaged(exc):
             raise Damaged(str(exc)) from exc
         raise
     try:
-        problem = index.conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+        problem = quick_check(index)
         if problem != "ok":
             raise Damaged(problem)
-        missing = sorted(_schema_names() - _names(index.conn))
+        missing = sorted(_schema_names() - schema_names(index))
         if missing:
             raise Damaged(f"{', '.join(missing)} missing from the schema")
-    except sqlite3.DatabaseError as exc:
+    except DatabaseError as exc:
         index.close()
         if is_damaged(exc):
             raise Damaged(str(exc)) from exc
@@ -97,12 +98,6 @@ def open_checked(path: Path | str) -> SearchIndex:
 _SCHEMA: frozenset[str] = frozenset()
 
 
-def _names(conn: sqlite3.Connection) -> frozenset[str]:
-    return frozenset(row[0] for row in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'index', 'trigger') "
-        "AND name NOT LIKE 'sqlite_%'"))
-
-
 def _schema_names() -> frozenset[str]:
     """The tables, indexes and triggers a new database of this schema has (read once
     from an empty one in memory): a database at the same version lacking one of them was
@@ -111,7 +106,7 @@ def _schema_names() -> frozenset[str]:
     if not _SCHEMA:
         fresh = SearchIndex(":memory:")
         try:
-            _SCHEMA = _names(fresh.conn)
+            _SCHEMA = schema_names(fresh)
         finally:
             fresh.close()
     return _SCHEMA
@@ -136,7 +131,7 @@ def recover(path: Path, reason: str, *, write: bool = False) -> Opened:
            "rebuilt from the branch")
     try:
         return Opened(open_checked(path), RECOVERED)
-    except (OSError, sqlite3.DatabaseError) as exc:
+    except (OSError, DatabaseError) as exc:
         return on_storage_fault(path, exc, write=write, copy=False)
 
 
@@ -167,7 +162,7 @@ def open_temporary(path: Path, cause: str | None, *, copy: bool = True) -> Searc
             return SearchIndex(":memory:")
         try:
             return open_checked(temp)
-        except (Damaged, OSError, sqlite3.DatabaseError):
+        except (Damaged, OSError, DatabaseError):
             _temporary[key] = None
             return SearchIndex(":memory:")
     try:
@@ -175,9 +170,9 @@ def open_temporary(path: Path, cause: str | None, *, copy: bool = True) -> Searc
         atexit.register(shutil.rmtree, folder, True)
         temp = folder / path.name
         if copy:
-            _copy_readable(path, temp)
+            copy_readable(path, temp)
         index = open_checked(temp)
-    except (Damaged, OSError, sqlite3.DatabaseError):
+    except (Damaged, OSError, DatabaseError):
         _temporary[key] = None
         notify(f"note: the git dir cannot be written ({cause}); using a temporary index "
                "in memory, rebuilt from the branch")
@@ -186,29 +181,6 @@ def open_temporary(path: Path, cause: str | None, *, copy: bool = True) -> Searc
     notify(f"note: the git dir cannot be written ({cause}); using a temporary index "
            f"({temp}) for this process")
     return index
-
-
-def _copy_readable(source: Path, target: Path) -> None:
-    """Copy the database at ``source`` into ``target`` when it can be read (read-only,
-    else as an immutable file); leaves ``target`` absent when it cannot."""
-    if not source.exists():
-        return
-    for query in ("mode=ro", "immutable=1"):
-        try:
-            src = sqlite3.connect(f"{source.resolve().as_uri()}?{query}", uri=True)
-            try:
-                if src.execute("PRAGMA quick_check(1)").fetchone()[0] != "ok":
-                    return
-                dst = sqlite3.connect(target)
-                try:
-                    src.backup(dst)
-                finally:
-                    dst.close()
-            finally:
-                src.close()
-            return
-        except sqlite3.DatabaseError:
-            target.unlink(missing_ok=True)
 
 
 def on_storage_fault(path: Path, exc: BaseException, *, write: bool,

@@ -50,16 +50,11 @@ class EntryView:
     def changed_sources(self) -> list[str]:
         """The uris of the entry's cited files changed since it was written (marks in the
         derived index, synced to the head first)."""
-        from indexes.marks import marks
-        from wiki.store.derived import open_synced
+        from wiki.lint.marks import revalidation_marks
 
         if self.entry is None:
             return []
-        index, _ = open_synced(self.wiki)
-        try:
-            changed = marks(index.conn, [self.entry.path]).get(self.entry.path, [])
-        finally:
-            index.close()
+        changed = revalidation_marks(self.wiki, [self.entry.path]).get(self.entry.path, [])
         return [m["uri"] for m in changed]
 
     def open_proposals(self) -> list[str]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import errno
 import os
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import git
 
+from indexes.faults import OperationalError, is_damage, sqlite_storage_cause
 from wiki.errors import StorageError
 
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
@@ -25,12 +25,6 @@ STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCE
 """OS errors that mean "this disk will not take the write", not a bug."""
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 """Those of them that only a write raises (a read can also be denied permission)."""
-_SQLITE_STORAGE = {3: "permission denied", 8: "read-only", 10: "disk I/O error",
-                   13: "disk full", 14: "cannot open the file"}
-"""SQLite primary result codes (``SQLITE_PERM``, ``READONLY``, ``IOERR``, ``FULL``,
-``CANTOPEN``) that mean the same."""
-_SQLITE_DAMAGE = {11, 26}
-"""``SQLITE_CORRUPT`` and ``SQLITE_NOTADB``."""
 _GIT_WORDS = ("No space left on device", "Read-only file system", "Permission denied",
               "Disk quota exceeded", "unable to create temporary file",
               "insufficient permission")
@@ -62,13 +56,9 @@ def storage_cause(error: BaseException) -> str | None:
     system, no permission, full, over quota); ``None`` for any other error."""
     if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
         return error.strerror or os.strerror(error.errno)
-    if isinstance(error, sqlite3.OperationalError):
-        code = getattr(error, "sqlite_errorcode", None)
-        text = str(error)
-        if (code is not None and code & 0xFF in _SQLITE_STORAGE) or any(
-                words in text for words in ("readonly database", "unable to open",
-                                            "disk is full", "disk I/O error")):
-            return text
+    said = sqlite_storage_cause(error)  # SQLite's codes: indexes.faults
+    if said is not None:
+        return said
     if isinstance(error, git.GitCommandError):
         stderr = str(error.stderr or "")
         for line in stderr.splitlines():
@@ -109,13 +99,7 @@ def disk_cause(path: Path | str, said: str) -> str:
 
 def is_damaged(error: BaseException) -> bool:
     """True when ``error`` says a SQLite file is not a database or is malformed."""
-    if not isinstance(error, sqlite3.DatabaseError) or storage_cause(error):
-        return False
-    code = getattr(error, "sqlite_errorcode", None)
-    if code is not None and code & 0xFF in _SQLITE_DAMAGE:
-        return True
-    text = str(error)
-    return "malformed" in text or "not a database" in text
+    return is_damage(error) and not storage_cause(error)
 
 
 def storage_error(error: BaseException, path: Path | str, *,
@@ -133,7 +117,7 @@ def storage_error(error: BaseException, path: Path | str, *,
     if cause is None:
         return None
     where = getattr(error, "filename", None) or path
-    if isinstance(error, sqlite3.OperationalError):
+    if isinstance(error, OperationalError):
         cause = disk_cause(where, cause)
     return StorageError(str(where), cause)
 
@@ -144,7 +128,7 @@ def writing(path: Path | str) -> Iterator[None]:
     ``path`` (the file, or the folder written into); other errors pass unchanged."""
     try:
         yield
-    except (OSError, sqlite3.OperationalError, git.GitCommandError) as exc:
+    except (OSError, OperationalError, git.GitCommandError) as exc:
         converted = storage_error(exc, path)
         if converted is None:
             raise
