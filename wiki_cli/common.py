@@ -129,6 +129,7 @@ def main_options(
         report("error: --quiet and --verbose cannot be used together")
         raise typer.Exit(USAGE)
     set_talk(-1 if quiet else 1 if verbose else 0, ctx)
+    ctx.with_resource(embedder_scope())
     tally.reset()
     ctx.call_on_close(_report_masked)
     if repo != Path("."):
@@ -139,6 +140,15 @@ def main_options(
             raise typer.Exit(USAGE) from None
     state.repo = Path(".")
     state.branch = branch
+
+
+def embedder_scope():
+    """The user's embedding settings (``WIKI_EMBED_*``), read once for this command and in
+    force until it ends; slow one-time steps of the model (preparing its ONNX copy) are
+    reported on stderr (not with ``--quiet``)."""
+    from wiki.answering.embed_settings import resolve_spec, using
+
+    return using(resolve_spec(notify=report))
 
 
 def _report_masked() -> None:
