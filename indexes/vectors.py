@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,8 @@ OVERLAP_WORDS = 30
 MAX_CHUNKS = 24
 """Per document; the rest of a very long entry is left to the lexical legs."""
 BATCH = 64
+BULK = 256
+"""More pending texts than this is a build, not a query's top-up (see :func:`embed_pending`)."""
 SENTENCES_TABLE = """
     CREATE TABLE sentences (
         key TEXT NOT NULL, n INTEGER NOT NULL, text_hash TEXT NOT NULL, text TEXT NOT NULL,
@@ -239,12 +242,18 @@ class VectorStore:
 
 
 def embed_pending(store: VectorStore, embedder, *, progress: Progress | None = None,
-                  commit: Callable[[], None] | None = None) -> int:
+                  commit: Callable[[], None] | None = None,
+                  bulk: Callable[[], Any] | None = None) -> int:
     """Embed every chunk without a vector for ``embedder`` in batches of :data:`BATCH`;
-    ``commit`` (if given) runs after each batch. Returns the number of chunks embedded."""
+    ``commit`` (if given) runs after each batch. When more than :data:`BULK` are pending
+    and ``bulk`` is given, the embedder ``bulk()`` returns (same name, same vectors: the
+    model in this process rather than a shared server) does the work. Returns the number
+    of chunks embedded."""
     store.prepare_model(embedder.name, embedder.dim)
     store.drop_damaged(embedder.name, embedder.dim)
     todo = store.pending(embedder.name)
+    if bulk is not None and len(todo) > BULK:
+        embedder = bulk()
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]
         vectors = embedder.encode([text for _, text in batch])

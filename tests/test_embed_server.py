@@ -24,8 +24,10 @@ import numpy as np
 import pytest
 
 from indexes import embed_server, embedders
-from indexes.embed_server import RemoteEmbedder, default_socket_path, get_embedder
+from indexes.embed_server import RemoteEmbedder, default_socket_path
+from indexes.embed_socket import install_key
 from indexes.embedders import EmbedderUnavailableError
+from wiki.answering.embedding import get_embedder
 
 MODEL = embedders.DEFAULT_MODEL
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,7 +133,7 @@ def test_import_does_not_load_the_model_libraries() -> None:
 def test_default_socket_path_is_private_and_short(served) -> None:
     remote, _ = served
     path = default_socket_path("org/model name")
-    assert path.name == "embed-org_model_name.sock"
+    assert path.name == f"embed-org_model_name-{install_key()}.sock"  # this install's
     assert path.parent == Path(os.environ["XDG_RUNTIME_DIR"]) / "wiki"
     assert path.parent.stat().st_mode & 0o777 == 0o700
     assert remote.socket_path == default_socket_path(MODEL)

@@ -16,6 +16,7 @@ pytest.importorskip("torch", reason="no CPU build of PyTorch for this Python")
 from indexes import embedders, onnx_embedder  # noqa: E402
 from indexes.embedders import EmbedderUnavailableError, SentenceTransformerEmbedder  # noqa: E402
 from indexes.onnx_embedder import OnnxEmbedder, export_onnx  # noqa: E402
+from wiki.answering.embed_settings import resolve_spec  # noqa: E402
 
 TEXTS = ["How do I rotate the signing keys?", "", "Le café est fermé le lundi.",
          "東京の天気は晴れです", "word " * 600, "a"]
@@ -64,17 +65,17 @@ def test_auto_runtime_replaces_a_broken_cached_copy(cache_home, exported, monkey
     path.write_bytes(b"truncated")
     monkeypatch.setenv("WIKI_EMBED_RUNTIME", "onnx")
     with pytest.raises(EmbedderUnavailableError, match="not a loadable"):
-        embedders.load_default()
+        embedders.load_default(resolve_spec())
     monkeypatch.setenv("WIKI_EMBED_RUNTIME", "auto")
-    model = embedders.load_default()  # re-exports over the broken file
+    model = embedders.load_default(resolve_spec())  # re-exports over the broken file
     assert isinstance(model, OnnxEmbedder)
     assert path.read_bytes()[:16] == exported.read_bytes()[:16]
 
 
 def test_runtime_choice(cache_home, monkeypatch) -> None:
     monkeypatch.setenv("WIKI_EMBED_RUNTIME", "torch")
-    assert isinstance(embedders.load_default(), SentenceTransformerEmbedder)
+    assert isinstance(embedders.load_default(resolve_spec()), SentenceTransformerEmbedder)
     assert not onnx_embedder.onnx_copy_path().exists()
     monkeypatch.setenv("WIKI_EMBED_RUNTIME", "tensorflow")
     with pytest.raises(EmbedderUnavailableError, match="WIKI_EMBED_RUNTIME must be one of"):
-        embedders.load_default()
+        embedders.load_default(resolve_spec())

@@ -9,7 +9,6 @@ loads the embedding model and encodes one sentence.
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexes import embedders
+from wiki.answering.embed_settings import current_spec
 from wiki.answering.embedding import model_name
 from wiki.errors import ConfigError, WikiError
 
@@ -82,7 +82,7 @@ def check_model(*, deep: bool = False) -> list[Check]:
         return [Check("embedding model", INFO, "vector leg turned off (WIKI_EMBED_MODEL=none)",
                       "unset WIKI_EMBED_MODEL to search by meaning with "
                       f"{embedders.DEFAULT_MODEL}")]
-    problem = embedders.probe(name)
+    problem = embedders.probe(name, current_spec())
     if problem:
         fix = ("set WIKI_EMBED_MODEL to a known model" if name not in embedders.names() else
                "set WIKI_EMBED_RUNTIME to auto, onnx or torch" if "RUNTIME" in problem else
@@ -101,8 +101,7 @@ def _runtime() -> Check:
     """Which runtime encodes queries: the ONNX copy (fast start) or PyTorch."""
     from indexes.onnx_embedder import onnx_copy_path
 
-    runtime = os.environ.get("WIKI_EMBED_RUNTIME", "auto").strip().lower() or "auto"
-    if runtime == "torch":
+    if current_spec().runtime == "torch":
         return Check("embedding runtime", INFO, "PyTorch (WIKI_EMBED_RUNTIME=torch)")
     path = onnx_copy_path()
     if path.exists():
@@ -114,7 +113,7 @@ def _runtime() -> Check:
 def _load_model(name: str) -> Check:
     started = time.monotonic()
     try:
-        vectors = embedders.load(name).encode(["wiki doctor"])
+        vectors = embedders.load(name, current_spec()).encode(["wiki doctor"])
     except Exception as exc:  # any failure of a third-party model is the finding
         return Check("model load", ERROR, f"{name} failed to load: {type(exc).__name__}: "
                      f"{' '.join(str(exc).split())}", "reinstall with `make setup`")
@@ -126,7 +125,8 @@ def check_embed_server() -> Check:
     """``WIKI_EMBED_SERVER`` is valid, and whether the warm server is running now."""
     from indexes.embed_server import RemoteEmbedder
 
-    mode = os.environ.get("WIKI_EMBED_SERVER", "auto").strip().lower() or "auto"
+    spec = current_spec()
+    mode = spec.server
     if mode not in ("auto", "off"):
         return Check("embed server", ERROR, f"WIKI_EMBED_SERVER={mode!r} is not valid",
                      "set it to 'auto' (default) or 'off'")
@@ -137,7 +137,7 @@ def check_embed_server() -> Check:
     if name != embedders.DEFAULT_MODEL:
         return Check("embed server", INFO, f"not used for {name}: loaded in each process")
     try:
-        reply = RemoteEmbedder(name, start=False, request_timeout=5).ping()
+        reply = RemoteEmbedder(name, start=False, request_timeout=5, spec=spec).ping()
     except embedders.EmbedderUnavailableError as exc:
         if "owned by this user" in str(exc):
             return Check("embed server", WARNING, str(exc),

@@ -132,6 +132,7 @@ def main_options(
     if quiet and verbose:
         raise UsageError("--quiet and --verbose cannot be used together")
     set_talk(-1 if quiet else 1 if verbose else 0, ctx)
+    ctx.with_resource(embedder_scope())
     tally.reset()
     ctx.call_on_close(_report_masked)
     if repo != Path("."):
@@ -141,6 +142,15 @@ def main_options(
             raise UsageError(f"-C {repo}: {exc.strerror}") from None
     state.repo = Path(".")
     state.branch = branch
+
+
+def embedder_scope():
+    """The user's embedding settings (``WIKI_EMBED_*``), read once for this command and in
+    force until it ends; slow one-time steps of the model (preparing its ONNX copy) are
+    reported on stderr (not with ``--quiet``)."""
+    from wiki.answering.embed_settings import resolve_spec, using
+
+    return using(resolve_spec(notify=report))
 
 
 def _report_masked() -> None:

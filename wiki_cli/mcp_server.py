@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -133,8 +132,11 @@ class WikiTools:
     """The tool bodies, bound to one repository and wiki branch. Calls are serialised:
     git objects, the SQLite index and the embedding model are used by one call at a time."""
 
-    def __init__(self, repo: Path, branch: str | None) -> None:
+    def __init__(self, repo: Path, branch: str | None, spec=None) -> None:
+        from wiki.answering.embed_settings import resolve_spec
+
         self.repo, self.branch = repo, branch
+        self.spec = spec or resolve_spec()  # the embedder settings, read once
         self.lock = threading.Lock()
 
     def wiki(self):
@@ -145,14 +147,14 @@ class WikiTools:
     def warm_up(self) -> None:
         """Load the embedding model now, so the first search does not wait for it."""
         from indexes.embedders import EmbedderUnavailableError
-        from wiki.answering.embedding import get_embedder, model_name
+        from wiki.answering.embedding import get_embedder
 
-        name = model_name()
+        name = self.spec.model
         if name is None:
             return
         with self.lock:
             try:
-                get_embedder(name).encode(["warm up"])
+                get_embedder(name, self.spec).encode(["warm up"])
             except EmbedderUnavailableError as exc:
                 log.warning("vector leg unavailable: %s", exc)
 
@@ -323,9 +325,11 @@ TOOLS = {"search": ("Search the wiki", READ_ONLY), "ask": ("Ask the wiki", READ_
          "lint": ("Lint the wiki", READ_ONLY)}
 
 
-def build_server(repo: Path, branch: str | None = None) -> tuple[WikiMCPServer, WikiTools]:
-    """The MCP server for the wiki of ``repo`` (and ``branch``), and its tools object."""
-    tools = WikiTools(repo, branch)
+def build_server(repo: Path, branch: str | None = None,
+                 spec=None) -> tuple[WikiMCPServer, WikiTools]:
+    """The MCP server for the wiki of ``repo`` (and ``branch``), and its tools object;
+    ``spec`` (an ``EmbedderSpec``, default: the environment's) is every tool call's."""
+    tools = WikiTools(repo, branch, spec)
     server = WikiMCPServer("wiki", version=__version__, instructions=INSTRUCTIONS,
                            log_level="WARNING")
     for name, (title, hints) in TOOLS.items():
@@ -341,9 +345,10 @@ def _guarded(tools: WikiTools, method):
 
     @functools.wraps(method)
     def call(*args, **kwargs):
+        from wiki.answering.embed_settings import using
         from wiki.llm.usage import command_scope
 
-        with tools.lock, command_scope():  # one [llm] timeout per tool call
+        with tools.lock, command_scope(), using(tools.spec):  # one [llm] timeout per call
             take_notices()  # only this call's notices go with its result
             bad = not_unicode(kwargs)
             if bad is not None:
@@ -371,8 +376,13 @@ def _guarded(tools: WikiTools, method):
 
 def serve(repo: Path, branch: str | None = None) -> None:
     """Run the server on stdin/stdout until the client closes it. The embedding model is
-    loaded in this process (``WIKI_EMBED_SERVER=off``) and warmed up in the background."""
-    os.environ["WIKI_EMBED_SERVER"] = "off"  # this process is the long-lived one
-    server, tools = build_server(repo, branch)
+    loaded in this process (a spec with ``server="off"``: this process is the long-lived
+    one) and warmed up in the background."""
+    from dataclasses import replace
+
+    from wiki.answering.embed_settings import resolve_spec
+
+    spec = replace(resolve_spec(notify=lambda line: log.info("%s", line)), server="off")
+    server, tools = build_server(repo, branch, spec)
     threading.Thread(target=tools.warm_up, name="wiki-embed-warm-up", daemon=True).start()
     server.run("stdio")

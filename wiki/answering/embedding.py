@@ -1,34 +1,33 @@
 """Which embedding model this user runs, and keeping an index's vectors complete.
 
-The model is a per-user setting (docs/cli.md): ``$WIKI_EMBED_MODEL``, default
-``all-MiniLM-L6-v2``; ``none`` turns the vector leg off. The model is reached through
-``indexes.embed_server`` when it is available (one warm process serves every ``wiki``
-command), else loaded in this process.
+The model is a per-user setting (docs/cli.md), read once into an
+:class:`~indexes.embed_spec.EmbedderSpec` by :mod:`wiki.answering.embed_settings`
+(``$WIKI_EMBED_MODEL``, default ``all-MiniLM-L6-v2``; ``none`` turns the vector leg off).
+The model is reached through this install's warm ``indexes.embed_server`` (one process
+serves every ``wiki`` command's queries), else loaded in this process; a bulk build
+embeds in its own process.
 """
 
 from __future__ import annotations
 
-import os
-
-from indexes import embedders
+from indexes import embed_server, embedders
 from indexes.store import SearchIndex
 from indexes.vectors import Progress, embed_pending
+from wiki.answering.embed_settings import EmbedderSpec, current_spec
 
 
-def model_name() -> str | None:
-    """The configured embedding model, or ``None`` when vectors are turned off."""
-    name = os.environ.get("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL).strip()
-    return None if name.lower() in embedders.DISABLED else name
+def model_name(spec: EmbedderSpec | None = None) -> str | None:
+    """The configured embedding model (``spec``, default :func:`current_spec`), or
+    ``None`` when vectors are turned off."""
+    return (spec or current_spec()).model
 
 
-def get_embedder(name: str) -> embedders.Embedder:
-    """The embedder ``name``: served by the warm embedding server when that module is
-    present, else loaded in-process. Raises ``EmbedderUnavailableError``."""
-    try:
-        from indexes import embed_server
-    except ImportError:  # pragma: no cover - the server module ships with the package
-        return embedders.load(name)
-    return embed_server.get_embedder(name)
+def get_embedder(name: str, spec: EmbedderSpec | None = None) -> embedders.Embedder:
+    """The embedder ``name`` on the runtime and server mode of ``spec`` (default
+    :func:`current_spec`): served by this install's warm embedding server, else loaded
+    in-process. Raises ``EmbedderUnavailableError`` (an unknown name, a bad runtime or
+    server mode, a model that cannot load)."""
+    return embed_server.get_embedder(name, spec or current_spec())
 
 
 def ensure_vectors(index: SearchIndex, embedder: embedders.Embedder, *,
@@ -36,7 +35,9 @@ def ensure_vectors(index: SearchIndex, embedder: embedders.Embedder, *,
     """Embed every chunk of ``index`` that has no vector for ``embedder`` yet (nothing to
     do after the first time for unchanged entries). Stored vectors that cannot be read
     (a damaged row: truncated, another dimension) are dropped and embedded again, said in
-    one ``warning:`` notice. Returns how many were embedded."""
+    one ``warning:`` notice. More than :data:`indexes.vectors.BULK` pending texts are
+    embedded by the model in this process, not the shared server, so other commands'
+    queries never wait behind this build. Returns how many were embedded."""
     index.vectors.prepare_model(embedder.name, embedder.dim)
     damaged = index.vectors.drop_damaged(embedder.name, embedder.dim)
     if damaged:
@@ -44,7 +45,8 @@ def ensure_vectors(index: SearchIndex, embedder: embedders.Embedder, *,
 
         notify(f"warning: {damaged} stored vector{'s' if damaged != 1 else ''} of the search "
                f"index {'were' if damaged != 1 else 'was'} damaged; embedded again")
-    return embed_pending(index.vectors, embedder, progress=progress)
+    bulk = embedder.in_process if isinstance(embedder, embed_server.AutoEmbedder) else None
+    return embed_pending(index.vectors, embedder, progress=progress, bulk=bulk)
 
 
 def refresh_vectors(wiki, *, progress: Progress | None = None) -> tuple[int, str]:

@@ -1,0 +1,65 @@
+"""The user's embedding settings, read once into an :class:`EmbedderSpec`.
+
+The one place that reads them (per-user settings come from the environment, docs/cli.md):
+
+* ``WIKI_EMBED_MODEL``: the embedding model, default ``all-MiniLM-L6-v2``; ``none`` or
+  ``off`` turns the vector leg off;
+* ``WIKI_EMBED_RUNTIME``: ``auto`` (default) / ``onnx`` / ``torch``, for the default model;
+* ``WIKI_EMBED_SERVER``: ``auto`` (default: this install's warm server) / ``off``
+  (the model loads in each process).
+
+An application resolves the spec at its edge (:func:`resolve_spec`, once per command) and
+scopes it over the work with :func:`using`; library code asks :func:`current_spec`. Outside
+any :func:`using` (a library caller, a test, an eval) :func:`current_spec` resolves it from
+the environment at that moment. The MCP server scopes a spec with ``server="off"`` instead
+of writing ``os.environ``. A scope is a context variable: it follows the code into asyncio
+tasks and ``copy_context`` threads, and ends with its ``with`` block.
+
+Imports only the stdlib and :mod:`indexes.embed_spec`: the CLI builds a spec at start-up
+for free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
+
+from indexes.embed_spec import DEFAULT_MODEL, DISABLED, EmbedderSpec
+
+__all__ = ["EmbedderSpec", "current_spec", "resolve_spec", "using"]
+_SCOPED: ContextVar[EmbedderSpec | None] = ContextVar("wiki_embedder_spec", default=None)
+
+
+def _setting(environ: Mapping[str, str], name: str, default: str) -> str:
+    return environ.get(name, default).strip().lower() or default
+
+
+def resolve_spec(environ: Mapping[str, str] | None = None, *,
+                 notify: Callable[[str], None] | None = None) -> EmbedderSpec:
+    """The spec that ``environ`` (default ``os.environ``) asks for, with ``notify`` as its
+    voice for slow one-time steps. Values are trimmed and, for the runtime and server mode,
+    lower-cased; they are not checked here (a bad runtime or mode is reported by the
+    command that needs vectors, as before), so a spec always resolves."""
+    environ = os.environ if environ is None else environ
+    model = environ.get("WIKI_EMBED_MODEL", DEFAULT_MODEL).strip()
+    return EmbedderSpec(model=None if model.lower() in DISABLED else model,
+                        runtime=_setting(environ, "WIKI_EMBED_RUNTIME", "auto"),
+                        server=_setting(environ, "WIKI_EMBED_SERVER", "auto"),
+                        notify=notify)
+
+
+def current_spec() -> EmbedderSpec:
+    """The spec scoped by the innermost :func:`using`, else :func:`resolve_spec` now."""
+    return _SCOPED.get() or resolve_spec()
+
+
+@contextlib.contextmanager
+def using(spec: EmbedderSpec) -> Iterator[EmbedderSpec]:
+    """Make ``spec`` the :func:`current_spec` inside the ``with`` block (nestable)."""
+    token = _SCOPED.set(spec)
+    try:
+        yield spec
+    finally:
+        _SCOPED.reset(token)
