@@ -82,7 +82,7 @@ class SearchSettings:
     search: SearchConfig
     memory: MemoryConfig
     llm: LLMConfig
-    lifetimes: tuple[tuple[str, int], ...]
+    lifetimes: tuple[tuple[str, float], ...]
 
     @classmethod
     def of(cls, index: SearchIndex) -> SearchSettings:
@@ -188,7 +188,7 @@ def _with_lifetimes(filters: Filters, index: SearchIndex, as_of: dt.datetime | N
     return _valid(filters, SearchSettings.of(index).lifetimes, as_of)
 
 
-def _valid(filters: Filters, days: tuple[tuple[str, int], ...], as_of: dt.datetime | None
+def _valid(filters: Filters, days: tuple[tuple[str, float], ...], as_of: dt.datetime | None
            ) -> Filters:
     """``filters`` with the lifetimes ``days``, validity checked at ``as_of`` (unchanged
     when expired entries are asked for)."""
