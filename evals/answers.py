@@ -4,12 +4,8 @@ Every dev question is asked through :func:`wiki.answering.ask.ask` (the product 
 retrieval with the default legs, the gap rule, sentence extraction, the answer-type check;
 no model, no revalidation) over the wiki built at the checkpoint
 (:func:`evals.datasets.cached_handbook`), once per *variant* of the sentence picker. A
-variant sets the picker's constants of :mod:`wiki.answering.ask` for its run (``ENTRY_ORDER``,
-``RANK_DISCOUNT``, ``RELATIVE_FLOOR``), may give every candidate entry its best sentence
-(the rule stale candidates get), and may score sentences by a fusion of BM25 and cosine
-(:func:`fused_ranker`: not in the product, so it is installed here in place of
-``wiki.answering.ask.rank_passages``; it encodes the query a second time, about 10 ms, and every
-candidate sentence in one batch with the product's embedder).
+variant is a :class:`indexes.sentence_scoring.PickerConfig` passed to
+:func:`wiki.answering.ask.ask` (``picker=``); nothing here sets a module's globals.
 
 Per answerable question (35, each with ``support: [{page, quote}]``):
 
@@ -60,7 +56,7 @@ class Variant:
     config: PickerConfig = field(default_factory=PickerConfig)
     synthesize: bool = False
     """The configured model writes the answer from the cited entries (only its verified
-    sentences are kept, :mod:`wiki.answering.synthesis`); ``--llm MODEL`` adds such a variant."""
+    sentences are kept, :mod:`wiki.llm.answer`); ``--llm MODEL`` adds such a variant."""
 
 
 BM25_ONLY = PickerConfig(lexical=1.0, cosine=0.0, form=0.0, fragment_weight=1.0, floor=0.4)

@@ -1,2 +1,2 @@
 """Answering: search (legs, fusion, routing, re-scoring), ask (the extractive answer, budget,
-revalidation, synthesis) and the evidence-gap log."""
+revalidation; the model-written answer is wiki.llm.answer) and the evidence-gap log."""

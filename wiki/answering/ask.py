@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from indexes.answer_type import TYPE_NAMES, missing_type
 from indexes.sentence_scoring import PickerConfig
 from indexes.vectors import Progress
+from wiki.answering.embedding import model_name
 from wiki.answering.picker import DEFAULT, GapReason, pick_answer
-from wiki.answering.revalidate import Revalidated
+from wiki.answering.revalidate import Revalidated, Revalidation
 from wiki.answering.revalidate import revalidate as check_sources
-from wiki.answering.search import SearchResult, filters_for, search
+from wiki.answering.search import SearchRequest, SearchResult, filters_for, run_search
 from wiki.store.entry import now_iso
 from wiki.store.storage import notify, storage_cause
 from wiki.store.workspace import Wiki
@@ -46,10 +47,10 @@ class Citation(Revalidated):
     """Cited files changed since the entry was written (marked by the git hook)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Answer:
-    """An answer to ``question``: ``sentences`` as ``(text, citation number)`` pairs and
-    the ``citations`` they point to; ``gap`` when the wiki does not say."""
+    """An answer to ``question``, a value: ``sentences`` as ``(text, citation number)``
+    pairs and the ``citations`` they point to; ``gap`` when the wiki does not say."""
 
     question: str
     commit: str
@@ -68,7 +69,7 @@ class Answer:
     """What the model did and cost, when the ``llm`` leg or the rerank ran."""
     mode: str = "extractive"
     """``llm`` when the sentences are a model's, verified against the cited entries
-    (:mod:`wiki.answering.synthesis`); ``extractive`` when quoted from them."""
+    (:mod:`wiki.llm.answer`); ``extractive`` when quoted from them."""
     note: str = ""
     """Why a configured model's answer is not shown (failure, timeout, nothing verified)."""
     dropped: list = field(default_factory=list)
@@ -95,7 +96,50 @@ class Answer:
 
     @property
     def gap(self) -> bool:
+        """Whether the wiki does not say: no sentence."""
         return not self.sentences
+
+
+@dataclass(frozen=True)
+class AskRequest:
+    """One question as asked, a value: built once, never changed.
+
+    ``question``: the text; ``include_superseded``, ``category``, ``scope``,
+    ``include_expired``: the search filters (:func:`wiki.answering.search.filters_for`);
+    ``legs``, ``as_of``, ``rerank``, ``route``: as in
+    :class:`wiki.answering.search.SearchRequest`; ``budget``: at most this many tokens of
+    evidence (``None``: no budget; :func:`wiki.answering.budget.fit`); ``revalidate``:
+    check the candidate entries' sources first (never with ``as_of``); ``synthesize``:
+    a configured model writes the answer from the cited entries; ``picker``: the
+    sentence picker's parameters (:class:`indexes.sentence_scoring.PickerConfig`,
+    default :data:`wiki.answering.picker.DEFAULT`; evals pass variants);
+    ``embed_model``: the embedding model, read from ``$WIKI_EMBED_MODEL`` when the
+    request is built (``None``: vectors off), used by the search, the picker and the
+    budget's token counter alike."""
+
+    question: str
+    include_superseded: bool = False
+    category: str | None = None
+    scope: str | None = None
+    include_expired: bool = False
+    legs: tuple[str, ...] | None = None
+    as_of: dt.datetime | None = None
+    budget: int | None = None
+    revalidate: bool = True
+    rerank: bool = False
+    synthesize: bool = True
+    route: bool | None = None
+    picker: PickerConfig = DEFAULT
+    embed_model: str | None = field(default_factory=model_name)
+
+    def search_request(self) -> SearchRequest:
+        """The search this question runs: 10 hits with their sentence vectors."""
+        return SearchRequest(
+            self.question, limit=10, legs=self.legs, as_of=self.as_of, rerank=self.rerank,
+            route=self.route, sentences=True, embed_model=self.embed_model,
+            filters=filters_for(include_superseded=self.include_superseded,
+                                category=self.category, scope=self.scope,
+                                include_expired=self.include_expired))
 
 
 def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
@@ -105,148 +149,164 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
         budget: int | None = None, revalidate: bool = True, rerank: bool = False,
         synthesize: bool = True, route: bool | None = None,
         picker: PickerConfig = DEFAULT) -> Answer:
-    """Answer ``question`` from the wiki. Raises ``EmptyQueryError`` for an empty question
-    and ``NotInitializedError`` without a wiki branch; a gap is a normal return. With
-    ``budget`` (tokens), the answer is the best evidence that fits it
-    (:func:`wiki.answering.budget.fit`) and ``answer.tokens`` reports what it used. With
-    ``revalidate`` (not with ``as_of``: that asks what the wiki said then) the candidate
-    entries' sources are checked first (:mod:`wiki.answering.revalidate`). With a model configured
-    and ``synthesize``, the model writes the answer from the cited entries and only its
-    verified sentences are kept (:mod:`wiki.answering.synthesis`). ``route``: as in
-    :func:`wiki.answering.search.search`; the route is in ``answer.route``. All its model calls
-    share one ``[llm] timeout`` (:func:`wiki.llm.usage.command_scope`). ``picker``: the
-    sentence picker's parameters (:class:`indexes.sentence_scoring.PickerConfig`; evals
-    pass variants)."""
+    """Answer ``question``: :func:`answer` of the :class:`AskRequest` the keyword
+    arguments describe (see there for each one); ``progress`` is called while missing
+    vectors are embedded."""
+    request = AskRequest(question, include_superseded=include_superseded,
+                         category=category, scope=scope, include_expired=include_expired,
+                         legs=legs, as_of=as_of, budget=budget, revalidate=revalidate,
+                         rerank=rerank, synthesize=synthesize, route=route, picker=picker)
+    return answer(wiki, request, progress=progress)
+
+
+def answer(wiki: Wiki, request: AskRequest, *, progress: Progress | None = None) -> Answer:
+    """Answer ``request.question`` from the wiki. Raises ``EmptyQueryError`` for an empty
+    question and ``NotInitializedError`` without a wiki branch; a gap is a normal return
+    (recorded in ``gaps.jsonl``). With a ``budget`` (tokens), the answer is the best
+    evidence that fits it (:func:`wiki.answering.budget.fit`) and ``answer.tokens``
+    reports what it used. With ``revalidate`` (not with ``as_of``: that asks what the
+    wiki said then) the candidate entries' sources are checked first
+    (:mod:`wiki.answering.revalidate`). With a model configured and ``synthesize``, the
+    model writes the answer from the cited entries and only its verified sentences are
+    kept (:mod:`wiki.llm.answer`). The route, when routing ran, is in ``answer.route``.
+    All its model calls share one ``[llm] timeout``
+    (:func:`wiki.llm.usage.command_scope`)."""
     from wiki.llm.usage import command_scope
 
     with command_scope():
-        return _ask(wiki, question, include_superseded, category, legs, progress, as_of,
-                    scope, include_expired, budget, revalidate, rerank, synthesize, route,
-                    picker)
+        result = run_search(wiki, request.search_request(), progress=progress)
+        found = Answer(request.question, result.commit, result.confidence, result.threshold,
+                       top_cosine=result.top_cosine, llm=result.llm,
+                       route=result.route.to_dict() if result.route else None)
+        if result.gap and (request.picker.retrieval_gap or result.vectors is None):
+            cosine = ("" if result.top_cosine is None
+                      else f", best cosine {result.top_cosine:.2f}")
+            found = replace(found, gap_reason=GapReason(
+                "no_match", f"no entry shares enough of the question's words or meaning "
+                f"(word coverage {result.confidence:.2f}{cosine})"))
+        elif result.hits:
+            found = replace(found, **_from_entries(wiki, request, result))
+        if found.gap:
+            if found.gap_reason is None:
+                found = replace(found, gap_reason=GapReason("no_match",
+                                                            "no entry matches the question"))
+            _record_gap(wiki, found)
+        return found
 
 
-def _ask(wiki: Wiki, question: str, include_superseded: bool, category: str | None,
-         legs: tuple[str, ...] | None, progress: Progress | None, as_of: dt.datetime | None,
-         scope: str | None, include_expired: bool, budget: int | None, revalidate: bool,
-         rerank: bool, synthesize: bool, route: bool | None, picker: PickerConfig) -> Answer:
-    result = search(wiki, question, limit=10, legs=legs, progress=progress, as_of=as_of,
-                    rerank=rerank, route=route, sentences=True,
-                    filters=filters_for(include_superseded=include_superseded,
-                                        category=category, scope=scope,
-                                        include_expired=include_expired))
-    answer = Answer(question, result.commit, result.confidence, result.threshold,
-                    top_cosine=result.top_cosine, llm=result.llm,
-                    route=result.route.to_dict() if result.route else None)
-    if result.gap and (picker.retrieval_gap or result.query_vector is None):
-        cosine = "" if result.top_cosine is None else f", best cosine {result.top_cosine:.2f}"
-        answer.gap_reason = GapReason(
-            "no_match", f"no entry shares enough of the question's words or meaning (word "
-            f"coverage {result.confidence:.2f}{cosine})")
-    elif result.hits:
-        from wiki.answering.budget import MAX_ENTRIES as BUDGET_ENTRIES
+def _from_entries(wiki: Wiki, request: AskRequest, result: SearchResult) -> dict:
+    """The answer's fields taken from the top hits' entries: revalidated, picked (or
+    fitted to the budget), checked for the asked type, written by the model."""
+    from wiki.answering.budget import MAX_ENTRIES as BUDGET_ENTRIES
 
-        snapshot = wiki.snapshot(result.commit)
-        count = MAX_ENTRIES if budget is None else BUDGET_ENTRIES
-        entries = [snapshot.entry(hit.key) for hit in result.hits[:count]]
-        checks = None
-        if revalidate and as_of is None:
-            checks = check_sources(wiki, entries, snapshot.config())
-            entries = checks.current(entries)
-        if budget is not None:
-            _fit(result, answer, budget, entries)
-        else:
-            stale = {p for p, e in enumerate(entries)
-                     if checks is not None and checks.entries[e.path].stale}
-            _extract(result, answer, entries, stale, picker)
-        if answer.sentences:
-            _check_type(answer, entries)
-        if synthesize and budget is None and answer.sentences:
-            _synthesize(wiki, answer, entries, snapshot.config().llm)
-        if checks is not None:
-            _annotate(answer, checks)
-    if answer.gap:
-        if answer.gap_reason is None:
-            answer.gap_reason = GapReason("no_match", "no entry matches the question")
-        _record_gap(wiki, answer)
-    return answer
+    snapshot = wiki.snapshot(result.commit)
+    count = MAX_ENTRIES if request.budget is None else BUDGET_ENTRIES
+    entries = [snapshot.entry(hit.key) for hit in result.hits[:count]]
+    checks = None
+    if request.revalidate and request.as_of is None:
+        checks = check_sources(wiki, entries, snapshot.config())
+        entries = checks.current(entries)
+    if request.budget is not None:
+        fields = _fit(result, request, entries)
+    else:
+        stale = {p for p, e in enumerate(entries)
+                 if checks is not None and checks.entries[e.path].stale}
+        fields = _extract(result, request, entries, stale)
+    if fields["sentences"]:
+        fields.update(_check_type(request.question, fields["citations"], entries))
+    if request.synthesize and request.budget is None and fields["sentences"]:
+        fields.update(_synthesize(wiki, request.question, fields, entries,
+                                  snapshot.config().llm))
+    if checks is not None:
+        fields.update(_annotate(fields["citations"], checks))
+    return fields
 
 
-def _extract(result: SearchResult, answer: Answer, entries: list, stale: set[int],
-             picker: PickerConfig) -> None:
-    """Pick the answer's sentences (:func:`wiki.answering.picker.pick_answer`): the one that
-    answers first, then its support, each cited; an entry at a ``stale`` position (answered
-    from its current source) also gets its best sentence. A gap when no sentence answers."""
+def _extract(result: SearchResult, request: AskRequest, entries: list,
+             stale: set[int]) -> dict:
+    """The answer's sentences picked by :func:`wiki.answering.picker.pick_answer`: the one
+    that answers first, then its support, each cited; an entry at a ``stale`` position
+    (answered from its current source) also gets its best sentence. A gap (no sentences,
+    ``gap_reason`` and ``note``) when no sentence answers."""
+    vectors = result.vectors
     embed = None
-    if result.query_vector is not None:
-        from wiki.answering.embedding import get_embedder, model_name
+    if vectors is not None:
+        from wiki.answering.embedding import get_embedder
 
-        embed = get_embedder(model_name()).encode
-    picked = pick_answer(answer.question, [(e.title, e.body) for e in entries],
-                         result.sentence_vectors, result.query_vector, picker,
+        embed = get_embedder(request.embed_model).encode
+    picked = pick_answer(request.question, [(e.title, e.body) for e in entries],
+                         vectors.sentences if vectors is not None else {},
+                         vectors.query if vectors is not None else None, request.picker,
                          coverage=result.confidence, stale=frozenset(stale), embed=embed)
-    answer.answer_score = round(picked.score, 4)
-    answer.sentence_cosine = picked.cosine
-    answer.form_missing = picked.form_missing
+    scores = {"answer_score": round(picked.score, 4), "sentence_cosine": picked.cosine,
+              "form_missing": picked.form_missing}
     if picked.gap is not None:
-        answer.gap_reason, answer.note = picked.gap, picked.gap.sentence
-        return
+        return {**scores, "sentences": [], "citations": [], "gap_reason": picked.gap,
+                "note": picked.gap.sentence}
     numbers: dict[int, int] = {}
     for _, position in picked.sentences:
         numbers.setdefault(position, len(numbers) + 1)
-    answer.sentences = [(text, numbers[position]) for text, position in picked.sentences]
+    sentences = [(text, numbers[position]) for text, position in picked.sentences]
     if not picked.sentences and entries:  # confident retrieval, no sentence: the summary
-        answer.sentences = [(entries[0].summary or entries[0].title, 1)]
+        sentences = [(entries[0].summary or entries[0].title, 1)]
         numbers[0] = 1
-    answer.citations = [_citation(number, entries[position], result)
-                        for position, number in sorted(numbers.items(), key=lambda p: p[1])]
+    citations = [_citation(number, entries[position], result)
+                 for position, number in sorted(numbers.items(), key=lambda p: p[1])]
+    return {**scores, "sentences": sentences, "citations": citations}
 
 
-def _check_type(answer: Answer, entries: list) -> None:
-    """Turn the answer into an evidence gap when the question asks for a percentage or an
-    amount of money and no cited entry states one (:mod:`indexes.answer_type`)."""
-    cited = {c.path for c in answer.citations}
+def _check_type(question: str, citations: list[Citation], entries: list) -> dict:
+    """An evidence gap (the fields that make it) when the question asks for a percentage
+    or an amount of money and no cited entry states one (:mod:`indexes.answer_type`);
+    ``{}`` otherwise."""
+    cited = {c.path for c in citations}
     texts = [f"{e.title}\n{e.summary}\n{e.body}" for e in entries if e.path in cited]
-    kind = missing_type(answer.question, texts)
+    kind = missing_type(question, texts)
     if kind is None:
-        return
-    titles = "; ".join(c.title for c in answer.citations)
-    answer.missing_type = kind
-    answer.note = (f"the question asks for {TYPE_NAMES[kind]} and none of the closest "
-                   f"entries ({titles}) states one")
-    answer.gap_reason = GapReason("missing_type", answer.note)
-    answer.sentences, answer.citations = [], []
+        return {}
+    titles = "; ".join(c.title for c in citations)
+    note = (f"the question asks for {TYPE_NAMES[kind]} and none of the closest "
+            f"entries ({titles}) states one")
+    return {"missing_type": kind, "note": note, "gap_reason": GapReason("missing_type", note),
+            "sentences": [], "citations": []}
 
 
-def _synthesize(wiki: Wiki, answer: Answer, entries: list, config) -> None:
+def _synthesize(wiki: Wiki, question: str, fields: dict, entries: list, config) -> dict:
+    """The model-written sentences over the cited entries when a model is configured
+    (:func:`wiki.llm.answer.answer_from`): ``mode`` ``llm`` and its verified sentences,
+    else the ``note`` saying why the extractive ones stand; ``{}`` without a model."""
     from wiki.llm.settings import open_client
 
     client = open_client(wiki, config)
-    if client is not None:
-        from wiki.answering.synthesis import synthesize_answer
+    if client is None:
+        return {}
+    from wiki.llm.answer import answer_from
 
-        synthesize_answer(answer, entries, client)
+    written = answer_from(client, question, fields["sentences"],
+                          [(c.number, c.path) for c in fields["citations"]], entries)
+    if written.sentences:
+        return {"dropped": written.dropped, "sentences": written.sentences, "mode": "llm"}
+    return {"dropped": written.dropped, "note": written.note}
 
 
-def _fit(result: SearchResult, answer: Answer, budget: int, entries: list) -> None:
+def _fit(result: SearchResult, request: AskRequest, entries: list) -> dict:
+    """The answer's fields for a token budget (:func:`wiki.answering.budget.fit`)."""
     from indexes.tokens import counter
     from wiki.answering.budget import fit
-    from wiki.answering.embedding import model_name
 
-    evidence = fit(answer.question, entries, budget, counter(model_name()))
-    answer.sentences = evidence.sentences
-    answer.citations = [_citation(number, entries[position], result)
-                        for number, position in enumerate(evidence.cited, start=1)]
-    answer.tokens = {"used": evidence.used, "budget": budget, "whole": evidence.whole,
-                     "counter": evidence.counter}
+    evidence = fit(request.question, entries, request.budget, counter(request.embed_model))
+    return {"sentences": evidence.sentences,
+            "citations": [_citation(number, entries[position], result)
+                          for number, position in enumerate(evidence.cited, start=1)],
+            "tokens": {"used": evidence.used, "budget": request.budget,
+                       "whole": evidence.whole, "counter": evidence.counter}}
 
 
-def _annotate(answer: Answer, checks) -> None:
-    """Copy each cited entry's revalidation onto its citation."""
-    for citation in answer.citations:
-        check = checks.entries.get(citation.path)
-        if check is not None:
-            citation.take_revalidation(check)
-    answer.revalidation = checks.summary()
+def _annotate(citations: list[Citation], checks: Revalidation) -> dict:
+    """The citations, each with its entry's revalidation, and the summary of the checks."""
+    return {"citations": [replace(c, **checks.entries[c.path].revalidated())
+                          if c.path in checks.entries else c for c in citations],
+            "revalidation": checks.summary()}
 
 
 def _citation(number: int, entry, result: SearchResult) -> Citation:

@@ -59,10 +59,10 @@ class Revalidated:
     reason: str = ""
     stale_sources: list[str] = field(default_factory=list)
 
-    def take_revalidation(self, other: Revalidated) -> None:
-        """Copy ``other``'s revalidation fields onto this one."""
-        for item in fields(Revalidated):
-            setattr(self, item.name, getattr(other, item.name))
+    def revalidated(self) -> dict:
+        """This revalidation's fields as ``name -> value`` (to build a copy of a citation
+        that carries them: ``dataclasses.replace(citation, **check.revalidated())``)."""
+        return {item.name: getattr(self, item.name) for item in fields(Revalidated)}
 
 
 @dataclass

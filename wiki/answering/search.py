@@ -19,10 +19,11 @@ from indexes.query import query_words, searched_text
 from indexes.routing import Route
 from indexes.store import Filters, SearchIndex
 from indexes.vectors import Progress
-from wiki.answering import memory_rescoring as rerank
+from wiki.answering import memory_rescoring
 from wiki.answering.embedding import ensure_vectors, get_embedder, model_name
 from wiki.answering.routing import apply as apply_route
 from wiki.answering.routing import boost, decide, tie_break
+from wiki.config import LLMConfig, MemoryConfig, SearchConfig
 from wiki.knowledge.lifetimes import iso, lifetimes
 from wiki.store.derived import (
     SyncReport,
@@ -40,44 +41,117 @@ SENTENCE_HITS = 5
 :data:`wiki.answering.budget.MAX_ENTRIES` with a budget)."""
 
 
-@dataclass
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search as asked, a value: built once, never changed.
+
+    ``query``: the text as asked (past :data:`indexes.query.MAX_WORDS` words only the
+    first ones are searched, :func:`indexes.query.searched_text`); ``limit``: how many hits
+    (default 10); ``filters``: :func:`filters_for` (default: active, unexpired entries);
+    ``legs``: the legs to run (``None``: ``[search] legs`` of wiki.toml); ``as_of``: search
+    the wiki as it was then (a timezone-aware time; ``None``: now); ``rerank``: the model
+    re-orders the fused hits (:meth:`wiki.llm.leg.LLMStage.rerank`); ``route``: route to
+    category folders first (``None``: ``[search] route``); ``sentences``: also return the
+    top :data:`SENTENCE_HITS` hits' stored answer-sentence vectors (``wiki ask`` needs
+    them, a plain search does not); ``embed_model``: the embedding model, read from
+    ``$WIKI_EMBED_MODEL`` when the request is built (``None``: vectors turned off)."""
+
+    query: str
+    limit: int = 10
+    filters: Filters | None = None
+    legs: tuple[str, ...] | None = None
+    as_of: dt.datetime | None = None
+    rerank: bool = False
+    route: bool | None = None
+    sentences: bool = False
+    embed_model: str | None = field(default_factory=model_name)
+
+    @property
+    def llm_asked(self) -> bool:
+        """Whether the ``llm`` leg was asked for by name (then a missing model is an error)."""
+        return self.legs is not None and "llm" in self.legs
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The indexed wiki.toml's settings one search uses, read once per search
+    (:func:`wiki.store.derived.indexed_config`): ``search`` (``[search]``), ``memory``
+    (``[memory]``), ``llm`` (``[llm]``) and ``lifetimes`` (``(type, days)`` pairs,
+    :func:`wiki.knowledge.lifetimes.lifetimes`)."""
+
+    search: SearchConfig
+    memory: MemoryConfig
+    llm: LLMConfig
+    lifetimes: tuple[tuple[str, float], ...]
+
+    @classmethod
+    def of(cls, index: SearchIndex) -> SearchSettings:
+        """The settings of the commit ``index`` was synced to."""
+        config = indexed_config(index)
+        return cls(config.search, config.memory, config.llm,
+                   tuple(sorted(lifetimes(config).items())))
+
+
+@dataclass(frozen=True)
+class GapRule:
+    """The evidence-gap thresholds of ``[search]`` (:func:`is_gap`): ``threshold`` (word
+    coverage, 0-1, without the vector leg), ``coverage`` and ``cosine`` (with it)."""
+
+    threshold: float
+    coverage: float = 0.54
+    cosine: float = 0.45
+
+
+@dataclass(frozen=True)
+class AnswerVectors:
+    """What an answer reuses of the vector leg: the question's vector ``query`` (numpy,
+    unit length), the embedding ``model``'s name and ``sentences``, ``sha256 of a sentence
+    -> vector`` of the top hits' stored answer sentences (embedded at index time,
+    :meth:`indexes.vectors.VectorStore.sentence_vectors`; empty unless asked for)."""
+
+    query: object
+    model: str
+    sentences: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class SearchResult:
-    """Ranked ``hits`` for ``query`` at wiki ``commit``. ``confidence`` (0-1) is the
-    IDF-weighted query coverage of the top BM25 hit (:mod:`indexes.confidence`),
-    ``top_cosine`` the vector leg's best cosine (``None`` when it did not run); ``gap``
-    combines them (see :attr:`gap`). ``legs`` lists the legs that ran,
-    ``skipped`` the ones that could not, with the reason."""
+    """Ranked ``hits`` for ``query`` at wiki ``commit``, a value. ``confidence`` (0-1) is
+    the IDF-weighted query coverage of the top BM25 hit (:mod:`indexes.confidence`),
+    ``top_cosine`` the vector leg's best cosine (``None`` when it did not run); ``rule``
+    holds the gap thresholds (see :attr:`gap`). ``sync``: what syncing the index did;
+    ``sources``: entry path -> its sources; ``marks``: hits whose cited files changed
+    since they were written (``wiki hook``). ``legs`` lists the legs that ran,
+    ``skipped`` the ones that could not, with the reason. ``llm``: when the ``llm`` leg
+    or the rerank ran, :meth:`wiki.llm.leg.LLMStage.report`; ``route``: when routing
+    ran, the folders chosen and every folder's score (:mod:`wiki.answering.routing`);
+    ``vectors``: when the vector leg ran, what an answer reuses (:class:`AnswerVectors`)."""
 
     query: str
     commit: str
     hits: list[Hit]
     confidence: float
-    threshold: float
+    top_cosine: float | None
+    rule: GapRule
     sync: SyncReport
     sources: dict[str, list[dict]] = field(default_factory=dict)
+    marks: dict[str, list[dict]] = field(default_factory=dict)
     legs: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
-    top_cosine: float | None = None
-    gap_coverage: float = 0.54
-    gap_cosine: float = 0.45
-    marks: dict[str, list[dict]] = field(default_factory=dict)
-    """Hits whose cited files changed since they were written (``wiki hook``)."""
     llm: dict | None = None
-    """When the ``llm`` leg or the rerank ran: :meth:`wiki.llm.leg.LLMStage.report`."""
     route: Route | None = None
-    """When routing ran: the folders chosen and every folder's score
-    (:mod:`wiki.answering.routing`)."""
-    query_vector: object = None
-    """The question's vector (numpy, unit length) when the vector leg ran, else ``None``."""
-    sentence_vectors: dict = field(default_factory=dict)
-    """``sha256 of a sentence -> vector`` of the top hits' stored answer sentences
-    (embedded at index time, :meth:`indexes.vectors.VectorStore.sentence_vectors`)."""
+    vectors: AnswerVectors | None = None
+
+    @property
+    def threshold(self) -> float:
+        """The word-coverage gap threshold without the vector leg (``rule.threshold``)."""
+        return self.rule.threshold
 
     @property
     def gap(self) -> bool:
         """The evidence-gap decision (:func:`is_gap`)."""
-        return is_gap(bool(self.hits), self.confidence, self.top_cosine, self.threshold,
-                      self.gap_coverage, self.gap_cosine)
+        return is_gap(bool(self.hits), self.confidence, self.top_cosine,
+                      self.rule.threshold, self.rule.coverage, self.rule.cosine)
 
 
 def is_gap(has_hits: bool, coverage: float, top_cosine: float | None, threshold: float,
@@ -111,10 +185,16 @@ def _now() -> dt.datetime:
 def _with_lifetimes(filters: Filters, index: SearchIndex, as_of: dt.datetime | None
                     ) -> Filters:
     """``filters`` with the indexed wiki.toml's lifetimes, validity checked at ``as_of``."""
+    return _valid(filters, SearchSettings.of(index).lifetimes, as_of)
+
+
+def _valid(filters: Filters, days: tuple[tuple[str, float], ...], as_of: dt.datetime | None
+           ) -> Filters:
+    """``filters`` with the lifetimes ``days``, validity checked at ``as_of`` (unchanged
+    when expired entries are asked for)."""
     if filters.valid_at is None:
         return filters
-    days = lifetimes(indexed_config(index))
-    return replace(filters, lifetimes=tuple(sorted(days.items())),
+    return replace(filters, lifetimes=days,
                    valid_at=iso(as_of) if as_of is not None else filters.valid_at)
 
 
@@ -123,151 +203,185 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
            progress: Progress | None = None, as_of: dt.datetime | None = None,
            rerank: bool = False, llm=None, route: bool | None = None,
            sentences: bool = False) -> SearchResult:
-    """Rank entries for ``query`` with the configured (or given) legs fused by
+    """Rank entries for ``query``: :func:`run_search` of the :class:`SearchRequest` the
+    keyword arguments describe (see there for each one). ``index``: an open index to
+    sync and search (default: the wiki's own, opened and closed here); ``progress``:
+    called while missing vectors are embedded; ``llm``: the
+    :class:`wiki.llm.client.LLMClient` of the ``llm`` leg and the rerank (default: the
+    configured model)."""
+    request = SearchRequest(query, limit=limit, filters=filters, legs=legs, as_of=as_of,
+                            rerank=rerank, route=route, sentences=sentences)
+    return run_search(wiki, request, index=index, progress=progress, client=llm)
+
+
+def run_search(wiki: Wiki, request: SearchRequest, *, index: SearchIndex | None = None,
+               progress: Progress | None = None, client=None) -> SearchResult:
+    """Rank entries for ``request.query`` with the configured (or requested) legs fused by
     ``[search] fusion``: weighted z-score CombSUM by default (each leg's scores
     standardised over its hits and summed with the leg's weight; it keeps how far a leg's
     first hit stands out, which RRF's ranks throw away: evals/results/fusion.md,
     docs/decisions.md), or weighted RRF with ``fusion = "rrf"``; with ``as_of``, over the
-    wiki as it was then. Raises ``EmptyQueryError`` for a
-    query without words and ``NotInitializedError`` without a wiki branch. A leg that
-    cannot run (no embedding model) is skipped and reported in ``result.skipped``.
-    The ``llm`` leg (the index walk) and ``rerank`` use ``llm`` (a
-    :class:`wiki.llm.client.LLMClient`) or the configured model; asking for either
-    explicitly without a model raises ``ModelNotConfiguredError`` (docs/llm.md).
-    ``route`` (default: ``[search] route``) routes the question to category folders first
-    and scopes the search (:mod:`wiki.answering.routing`); it needs the vector leg, else it is
-    skipped and reported in ``result.skipped["route"]``. ``sentences``: also fetch the top
-    hits' stored answer-sentence vectors (``result.sentence_vectors``; ``wiki ask`` needs
-    them, a plain search does not)."""
-    query_words(query)  # an empty query is an error whatever the legs
-    searched = searched_text(query)  # past MAX_WORDS words: what the note says was searched
-    if searched != query:
-        result = search(wiki, searched, limit=limit, filters=filters, legs=legs, index=index,
-                        progress=progress, as_of=as_of, rerank=rerank, llm=llm, route=route,
-                        sentences=sentences)
-        result.query = query  # as asked: the payload's ``truncated`` is computed from it
-        return result
-    options = (wiki, rerank, llm, legs is not None and "llm" in legs, route, sentences)
-    if as_of is not None:
-        commit = commit_as_of(wiki, as_of)
+    wiki as it was then. The indexed wiki.toml is read once (:class:`SearchSettings`).
+    Raises ``EmptyQueryError`` for a query without words and ``NotInitializedError``
+    without a wiki branch. A leg that cannot run (no embedding model) is skipped and
+    reported in ``result.skipped``. The ``llm`` leg (the index walk) and the rerank use
+    ``client`` or the configured model; asking for either explicitly without a model
+    raises ``ModelNotConfiguredError`` (docs/llm.md). Routing
+    (:mod:`wiki.answering.routing`) needs the vector leg, else it is skipped and reported
+    in ``result.skipped["route"]``."""
+    query_words(request.query)  # an empty query is an error whatever the legs
+    searched = searched_text(request.query)  # past MAX_WORDS words: what is searched
+    if searched != request.query:
+        result = run_search(wiki, replace(request, query=searched), index=index,
+                            progress=progress, client=client)
+        return replace(result, query=request.query)  # as asked: ``truncated`` reads it
+    if request.as_of is not None:
+        commit = commit_as_of(wiki, request.as_of)
         with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
                 snapshot_index(wiki, commit, Path(folder) / "index.sqlite") as past:
-            return _search(past, SyncReport(commit), query, limit, filters, legs, progress,
-                           options, as_of)
+            return _search(past, SyncReport(commit), request, wiki, client, progress)
     own = index is None
     if own:
         index, report = open_synced(wiki)
     else:
         report = sync(wiki, index)
     try:
-        return _search(index, report, query, limit, filters, legs, progress, options)
+        return _search(index, report, request, wiki, client, progress)
     finally:
         if own:
             index.close()
 
 
-def _search(index: SearchIndex, report: SyncReport, query: str, limit: int,
-            filters: Filters | None, legs: tuple[str, ...] | None,
-            progress: Progress | None,
-            options: tuple = (None, False, None, False, None, False),
-            as_of: dt.datetime | None = None) -> SearchResult:
-    wiki, llm_rerank, client, llm_asked, route, sentences = options
-    config = indexed_config(index).search
-    memory = indexed_config(index).memory
-    filters = _with_lifetimes(filters or filters_for(), index, as_of)
-    fusion = FusionConfig(legs=tuple(legs or config.legs), k=config.rrf_k,
-                          window=max(config.window, limit), weights=config.leg_weights,
-                          method=config.fusion)
-    skipped: dict[str, str] = {}
-    vector, model = None, None
+@dataclass(frozen=True)
+class _Encoded:
+    """The question's vector as the vector leg starts it: ``vector`` (a unit vector or a
+    future of one; ``None`` when the leg cannot run), ``model`` and ``skipped`` (the
+    reason it cannot, as ``{"vector": why}``)."""
+
+    vector: object = None
+    model: str | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _search(index: SearchIndex, report: SyncReport, request: SearchRequest,
+            wiki: Wiki | None, client, progress: Progress | None) -> SearchResult:
+    settings = SearchSettings.of(index)
+    config = settings.search
+    filters = _valid(request.filters or filters_for(), settings.lifetimes, request.as_of)
+    fusion = FusionConfig(legs=tuple(request.legs or config.legs), k=config.rrf_k,
+                          window=max(config.window, request.limit),
+                          weights=config.leg_weights, method=config.fusion)
+    encoded = _Encoded()
     if "vector" in fusion.legs:  # encoded on a worker thread while the lexical legs run
-        vector, model = _query_vector(index, query, skipped, progress)
-    routed = None
-    if config.route if route is None else route:
-        routed = _route(index, query, (vector, model), filters, skipped, wiki, client)
+        encoded = _query_vector(index, request.query, request.embed_model, progress)
+    routed, route_skipped = None, {}
+    if config.route if request.route is None else request.route:
+        routed, route_skipped = _route(index, request.query, encoded, filters, settings,
+                                       wiki, client)
         if routed is not None:
             filters = apply_route(routed, config.route_mode, filters)
             fusion = replace(fusion, weights={**fusion.weights, "route": config.route_weight})
-    found = run_legs(index, query, fusion, filters=filters,
-                     query_vector=vector, model=model, skipped=skipped)
+    legs_skipped: dict[str, str] = {}  # run_legs records a vector that failed here
+    found = run_legs(index, request.query, fusion, filters=filters,
+                     query_vector=encoded.vector, model=encoded.model, skipped=legs_skipped)
     if routed is not None:
         found = boost(found, routed, config.route_mode)
-    stage = None
-    if wiki is not None and ("llm" in fusion.legs or llm_rerank):
+    stage, llm_skipped = None, {}
+    if wiki is not None and ("llm" in fusion.legs or request.rerank):
         from wiki.llm.leg import LLMStage
 
-        stage = LLMStage.open(wiki, indexed_config(index).llm,
-                              required=llm_asked or llm_rerank, client=client)
+        stage = LLMStage.open(wiki, settings.llm, required=request.llm_asked or request.rerank,
+                              client=client)
         if stage.client is None:
-            skipped["llm"] = stage.note or "no model"
+            llm_skipped = {"llm": stage.note or "no model"}
         elif "llm" in fusion.legs:
-            found["llm"] = stage.leg(index, query, report.commit,
-                                     wiki.snapshot(report.commit).read, filters, fusion.window)
-    if rerank.enabled(memory):
-        hits = rerank.after_fusion(index, fuse(found, fusion, limit=fusion.window), memory,
-                                   filters, now=as_of)[:limit]
-    else:
-        hits = fuse(found, fusion, limit=limit)
-    if stage is not None and llm_rerank:
-        hits = stage.rerank(index, query, hits)
+            found = {**found, "llm": stage.leg(index, request.query, report.commit,
+                                               wiki.snapshot(report.commit).read, filters,
+                                               fusion.window)}
+    hits = _ranked(index, found, fusion, settings, filters, request)
+    if stage is not None and request.rerank:
+        hits = stage.rerank(index, request.query, hits)
     lexical = found.get("bm25") or hits
-    confidence = coverage(index, query, lexical[0].key) if lexical else 0.0
-    cosine = found["vector"][0].score if found.get("vector") else None
     extras = index.extras(h.key for h in hits)
-    sources = {key: extra.get("sources", []) for key, extra in extras.items()}
-    result = SearchResult(query, report.commit, hits, confidence, config.gap_threshold, report,
-                          sources, list(found), skipped, cosine, config.gap_coverage,
-                          config.gap_cosine, index.marks([h.key for h in hits]),
-                          stage.report() if stage is not None else None, routed)
-    if vector is not None and "vector" not in skipped:
-        try:
-            result.query_vector = vector.result() if isinstance(vector, Future) else vector
-        except IndexesError:
-            return result
-        if sentences:  # only an answer reads them: not on plain search's path
-            result.sentence_vectors = index.vectors.sentence_vectors(
-                [h.key for h in hits[:SENTENCE_HITS]], model)
-    return result
+    skipped = {**encoded.skipped, **route_skipped, **legs_skipped, **llm_skipped}
+    return SearchResult(
+        query=request.query, commit=report.commit, hits=hits,
+        confidence=coverage(index, request.query, lexical[0].key) if lexical else 0.0,
+        top_cosine=found["vector"][0].score if found.get("vector") else None,
+        rule=GapRule(config.gap_threshold, config.gap_coverage, config.gap_cosine),
+        sync=report, sources={key: extra.get("sources", []) for key, extra in extras.items()},
+        marks=index.marks([h.key for h in hits]), legs=list(found), skipped=skipped,
+        llm=stage.report() if stage is not None else None, route=routed,
+        vectors=None if "vector" in skipped else _vectors(index, encoded, hits, request))
 
 
-def _route(index: SearchIndex, query: str, encoded: tuple, filters: Filters,
-           skipped: dict[str, str], wiki: Wiki | None, client) -> Route | None:
-    """The route of ``query`` (:func:`wiki.answering.routing.decide`), tie-broken by the configured
-    model when there is one; ``None`` (reason in ``skipped``) without the vector leg."""
-    vector, model = encoded
-    if vector is None:
-        skipped["route"] = "needs the vector leg: " + skipped.get("vector", "not asked for")
+def _ranked(index: SearchIndex, found: dict, fusion: FusionConfig, settings: SearchSettings,
+            filters: Filters, request: SearchRequest) -> list[Hit]:
+    """The legs' hits fused, re-scored by memory when ``[memory]`` turns that on
+    (:mod:`wiki.answering.memory_rescoring`), cut to ``request.limit``."""
+    if memory_rescoring.enabled(settings.memory):
+        fused = fuse(found, fusion, limit=fusion.window)
+        return memory_rescoring.after_fusion(index, fused, settings.memory, filters,
+                                             now=request.as_of)[:request.limit]
+    return fuse(found, fusion, limit=request.limit)
+
+
+def _vectors(index: SearchIndex, encoded: _Encoded, hits: list[Hit],
+             request: SearchRequest) -> AnswerVectors | None:
+    """The question's vector and, with ``request.sentences``, the top hits' stored
+    sentence vectors; ``None`` when the question has no vector."""
+    if encoded.vector is None:
         return None
     try:
-        vector = vector.result() if isinstance(vector, Future) else vector
-    except IndexesError as exc:
-        skipped["route"] = f"needs the vector leg: {exc}"
+        vector = encoded.vector.result() if isinstance(encoded.vector, Future) \
+            else encoded.vector
+    except IndexesError:
         return None
-    found = decide(index, query, vector, model, filters=filters,
-                   margin=indexed_config(index).search.route_margin)
+    if not request.sentences:  # only an answer reads them: not on plain search's path
+        return AnswerVectors(vector, encoded.model)
+    return AnswerVectors(vector, encoded.model, index.vectors.sentence_vectors(
+        [h.key for h in hits[:SENTENCE_HITS]], encoded.model))
+
+
+def _route(index: SearchIndex, query: str, encoded: _Encoded, filters: Filters,
+           settings: SearchSettings, wiki: Wiki | None, client
+           ) -> tuple[Route | None, dict[str, str]]:
+    """The route of ``query`` (:func:`wiki.answering.routing.decide`), tie-broken by the
+    configured model when there is one, and ``{}``; ``(None, {"route": why})`` without
+    the vector leg."""
+    if encoded.vector is None:
+        why = encoded.skipped.get("vector", "not asked for")
+        return None, {"route": "needs the vector leg: " + why}
+    try:
+        vector = encoded.vector.result() if isinstance(encoded.vector, Future) \
+            else encoded.vector
+    except IndexesError as exc:
+        return None, {"route": f"needs the vector leg: {exc}"}
+    found = decide(index, query, vector, encoded.model, filters=filters,
+                   margin=settings.search.route_margin)
     if found.ambiguous and client is None and wiki is not None:
         from wiki.llm.settings import open_client
 
-        client = open_client(wiki, indexed_config(index).llm)
-    return tie_break(client, query, found, index) if found.ambiguous and client else found
+        client = open_client(wiki, settings.llm)
+    return (tie_break(client, query, found, index) if found.ambiguous and client
+            else found), {}
 
 
-def _query_vector(index: SearchIndex, query: str, skipped: dict[str, str],
-                  progress: Progress | None):
-    name = model_name()
+def _query_vector(index: SearchIndex, query: str, name: str | None,
+                  progress: Progress | None) -> _Encoded:
+    """Start encoding ``query`` with the embedding model ``name`` (vectors of new entries
+    embedded first), or say why the vector leg cannot run."""
     if name is None:
-        skipped["vector"] = "turned off (WIKI_EMBED_MODEL=none)"
-        return None, None
+        return _Encoded(skipped={"vector": "turned off (WIKI_EMBED_MODEL=none)"})
     try:
         embedder = get_embedder(name)
         ensure_vectors(index, embedder, progress=progress)
-        return encode_in_background(lambda q: embedder.encode([q])[0], query), embedder.name
+        return _Encoded(encode_in_background(lambda q: embedder.encode([q])[0], query),
+                        embedder.name)
     except EmbedderUnavailableError as exc:
-        skipped["vector"] = str(exc)
-        return None, None
+        return _Encoded(skipped={"vector": str(exc)})
     except OperationalError as exc:  # the disk refused the new vectors
         cause = storage_cause(exc)
         if cause is None:
             raise
-        skipped["vector"] = f"new vectors cannot be stored ({cause})"
-        return None, None
+        return _Encoded(skipped={"vector": f"new vectors cannot be stored ({cause})"})

@@ -1,11 +1,13 @@
-"""Cited answers written by a model, checked in code (docs/architecture.md, "Asking";
+"""The model-written answer: cited, checked in code (docs/architecture.md, "Asking";
 docs/robustness.md, H1-H2).
 
-The model sees the question and, fenced as quoted evidence, numbered passages: for each
-entry the extractive answer would cite, its title and best sentences (the same BM25
-sentence ranking). It is asked for at most :data:`MAX_SENTENCES` short sentences, each
-ending with the numbers of the passages it comes from (``[2]``). Code then keeps a sentence
-only when
+When a model is configured, it writes the answer over the extractive one
+(:mod:`wiki.answering.ask`), which has decided *which* entries are cited
+(:func:`answer_from`). The model sees the question and, fenced as quoted evidence,
+numbered passages: for each cited entry, its title, the extractive answer's sentences from
+it and its best further ones (the same BM25 sentence ranking). It is asked for at most
+:data:`MAX_SENTENCES` short sentences, each ending with the numbers of the passages it
+comes from (``[2]``). Code then keeps a sentence only when
 
 * it cites at least one passage, and every number it cites is a passage it was shown;
 * it is *supported*: at least :data:`MIN_SUPPORT` of its content words (and every number
@@ -22,11 +24,15 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from indexes.passages import rank_passages
 from indexes.query import STOPWORDS
 from wiki.llm import prompts
 from wiki.llm.errors import LLMError
+from wiki.store.markdown_text import sentences as split_sentences
 
 MAX_SENTENCES = 3
+EXTRA_SENTENCES = 6
+"""Best further sentences of each cited entry shown beside the extractive picks."""
 MAX_PASSAGE_WORDS = 120
 MIN_SUPPORT = 0.6
 """Share of a sentence's content words that must occur in the passages it cites."""
@@ -68,6 +74,28 @@ def passages(numbered: dict[int, tuple[str, list[str]]]) -> list[Passage]:
     :data:`MAX_PASSAGE_WORDS` words each."""
     return [Passage(n, title, prompts.clip(" ".join(sents), MAX_PASSAGE_WORDS))
             for n, (title, sents) in sorted(numbered.items())]
+
+
+def answer_from(client, question: str, picked: list[tuple[str, int]],
+                cited: list[tuple[int, str]], entries: list) -> Synthesis:
+    """``client``'s verified answer to ``question`` over the cited entries (see the module
+    docstring). ``picked``: the extractive answer's ``(sentence, citation number)``;
+    ``cited``: its ``(citation number, entry path)``; ``entries``: the candidate entries
+    (current texts, as revalidated), each with ``path``, ``title`` and ``body``. The
+    calls share the client's budget (:meth:`wiki.llm.client.LLMClient.budget`). Never
+    raises for a model failure: ``note`` says why the extractive answer stands."""
+    by_path = {entry.path: entry for entry in entries}
+    numbered = {}
+    for number, path in cited:
+        entry = by_path.get(path)
+        if entry is None:
+            continue
+        chosen = [text for text, n in picked if n == number]
+        others = [s for s in split_sentences(entry.body) if s not in chosen]
+        ranked = rank_passages(question, others, limit=EXTRA_SENTENCES)
+        numbered[number] = (entry.title, chosen + [others[i] for i, _ in ranked])
+    with client.budget():
+        return synthesize(client, question, passages(numbered))
 
 
 def messages(question: str, evidence: list[Passage]) -> list[dict]:
