@@ -46,12 +46,12 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def source_hash(*folders: str) -> str:
-    """A short sha256 over the ``*.py`` files of ``folders`` (repo-relative), so caches
-    built by other code are not reused."""
+    """A short sha256 over the ``*.py`` files under ``folders`` (repo-relative, sub-packages
+    included), so caches built by other code are not reused."""
     digest = hashlib.sha256()
     for folder in folders:
-        for path in sorted((REPO_ROOT / folder).glob("*.py")):
-            digest.update(f"{folder}/{path.name}\0".encode())
+        for path in sorted((REPO_ROOT / folder).rglob("*.py")):
+            digest.update(f"{path.relative_to(REPO_ROOT)}\0".encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
