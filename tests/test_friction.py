@@ -14,7 +14,7 @@ import pytest
 from conftest import BOB, acting_as, git, write
 
 from wiki.doctor import LOCAL_MODEL_INSTALL, check_optional
-from wiki_cli.serve import ON_A_TERMINAL
+from wiki_cli.mcp_command import ON_A_TERMINAL
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,10 +14,10 @@ from wiki_cli import (  # noqa: F401
     gaps,
     hooks,
     lint,
+    mcp_command,
     memory,
     query,
     review,
-    serve,
 )
 from wiki_cli.common import app
 

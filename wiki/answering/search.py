@@ -117,7 +117,7 @@ class AnswerVectors:
 @dataclass(frozen=True)
 class SearchResult:
     """Ranked ``hits`` for ``query`` at wiki ``commit``, a value. ``confidence`` (0-1) is
-    the IDF-weighted query coverage of the top BM25 hit (:mod:`indexes.confidence`),
+    the IDF-weighted query coverage of the top BM25 hit (:mod:`indexes.coverage`),
     ``top_cosine`` the vector leg's best cosine (``None`` when it did not run); ``rule``
     holds the gap thresholds (see :attr:`gap`). ``sync``: what syncing the index did;
     ``sources``: entry path -> its sources; ``marks``: hits whose cited files changed
