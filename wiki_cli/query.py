@@ -150,6 +150,8 @@ def ask(
     if json_output:
         print_json({**answer_payload(answer), "update": update_payload(answered.update),
                     **({"saved": saved_payload(saved)} if save else {})})
+    elif answer.gap and answer.gap_reason is not None and answer.gap_reason.code == "over_budget":
+        out.print(plain(f"The answer does not fit the budget: {answer.gap_reason.sentence}."))
     elif answer.gap:
         cosine = "" if answer.top_cosine is None else f", best cosine {answer.top_cosine:.2f}"
         out.print(plain(f"The wiki does not say (word coverage {answer.confidence:.2f}{cosine})."

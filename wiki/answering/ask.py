@@ -190,7 +190,8 @@ def answer(wiki: Wiki, request: AskRequest, *, progress: Progress | None = None)
             if found.gap_reason is None:
                 found = replace(found, gap_reason=GapReason("no_match",
                                                             "no entry matches the question"))
-            _record_gap(wiki, found)
+            if found.gap_reason.code != "over_budget":  # the wiki holds that answer
+                _record_gap(wiki, found)
         return found
 
 
@@ -206,12 +207,12 @@ def _from_entries(wiki: Wiki, request: AskRequest, result: SearchResult) -> dict
     if request.revalidate and request.as_of is None:
         checks = check_sources(wiki, entries, snapshot.config())
         entries = checks.current(entries)
-    if request.budget is not None:
-        fields = _fit(result, request, entries)
-    else:
-        stale = {p for p, e in enumerate(entries)
-                 if checks is not None and checks.entries[e.path].stale}
-        fields = _extract(result, request, entries, stale)
+    stale = {p for p, e in enumerate(entries)
+             if checks is not None and checks.entries[e.path].stale}
+    fields = _extract(result, request, entries[:MAX_ENTRIES], stale)
+    if request.budget is not None and fields["sentences"]:
+        fields = _fit(result, request, entries, fields)
+    fields.pop("picked", None)
     if fields["sentences"]:
         fields.update(_check_type(request.question, fields["citations"], entries))
     if request.synthesize and request.budget is None and fields["sentences"]:
@@ -227,7 +228,8 @@ def _extract(result: SearchResult, request: AskRequest, entries: list,
     """The answer's sentences picked by :func:`wiki.answering.picker.pick_answer`: the one
     that answers first, then its support, each cited; an entry at a ``stale`` position
     (answered from its current source) also gets its best sentence. A gap (no sentences,
-    ``gap_reason`` and ``note``) when no sentence answers."""
+    ``gap_reason`` and ``note``) when no sentence answers. ``picked`` holds the sentences
+    as ``(text, entry position)`` for :func:`_fit`."""
     vectors = result.vectors
     embed = None
     if vectors is not None:
@@ -252,7 +254,8 @@ def _extract(result: SearchResult, request: AskRequest, entries: list,
         numbers[0] = 1
     citations = [_citation(number, entries[position], result)
                  for position, number in sorted(numbers.items(), key=lambda p: p[1])]
-    return {**scores, "sentences": sentences, "citations": citations}
+    return {**scores, "sentences": sentences, "citations": citations,
+            "picked": picked.sentences or [(text, 0) for text, _ in sentences]}
 
 
 def _check_type(question: str, citations: list[Citation], entries: list) -> dict:
@@ -289,17 +292,30 @@ def _synthesize(wiki: Wiki, question: str, fields: dict, entries: list, config) 
     return {"dropped": written.dropped, "note": written.note}
 
 
-def _fit(result: SearchResult, request: AskRequest, entries: list) -> dict:
-    """The answer's fields for a token budget (:func:`wiki.answering.budget.fit`)."""
+def _fit(result: SearchResult, request: AskRequest, entries: list, picked: dict) -> dict:
+    """The answer's fields for a token budget (:func:`wiki.answering.budget.fit`), opening
+    with the ``picked`` answer's sentences; an ``over_budget`` gap, never a lesser
+    sentence, when its opening sentence does not fit."""
     from indexes.tokens import counter
     from wiki.answering.budget import fit
 
-    evidence = fit(request.question, entries, request.budget, counter(request.embed_model))
-    return {"sentences": evidence.sentences,
+    evidence = fit(request.question, entries, request.budget, counter(request.embed_model),
+                   lead=picked["picked"])
+    scores = {k: picked[k] for k in ("answer_score", "sentence_cosine", "form_missing")}
+    tokens = {"used": evidence.used, "budget": request.budget, "whole": evidence.whole,
+              "counter": evidence.counter}
+    if evidence.needed:
+        return {**scores, "sentences": [], "citations": [],
+                "tokens": {**tokens, "needed": evidence.needed},
+                "gap_reason": GapReason("over_budget", f"the best evidence needs "
+                                        f"{evidence.needed} tokens (the answer's first "
+                                        f"sentence with its citation), over the budget of "
+                                        f"{request.budget}: ask again with --budget "
+                                        f"{evidence.needed} or more")}
+    return {**scores, "sentences": evidence.sentences,
             "citations": [_citation(number, entries[position], result)
                           for number, position in enumerate(evidence.cited, start=1)],
-            "tokens": {"used": evidence.used, "budget": request.budget,
-                       "whole": evidence.whole, "counter": evidence.counter}}
+            "tokens": tokens}
 
 
 def _annotate(citations: list[Citation], checks: Revalidation) -> dict:
