@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build a wiki from a real corpus in a throw-away repository, land it through review
 # (a second identity approves), and ask three questions. Called by `make demo`.
-#   DEMO_CORPUS unset          -> this project's docs/ and README.md
+#   DEMO_CORPUS unset          -> this project's README.md and docs/ (not the design log)
 #   DEMO_CORPUS=<handbook dir> -> the 18F handbook bundle at its checkpoint commit
 #   DEMO_CORPUS=<folder>       -> any folder of markdown
 set -euo pipefail
@@ -31,7 +31,12 @@ elif [ -n "$corpus" ]; then
              "${DEMO_Q3:-where is the documentation?}")
 else
   git init --quiet "$work/repo"
-  sources=("$here/docs" "$here/README.md")
+  # the user-facing docs: docs/decisions.md is the contributors' design log (history, and
+  # every option considered), not what a user asks about
+  sources=("$here/README.md")
+  for doc in "$here"/docs/*.md; do
+    [ "$(basename "$doc")" = decisions.md ] || sources+=("$doc")
+  done
   questions=("how does a proposal get approved?"
              "what exit code does an evidence gap return?"
              "where does the derived state live?")
