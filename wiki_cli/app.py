@@ -12,7 +12,6 @@ command named on the command line imports only the module that defines it
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
@@ -47,8 +46,8 @@ def build(modules: tuple[str, ...] = MODULES):
     """Import the command ``modules`` (registering their commands) and return the typer
     app. Loading the rest later keeps ``wiki --help``'s order: commands are listed in
     :data:`MODULES` order whatever order the modules were imported in."""
-    for name in modules:
-        importlib.import_module(f"wiki_cli.{name}")
+    for name in modules:  # __import__, not importlib: `-X importtime` lists these then
+        __import__(f"wiki_cli.{name}")
     from wiki_cli.common import app
 
     if modules == MODULES:
