@@ -13,8 +13,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from indexes.documents import Document, Hit, hits_from_rows
 from indexes.errors import IndexBusyError, IndexSchemaError
@@ -27,6 +26,9 @@ from indexes.query import match_expression, normalize
 from indexes.substrings import search_substrings
 from indexes.text import no_space_runs
 from indexes.vectors import CHUNK_WORDS, OVERLAP_WORDS, SENTENCES_TABLE, VectorStore, chunk_texts
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -144,10 +146,22 @@ class SearchIndex:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.create_function("wiki_fts", 1, fts_text, deterministic=True)
-        self.db = sqlite_utils.Database(conn)
+        conn.execute("PRAGMA recursive_triggers = on")  # as sqlite_utils.Database(conn) does
         self.conn = conn
+        self._db: sqlite_utils.Database | None = None
         self._migrate()
         self.vectors = VectorStore(conn, self.get_meta, self.set_meta)
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """sqlite-utils over :attr:`conn`, made on first use: reads go through ``conn``,
+        and importing sqlite-utils (click, pluggy, dateutil) costs every process that
+        only reads, a ``wiki search``, ~30 ms (docs/decisions.md, "Start time")."""
+        if self._db is None:
+            import sqlite_utils
+
+            self._db = sqlite_utils.Database(self.conn)
+        return self._db
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:

@@ -1,8 +1,8 @@
 """Start-time hygiene (issue 17): what a ``wiki`` process imports, never how long it takes
-(the timings are in ``make bench``, evals/bench.py). ``wiki --version`` loads neither the
-typer app nor git, numpy or rich's progress bars; ``wiki search`` loads only the command
-module that defines it and no model or LLM library; the table that makes that possible
-(:data:`wiki_cli.app.COMMANDS`) matches the commands the full app registers."""
+(the timings are in ``make bench``, evals/bench_start.py). ``wiki --version`` loads neither
+the typer app nor git, numpy or rich's progress bars; ``wiki search`` loads only the command
+module that defines it, no model or LLM library and not sqlite-utils; the table that makes
+that possible (:data:`wiki_cli.app.COMMANDS`) matches the commands the full app registers."""
 
 from __future__ import annotations
 
@@ -97,6 +97,7 @@ def test_search_loads_only_its_command_module_and_no_model_library(landed: Path)
     assert "wiki_cli.query" in names and "wiki.answering.search" in names
     assert loaded(names, MODEL_LIBRARIES | OTHER_COMMAND_MODULES | {"wiki.lint"}) == []
     assert loaded(names, {"rich.progress"}) == []  # stderr is not a terminal: no bar
+    assert loaded(names, {"sqlite_utils"}) == []  # a read: SearchIndex.db is made on first use
     before = full_app(["search", "alpha"], landed)
     assert (result.stdout, result.returncode) == (before.stdout, before.returncode)
 
@@ -146,3 +147,15 @@ def test_building_in_parts_keeps_the_help_order() -> None:
 def test_the_command_is_found_past_the_global_options(argv: list[str],
                                                       module: str | None) -> None:
     assert command_module(argv) == module
+
+
+def test_the_index_sets_recursive_triggers_without_sqlite_utils(tmp_path: Path) -> None:
+    """:class:`indexes.store.SearchIndex` makes its sqlite-utils view on first use; the
+    connection is set up as ``sqlite_utils.Database(conn)`` set it up before."""
+    from indexes.store import SearchIndex
+
+    with SearchIndex(tmp_path / "x.sqlite") as index:
+        assert index.conn.execute("PRAGMA recursive_triggers").fetchone()[0] == 1
+        assert index._db is None
+        index.set_meta("k", "v")  # a write through sqlite-utils
+        assert index.get_meta("k") == "v" and index.db is index.db
