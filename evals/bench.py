@@ -109,7 +109,8 @@ def wiki_executable() -> str:
 def run_child(command: list[str]) -> tuple[float, int, int, str]:
     """Run ``command``; returns (wall seconds, exit status, peak RSS in KiB, stdout)."""
     start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             env=bench_start.user_env())  # with .pyc files, as installed
     output = child.stdout.read() if child.stdout else b""
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start

@@ -91,6 +91,7 @@ def landed(repo: Path, cli) -> Path:
 
 
 def test_search_loads_only_its_command_module_and_no_model_library(landed: Path) -> None:
+    imported(["search", "alpha"], landed)  # brings the index up to the branch (a write)
     result, names = imported(["search", "alpha"], landed)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "docs/a.md" in result.stdout
