@@ -13,7 +13,6 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from indexes.documents import Document, Hit, hits_from_rows
 from indexes.errors import IndexBusyError, IndexSchemaError
@@ -23,12 +22,10 @@ from indexes.fusion import rrf
 from indexes.names import replace_names, search_names
 from indexes.passages import TOKENIZER
 from indexes.query import match_expression, normalize
+from indexes.sqlite_view import database
 from indexes.substrings import search_substrings
 from indexes.text import no_space_runs
 from indexes.vectors import CHUNK_WORDS, OVERLAP_WORDS, SENTENCES_TABLE, VectorStore, chunk_texts
-
-if TYPE_CHECKING:
-    import sqlite_utils
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -132,6 +129,7 @@ class SearchIndex:
     Use as a context manager or call :meth:`close`. Raises :class:`IndexSchemaError` when
     the file was written by a newer schema than this code knows.
     """
+    db = database  # sqlite-utils over conn, made on first use (indexes/sqlite_view.py)
 
     def __init__(self, path: Path | str, *, weights: tuple[float, ...] = DEFAULT_WEIGHTS,
                  chunk_words: int = CHUNK_WORDS, busy_timeout_ms: int = BUSY_TIMEOUT_MS):
@@ -146,22 +144,10 @@ class SearchIndex:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.create_function("wiki_fts", 1, fts_text, deterministic=True)
-        conn.execute("PRAGMA recursive_triggers = on")  # as sqlite_utils.Database(conn) does
+        conn.execute("PRAGMA recursive_triggers = on")  # as sqlite_utils.Database(conn) did
         self.conn = conn
-        self._db: sqlite_utils.Database | None = None
         self._migrate()
         self.vectors = VectorStore(conn, self.get_meta, self.set_meta)
-
-    @property
-    def db(self) -> sqlite_utils.Database:
-        """sqlite-utils over :attr:`conn`, made on first use: reads go through ``conn``,
-        and importing sqlite-utils (click, pluggy, dateutil) costs every process that
-        only reads, a ``wiki search``, ~30 ms (docs/decisions.md, "Start time")."""
-        if self._db is None:
-            import sqlite_utils
-
-            self._db = sqlite_utils.Database(self.conn)
-        return self._db
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:

@@ -157,6 +157,6 @@ def test_the_index_sets_recursive_triggers_without_sqlite_utils(tmp_path: Path) 
 
     with SearchIndex(tmp_path / "x.sqlite") as index:
         assert index.conn.execute("PRAGMA recursive_triggers").fetchone()[0] == 1
-        assert index._db is None
+        assert "db" not in vars(index)
         index.set_meta("k", "v")  # a write through sqlite-utils
         assert index.get_meta("k") == "v" and index.db is index.db
