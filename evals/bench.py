@@ -4,7 +4,9 @@
 
 1. in-process search latency over the dev questions, with an index opened once;
 2. a from-scratch build: clone, init, ingest 247 pages, approve, rebuild the index;
-3. the ``wiki search`` command as a subprocess (wall time, peak RSS, heavy imports).
+3. the ``wiki search`` command as a subprocess (wall time, peak RSS, heavy imports);
+7. start time of whole processes as a ratio to a bare ``python -c pass``, and the slowest
+   imports of ``wiki search`` (:mod:`evals.bench_start`).
 
 Writes ``<out>/bench.md`` and ``<out>/bench.json``.
 """
@@ -22,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evals import datasets
+from evals import bench_start, datasets
 from evals.metrics import percentile
 from evals.report import header, md_table, now, project_commit, write
 
@@ -95,14 +97,20 @@ def fresh_build(data: Path) -> dict:
 
 
 def wiki_executable() -> str:
-    local = datasets.REPO_ROOT / ".venv" / "bin" / "wiki"
-    return str(local) if local.exists() else (shutil.which("wiki") or "wiki")
+    """The ``wiki`` console script: this checkout's ``.venv``, else the running
+    interpreter's, else the one on ``PATH``."""
+    for local in (datasets.REPO_ROOT / ".venv" / "bin" / "wiki",
+                  Path(sys.executable).parent / "wiki"):
+        if local.exists():
+            return str(local)
+    return shutil.which("wiki") or "wiki"
 
 
 def run_child(command: list[str]) -> tuple[float, int, int, str]:
     """Run ``command``; returns (wall seconds, exit status, peak RSS in KiB, stdout)."""
     start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             env=bench_start.user_env())  # with .pyc files, as installed
     output = child.stdout.read() if child.stdout else b""
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
@@ -248,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(datasets.REPO_ROOT / "evals" / "results"))
     parser.add_argument("--repeat", type=int, default=20, help="passes over the questions")
     parser.add_argument("--cli-runs", type=int, default=10)
+    parser.add_argument("--start-runs", type=int, default=20,
+                        help="rounds of the start-time table (section 7)")
     parser.add_argument("--leg-repeat", type=int, default=3, help="passes, per-leg latency")
     parser.add_argument("--torch-threads", type=int, default=0,
                         help="torch threads for in-process encoding (0: torch's default)")
@@ -268,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     log(f"3/3 `wiki search` / `wiki ask` subprocesses x {args.cli_runs}")
     cli = cli_search(repo, args.cli_runs)
     ask = cli_search(repo, args.cli_runs, ("ask", ASK_QUESTION))
+    log(f"start time: bare python, --version, --help, search x {args.start_runs}")
+    startup = bench_start.startup(wiki_executable(), repo, args.start_runs)
     log("4/4 legs, build throughput, memory (handbook and SciFact)")
     if args.torch_threads:
         import torch
@@ -280,9 +292,11 @@ def main(argv: list[str] | None = None) -> int:
                            f"`wiki search {CLI_QUERY!r}` x {args.cli_runs}; torch threads "
                            f"{args.torch_threads or 'default'} (section 4); load average "
                            f"{os.getloadavg()[0]:.1f} at the end"}
-    text = markdown(facts, latency, build, cli) + "\n\n" + legs_markdown(legs, ask)
+    text = (markdown(facts, latency, build, cli) + "\n\n" + legs_markdown(legs, ask)
+            + "\n\n" + bench_start.markdown(startup))
     write(Path(args.out), "bench", text, {**facts, "latency": latency, "build": build,
                                           "cli": cli, "ask": ask, "legs": legs,
+                                          "startup": startup,
                                           "targets": {
                                               "build_total_s": BUILD_TARGET_S,
                                               "cli_median_s": CLI_TARGET_S}})

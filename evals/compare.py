@@ -39,7 +39,7 @@ def differences(base, new, path: str = "") -> list[str]:
     if isinstance(base, list) and isinstance(new, list):
         if len(base) != len(new):
             return [f"{path}: {len(base)} items -> {len(new)}"]
-        return [d for i, (a, b) in enumerate(zip(base, new))
+        return [d for i, (a, b) in enumerate(zip(base, new, strict=True))
                 for d in differences(a, b, f"{path}[{i}]")]
     if isinstance(base, str) and isinstance(new, str):
         base, new = STAMP.sub("<time>", base), STAMP.sub("<time>", new)

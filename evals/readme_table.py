@@ -9,7 +9,8 @@ write from the committed results.
 Sources, one per number: ``scifact.json`` (test split nDCG@10), ``handbook.json`` (dev
 recall@10 / hit@3), ``locomo.json`` (session recall@5 over the non-adversarial questions),
 ``bench.json`` (handbook build, embedding, ``wiki ask`` and ``wiki search`` processes,
-in-process hybrid p50 on SciFact), ``staleness.json`` and ``ask-gaps.json``.
+start time of ``wiki --version`` and ``wiki search`` against a bare interpreter, in-process
+hybrid p50 on SciFact), ``staleness.json`` and ``ask-gaps.json``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ def _field(data, *keys, source: str):
     return data
 
 
+def _start(row: dict) -> str:
+    """``0.09 s (3.4x)`` from a start-time row of ``bench.json`` (evals/bench_start.py)."""
+    p50 = _field(row, "p50_ms", source="bench.json")
+    return f"{p50 / 1000:.2f} s ({_field(row, 'ratio', source='bench.json'):.1f}x)"
+
+
 def render(results: Path = RESULTS) -> str:
     """The Measured section's body (markdown, ending in a newline) from the JSON files in
     ``results``. Raises :class:`TableError` naming a missing file or field."""
@@ -91,7 +98,11 @@ def render(results: Path = RESULTS) -> str:
         f"{get('bench', 'legs', 'handbook', 'build', 'embed_s_extrapolated'):.0f} s of "
         "embedding, once); a repeated `wiki search` process takes "
         f"{get('bench', 'cli', 'median_s'):.2f} s and a `wiki ask` process "
-        f"{get('bench', 'ask', 'median_s'):.2f} s (medians; {get('bench', 'machine')}). "
+        f"{get('bench', 'ask', 'median_s'):.2f} s (medians; {get('bench', 'machine')}); "
+        f"start time, p50 as a multiple of a bare `python -c pass` "
+        f"({get('bench', 'startup', 'commands', 'python', 'p50_ms') / 1000:.2f} s): "
+        f"`wiki --version` {_start(get('bench', 'startup', 'commands', 'version'))}, "
+        f"`wiki search` {_start(get('bench', 'startup', 'commands', 'search'))}. "
         "Hybrid search in process: p50 "
         f"{get('bench', 'legs', 'scifact', 'latency', 'hybrid', 'p50_ms'):.1f} ms at "
         f"{get('bench', 'legs', 'scifact', 'build', 'entries'):,} SciFact entries, "

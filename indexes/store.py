@@ -15,8 +15,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import sqlite_utils
-
 from indexes.documents import Document, Hit, hits_from_rows
 from indexes.errors import IndexBusyError, IndexSchemaError
 from indexes.filters import Filters
@@ -28,6 +26,7 @@ from indexes.names import replace_names, search_names
 from indexes.query import match_expression, normalize
 from indexes.rows import DocRows, keys_json
 from indexes.schema import MIGRATIONS, statements
+from indexes.sqlite_view import database
 from indexes.substrings import search_substrings
 from indexes.text import no_space_runs
 from indexes.vectors import CHUNK_WORDS, OVERLAP_WORDS, VectorStore, chunk_texts
@@ -47,6 +46,7 @@ class SearchIndex:
     Use as a context manager or call :meth:`close`. Raises :class:`IndexSchemaError` when
     the file was written by a newer schema than this code knows.
     """
+    db = database  # sqlite-utils over conn, made on first use (indexes/sqlite_view.py)
 
     def __init__(self, path: Path | str, *, weights: tuple[float, ...] = DEFAULT_WEIGHTS,
                  chunk_words: int = CHUNK_WORDS, busy_timeout_ms: int = BUSY_TIMEOUT_MS):
@@ -61,7 +61,7 @@ class SearchIndex:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.create_function("wiki_fts", 1, fts_text, deterministic=True)
-        self.db = sqlite_utils.Database(conn)
+        conn.execute("PRAGMA recursive_triggers = on")  # as sqlite_utils.Database(conn) did
         self.conn = conn
         self._migrate()
         self.vectors = VectorStore(conn, self.get_meta, self.set_meta)

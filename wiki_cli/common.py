@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from indexes.legs import LEG_NAMES
 from indexes.legs import parse_legs as legs_from
@@ -91,10 +90,15 @@ def parse_as_of(value: str | None) -> dt.datetime | None:
 
 @contextmanager
 def embedding_progress(quiet: bool):
-    """A progress bar on stderr for embedding entries that have no vector yet."""
+    """A progress bar on stderr for embedding entries that have no vector yet (none, and
+    rich.progress not even imported, when ``quiet`` or stderr is not a terminal)."""
+    if quiet or not err.is_terminal:  # no bar in logs
+        yield lambda done, total: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True,
-                  disable=quiet or not err.is_terminal) as bar:  # no bar in logs
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
         task = None
 
         def progress(done: int, total: int) -> None:

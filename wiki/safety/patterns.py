@@ -16,6 +16,7 @@ lower-cased (same length, so offsets hold), which is about twice as fast as ``re
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -34,7 +35,8 @@ class Pattern:
     category: str
     severity: str
     description: str
-    regex: re.Pattern[str]
+    source: str
+    """The regular expression as written; :attr:`regex` compiles it."""
     group: int | str = 0
     accept: Callable[[str, re.Match[str]], bool] | None = None
     folded: bool = False
@@ -42,6 +44,19 @@ class Pattern:
     """Lower-case strings of which a match must contain one: a text whose lower-cased form
     holds none of them is not searched (``str.__contains__`` is far faster than a regex
     that starts with a look-behind). ``None``: always search."""
+    flags: int = 0
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        """:attr:`source` compiled with :attr:`flags`, on first use (compiling the whole
+        table at import would cost every ``wiki`` process ~15 ms, most texts reach few
+        rows past their :attr:`hints`)."""
+        return _compiled(self.source, self.flags)
+
+
+@functools.cache
+def _compiled(source: str, flags: int) -> re.Pattern[str]:
+    return re.compile(source, flags)
 
 
 _EXACT_PLACEHOLDERS = {
@@ -206,7 +221,7 @@ def _row(rule: str, kind: str, description: str, regex: str, *, group: int | str
          folded: bool = False, hints: tuple[str, ...] | None = None) -> Pattern:
     category = SECRET if rule.startswith("S") else INSTRUCTION
     return Pattern(rule, kind, category, ERROR if category == SECRET else WARNING,
-                   description, re.compile(regex, flags), group, accept, folded, hints)
+                   description, regex, group, accept, folded, hints, flags)
 
 
 _EDGE = r"(?<![A-Za-z0-9_-])"
