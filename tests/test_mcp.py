@@ -16,6 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from wiki.answering.filter_check import NoMatchingEntriesError
 from wiki.review.proposals import approve, get_proposal, list_proposals
 from wiki.store.workspace import Wiki
 
@@ -198,7 +199,8 @@ def test_mcp_tools_in_process(small_wiki: Wiki, repo: Path) -> None:
     budgeted = tools.ask("where is annual leave requested?", budget=40)
     assert budgeted["tokens"]["used"] <= 40 and budgeted["citations"]
     assert tools.search("tock", scope="docs")["hits"]
-    assert tools.search("tock", scope="elsewhere")["hits"] == []
+    with pytest.raises(NoMatchingEntriesError, match="scope 'elsewhere'"):
+        tools.search("tock", scope="elsewhere")  # a scope naming nothing: not "no hits"
     routed = tools.search("tock", route=True)  # routing needs the vector leg, off here
     assert routed["route"] is None and routed["hits"]
     assert routed["skipped"]["route"].startswith("needs the vector leg")
