@@ -105,7 +105,8 @@ def test_mcp_client_over_stdio(small_wiki: Wiki, repo: Path, tmp_path: Path) -> 
     assert found["hits"][0]["path"] == "docs/tock.md"
     assert found["hits"][0]["legs"]["bm25"]["rank"] == 1
     assert found["hits"][0]["sources"][0]["uri"] == "git:docs/tock.md"
-    assert seen["filtered"].structured_content["hits"] == []
+    filtered = seen["filtered"]  # a category naming nothing: an error naming it
+    assert filtered.is_error and "no entries in category 'nowhere'" in filtered.content[0].text
 
     answer = seen["answer"].structured_content
     assert answer["gap"] is False

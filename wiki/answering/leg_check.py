@@ -38,13 +38,15 @@ def require_vector(reason: str | None) -> None:
 def require_llm(stage) -> None:
     """Raise :class:`LegUnavailableError` when a model call of the ``llm`` leg, asked for
     by name, failed (``stage``: the search's :class:`wiki.llm.leg.LLMStage`): an unknown
-    provider, a wrong key, an unreachable server. A walk stopped by its ``[llm]`` budget
-    is not a failure (it keeps what it ranked, with a note)."""
+    provider, a wrong key, an unreachable server. A walk stopped by its ``[llm]`` budget,
+    or by the ``[llm] timeout``, is not a failure (it keeps what it ranked, with a note)."""
     client = stage.client
     if client is None or client.usage.errors <= stage.start.errors:
         return
     failed = next((reason for reason in stage.stopped if reason.startswith("walk: ")), "")
     why = _one_line(failed.removeprefix("walk: ").removeprefix(f"{client.model}: "))
+    if why.startswith("no answer within"):  # a timeout: the model may answer next time,
+        return  # so the other legs answer with a note (docs/cli.md, the faults table)
     raise LegUnavailableError(
         "llm", f"--legs llm cannot run: the model WIKI_MODEL={client.model!r} failed"
                + (f" ({why})" if why else "")
