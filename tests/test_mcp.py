@@ -16,6 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from wiki.answering.filter_check import NoMatchingEntriesError
 from wiki.review.proposals import approve, get_proposal, list_proposals
 from wiki.store.workspace import Wiki
 
@@ -104,7 +105,8 @@ def test_mcp_client_over_stdio(small_wiki: Wiki, repo: Path, tmp_path: Path) -> 
     assert found["hits"][0]["path"] == "docs/tock.md"
     assert found["hits"][0]["legs"]["bm25"]["rank"] == 1
     assert found["hits"][0]["sources"][0]["uri"] == "git:docs/tock.md"
-    assert seen["filtered"].structured_content["hits"] == []
+    filtered = seen["filtered"]  # a category naming nothing: an error naming it
+    assert filtered.is_error and "no entries in category 'nowhere'" in filtered.content[0].text
 
     answer = seen["answer"].structured_content
     assert answer["gap"] is False
@@ -198,7 +200,8 @@ def test_mcp_tools_in_process(small_wiki: Wiki, repo: Path) -> None:
     budgeted = tools.ask("where is annual leave requested?", budget=40)
     assert budgeted["tokens"]["used"] <= 40 and budgeted["citations"]
     assert tools.search("tock", scope="docs")["hits"]
-    assert tools.search("tock", scope="elsewhere")["hits"] == []
+    with pytest.raises(NoMatchingEntriesError, match="scope 'elsewhere'"):
+        tools.search("tock", scope="elsewhere")  # a scope naming nothing: not "no hits"
     routed = tools.search("tock", route=True)  # routing needs the vector leg, off here
     assert routed["route"] is None and routed["hits"]
     assert routed["skipped"]["route"].startswith("needs the vector leg")

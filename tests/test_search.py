@@ -7,6 +7,7 @@ from conftest import ALICE, BOB, entry_text, git
 
 from indexes.errors import EmptyQueryError
 from wiki.answering.ask import ask
+from wiki.answering.filter_check import NoMatchingEntriesError
 from wiki.answering.search import filters_for, search
 from wiki.errors import NotInitializedError
 from wiki.review.proposals import approve, propose
@@ -132,7 +133,8 @@ def test_status_and_category_filters_apply_before_ranking(populated: Wiki) -> No
                                         filters=filters_for(include_superseded=True))
     assert _keys(populated, "per diem", filters=filters_for(category="travel")) == \
         ["travel/per-diem.md"]
-    assert _keys(populated, "per diem", filters=filters_for(category="trav")) == []
+    with pytest.raises(NoMatchingEntriesError, match="category 'trav'"):  # a whole folder
+        _keys(populated, "per diem", filters=filters_for(category="trav"))
 
 
 def test_ask_cites_entries_and_their_sources(populated: Wiki) -> None:

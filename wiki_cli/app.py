@@ -89,7 +89,27 @@ def command_module(argv: list[str]) -> str | None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. Ctrl-C while the command's modules are still being
+    imported (before the app's own handler, :class:`wiki_cli.errors.WikiGroup`, is in
+    place) ends as a handled one does: ``interrupted`` on stderr, exit 130, no traceback."""
+    try:
+        _main()
+    except KeyboardInterrupt:
+        interrupted()
+
+
+def interrupted() -> None:
+    """Say ``interrupted`` on stderr and exit 130 (``wiki_cli.errors.INTERRUPTED``; not
+    imported from there: this runs before the heavy imports are done)."""
+    try:
+        sys.stderr.write("interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, KeyboardInterrupt):  # stderr closed, or a second Ctrl-C
+        pass
+    sys.exit(130)
+
+
+def _main() -> None:
     argv = sys.argv[1:]
     if argv == ["--version"]:  # what the eager --version option prints, without the app
         from wiki_cli.render import out

@@ -33,6 +33,18 @@ def doctor(
         for check in checks:
             grid.add_row(check.name, plain(check.level, STYLES[check.level]),
                          plain(check.message), plain(check.fix))
-        out.print(grid)
+        _print_unpadded(grid)
     if has_errors(checks):
         raise typer.Exit(FINDINGS)
+
+
+def _print_unpadded(grid) -> None:
+    """``grid`` on stdout; piped (not a terminal), without the spaces that pad each line
+    to the widest row (a long fix made every line ~240 columns wide)."""
+    if out.is_terminal:
+        out.print(grid)
+        return
+    with out.capture() as captured:
+        out.print(grid)
+    out.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+    out.file.flush()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand
 
 from wiki_cli.common import (
     AsOfOption,
@@ -29,9 +30,19 @@ from wiki_cli.payloads import answer_payload, entry_payload, saved_payload, sear
 from wiki_cli.render import out, plain, print_json, table, write_raw
 
 
-@app.command()
+class PlainUsage(TyperCommand):
+    """A command whose usage line names its arguments as ``QUERY``, not typer's
+    ``{QUERY}`` (read as a template left unfilled)."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        """The usage pieces, required arguments without their braces."""
+        return [piece[1:-1] if piece.startswith("{") and piece.endswith("}") else piece
+                for piece in super().collect_usage_pieces(ctx)]
+
+
+@app.command(cls=PlainUsage)
 def search(
-    query: Annotated[str, typer.Argument(help="What to look for.")],
+    query: Annotated[str, typer.Argument(help="What to look for.", metavar="QUERY")],
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 10,
     explain: Annotated[bool, typer.Option(
         "--explain", help="Show each leg's rank and score.")] = False,
@@ -97,9 +108,10 @@ def search(
         raise typer.Exit(FINDINGS)
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 def ask(
-    question: Annotated[str, typer.Argument(help="A question in plain words.")],
+    question: Annotated[str, typer.Argument(
+        help="A question in plain words.", metavar="QUESTION")],
     category: Annotated[str | None, typer.Option("--category", help="Folder prefix.")] = None,
     include_superseded: Annotated[bool, typer.Option("--include-superseded")] = False,
     legs: LegsOption = None,
@@ -216,9 +228,10 @@ def report_route(route: dict) -> None:
            + (f"; {route['note']}" if route.get("note") else ""))
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 def show(
-    target: Annotated[str, typer.Argument(help="Entry id or path on the wiki branch.")],
+    target: Annotated[str, typer.Argument(
+        help="Entry id or path on the wiki branch.", metavar="TARGET")],
     json_output: JsonOption = False,
 ) -> None:
     """Print one entry or file of the wiki as stored (--json: parsed fields), and its

@@ -15,8 +15,8 @@ the environment at that moment. The MCP server scopes a spec with ``server="off"
 of writing ``os.environ``. A scope is a context variable: it follows the code into asyncio
 tasks and ``copy_context`` threads, and ends with its ``with`` block.
 
-Imports only the stdlib and :mod:`indexes.embed_spec`: the CLI builds a spec at start-up
-for free.
+Imports only the stdlib, :mod:`wiki.errors` and :mod:`indexes.embed_spec`: the CLI builds
+a spec at start-up for free.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 
-from indexes.embed_spec import DEFAULT_MODEL, DISABLED, EmbedderSpec
+from indexes.embed_spec import DEFAULT_MODEL, DISABLED, RUNTIMES, SERVER_MODES, EmbedderSpec
+from wiki.errors import ConfigError
 
-__all__ = ["EmbedderSpec", "current_spec", "resolve_spec", "using"]
+__all__ = ["EmbedderSpec", "current_spec", "resolve_spec", "using", "validate"]
 _SCOPED: ContextVar[EmbedderSpec | None] = ContextVar("wiki_embedder_spec", default=None)
 
 
@@ -40,14 +41,28 @@ def resolve_spec(environ: Mapping[str, str] | None = None, *,
                  notify: Callable[[str], None] | None = None) -> EmbedderSpec:
     """The spec that ``environ`` (default ``os.environ``) asks for, with ``notify`` as its
     voice for slow one-time steps. Values are trimmed and, for the runtime and server mode,
-    lower-cased; they are not checked here (a bad runtime or mode is reported by the
-    command that needs vectors, as before), so a spec always resolves."""
+    lower-cased; they are not checked here, so a spec always resolves (``wiki doctor``
+    reports a bad one as a check); a search checks it with :func:`validate`."""
     environ = os.environ if environ is None else environ
     model = environ.get("WIKI_EMBED_MODEL", DEFAULT_MODEL).strip()
     return EmbedderSpec(model=None if model.lower() in DISABLED else model,
                         runtime=_setting(environ, "WIKI_EMBED_RUNTIME", "auto"),
                         server=_setting(environ, "WIKI_EMBED_SERVER", "auto"),
                         notify=notify)
+
+
+def validate(spec: EmbedderSpec) -> EmbedderSpec:
+    """``spec``, or ``ConfigError`` naming the variable, its value and the allowed values
+    when its runtime is not one of :data:`RUNTIMES` (``WIKI_EMBED_RUNTIME``) or its server
+    mode not one of :data:`SERVER_MODES` (``WIKI_EMBED_SERVER``). Every search calls it,
+    whatever legs it runs: a typo in a setting is an error, not a reason to search
+    without vectors. The model name is not checked: whether it loads is the vector leg's
+    business (a default leg that cannot run is a note, one named in ``--legs`` an error)."""
+    for name, value, allowed in (("WIKI_EMBED_RUNTIME", spec.runtime, RUNTIMES),
+                                 ("WIKI_EMBED_SERVER", spec.server, SERVER_MODES)):
+        if value not in allowed:
+            raise ConfigError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+    return spec
 
 
 def current_spec() -> EmbedderSpec:

@@ -20,7 +20,10 @@ from indexes.routing import Route
 from indexes.store import Filters, SearchIndex
 from indexes.vectors import Progress
 from wiki.answering import memory_rescoring
+from wiki.answering.embed_settings import current_spec, validate
 from wiki.answering.embedding import ensure_vectors, get_embedder, model_name
+from wiki.answering.filter_check import check_filters
+from wiki.answering.leg_check import require_llm, require_vector
 from wiki.answering.routing import apply as apply_route
 from wiki.answering.routing import boost, decide, tie_break
 from wiki.config import LLMConfig, MemoryConfig, SearchConfig
@@ -69,7 +72,12 @@ class SearchRequest:
     @property
     def llm_asked(self) -> bool:
         """Whether the ``llm`` leg was asked for by name (then a missing model is an error)."""
-        return self.legs is not None and "llm" in self.legs
+        return self.asked("llm")
+
+    def asked(self, leg: str) -> bool:
+        """Whether ``leg`` was asked for by name (``legs`` given): then a leg that cannot
+        run is an error, not a note (:mod:`wiki.answering.leg_check`)."""
+        return self.legs is not None and leg in self.legs
 
 
 @dataclass(frozen=True)
@@ -222,14 +230,20 @@ def run_search(wiki: Wiki, request: SearchRequest, *, index: SearchIndex | None 
     first hit stands out, which RRF's ranks throw away: evals/results/fusion.md,
     docs/decisions.md), or weighted RRF with ``fusion = "rrf"``; with ``as_of``, over the
     wiki as it was then. The indexed wiki.toml is read once (:class:`SearchSettings`).
-    Raises ``EmptyQueryError`` for a query without words and ``NotInitializedError``
-    without a wiki branch. A leg that cannot run (no embedding model) is skipped and
-    reported in ``result.skipped``. The ``llm`` leg (the index walk) and the rerank use
-    ``client`` or the configured model; asking for either explicitly without a model
-    raises ``ModelNotConfiguredError`` (docs/llm.md). Routing
-    (:mod:`wiki.answering.routing`) needs the vector leg, else it is skipped and reported
-    in ``result.skipped["route"]``."""
+    Raises ``EmptyQueryError`` for a query without words, ``ConfigError`` for a bad
+    ``WIKI_EMBED_RUNTIME``/``WIKI_EMBED_SERVER``
+    (:func:`wiki.answering.embed_settings.validate`), ``NotInitializedError`` without a
+    wiki branch and :class:`wiki.answering.filter_check.NoMatchingEntriesError`
+    when the named category, tags or scope match no entry at all (nothing searched).
+    A default leg that cannot run (no embedding model) is skipped and reported in
+    ``result.skipped``; a leg named in ``request.legs`` that cannot run raises
+    :class:`wiki.answering.leg_check.LegUnavailableError` (a ``ConfigError``). The ``llm``
+    leg (the index walk) and the rerank use ``client`` or the configured model; asking
+    for either explicitly without a model raises ``ModelNotConfiguredError``
+    (docs/llm.md). Routing (:mod:`wiki.answering.routing`) needs the vector leg, else it
+    is skipped and reported in ``result.skipped["route"]``."""
     query_words(request.query)  # an empty query is an error whatever the legs
+    validate(current_spec())  # so is a bad WIKI_EMBED_RUNTIME / WIKI_EMBED_SERVER
     searched = searched_text(request.query)  # past MAX_WORDS words: what is searched
     if searched != request.query:
         result = run_search(wiki, replace(request, query=searched), index=index,
@@ -265,6 +279,7 @@ class _Encoded:
 
 def _search(index: SearchIndex, report: SyncReport, request: SearchRequest,
             wiki: Wiki | None, client, progress: Progress | None) -> SearchResult:
+    check_filters(index, request.filters)  # a filter naming nothing: a usage error
     settings = SearchSettings.of(index)
     config = settings.search
     filters = _valid(request.filters or filters_for(), settings.lifetimes, request.as_of)
@@ -274,6 +289,8 @@ def _search(index: SearchIndex, report: SyncReport, request: SearchRequest,
     encoded = _Encoded()
     if "vector" in fusion.legs:  # encoded on a worker thread while the lexical legs run
         encoded = _query_vector(index, request.query, request.embed_model, progress)
+        if request.asked("vector"):  # asked for by name: it runs or the search fails
+            require_vector(encoded.skipped.get("vector"))
     routed, route_skipped = None, {}
     if config.route if request.route is None else request.route:
         routed, route_skipped = _route(index, request.query, encoded, filters, settings,
@@ -284,6 +301,8 @@ def _search(index: SearchIndex, report: SyncReport, request: SearchRequest,
     legs_skipped: dict[str, str] = {}  # run_legs records a vector that failed here
     found = run_legs(index, request.query, fusion, filters=filters,
                      query_vector=encoded.vector, model=encoded.model, skipped=legs_skipped)
+    if request.asked("vector"):
+        require_vector(legs_skipped.get("vector"))
     if routed is not None:
         found = boost(found, routed, config.route_mode)
     stage, llm_skipped = None, {}
@@ -298,6 +317,8 @@ def _search(index: SearchIndex, report: SyncReport, request: SearchRequest,
             found = {**found, "llm": stage.leg(index, request.query, report.commit,
                                                wiki.snapshot(report.commit).read, filters,
                                                fusion.window)}
+            if request.llm_asked:  # asked for by name: a failed model call is an error
+                require_llm(stage)
     hits = _ranked(index, found, fusion, settings, filters, request)
     if stage is not None and request.rerank:
         hits = stage.rerank(index, request.query, hits)

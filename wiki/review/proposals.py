@@ -173,16 +173,36 @@ def list_proposals(wiki: Wiki) -> list[Proposal]:
     return sorted(proposals, key=lambda p: (p.created, p.name))
 
 
+class ProposalLandedError(ProposalClosedError, NotFoundError):
+    """The proposal named is not open because it already landed: the message names the
+    landing commit. A :class:`NotFoundError` too (no open proposal of that name; exit 1)."""
+
+
 def get_proposal(wiki: Wiki, name: str) -> Proposal:
     """The open proposal ``name`` (a full ref or branch name is accepted too).
-    Raises :class:`NotFoundError`."""
+    Raises :class:`ProposalLandedError` naming the landing commit when it already landed
+    on the wiki branch, else :class:`NotFoundError`."""
     name = name.removeprefix(wiki.proposal_prefix).removeprefix(
         wiki.proposal_prefix.removeprefix("refs/heads/"))
     ref = wiki.proposal_prefix + name
     tip = wiki.store.resolve(ref) if _NAME.match(name) else None
     if tip is None:
+        landed = _landed_as(wiki, name) if _NAME.match(name) else None
+        if landed is not None:
+            raise ProposalLandedError(f"proposal {name!r} already landed (as {landed[:12]})")
         raise NotFoundError(f"no open proposal named {name!r} (see `wiki proposals`)")
     return _load(wiki, name, ref, tip)
+
+
+def _landed_as(wiki: Wiki, name: str) -> str | None:
+    """The commit of the wiki branch that landed proposal ``name`` (its message starts
+    ``Land proposal NAME:``, :func:`approve`), or ``None``."""
+    head = wiki.head()
+    if head is None:
+        return None
+    found = wiki.repo.git.rev_list(head, "-1", "--fixed-strings",
+                                   f"--grep=Land proposal {name}:")
+    return found.strip() or None
 
 
 def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:

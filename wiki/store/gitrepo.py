@@ -41,7 +41,8 @@ def open_repository(path: Path | str) -> git.Repo:
         return git.Repo(str(path), search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
         raise NotARepositoryError(
-            f"{path}: not inside a git repository (run `git init` first)") from exc
+            f"{Path(path).absolute()}: not inside a git repository (run `git init` first)"
+        ) from exc
 
 
 def common_dir(repo: git.Repo) -> Path:

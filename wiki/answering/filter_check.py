@@ -1,0 +1,95 @@
+"""A filter that names nothing in the wiki is a usage error, not an evidence gap.
+
+``wiki ask ... --category nosuch`` used to search an empty set, answer "the wiki does not
+say" and record the question in ``gaps.jsonl``: the team was told the wiki lacks what it
+has. :func:`check_filters` runs before any leg: when the filters the user named
+(``category``, ``tags``, ``scope``) match no document of the index at all, whatever its
+status or validity, it raises :class:`NoMatchingEntriesError` naming the value and the
+values that exist. Status and expiry are not part of the check: a category whose entries
+are all superseded or expired is a real gap of current knowledge (docs/decisions.md,
+"Filters that match nothing").
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from indexes.store import Filters, SearchIndex
+from wiki.errors import UsageError
+
+SHOWN = 12
+"""At most this many existing values are listed in the message (then ``...``)."""
+
+
+class NoMatchingEntriesError(UsageError):
+    """The search filters the user named match no entry of the wiki (CLI exit 2; nothing
+    is searched or recorded as a gap). ``option`` is the filter (``category``, ``tag``,
+    ``scope``, or ``filters`` for a combination), ``value`` what was given."""
+
+    def __init__(self, message: str, *, option: str, value: str):
+        super().__init__(message)
+        self.option = option
+        self.value = value
+
+
+def check_filters(index: SearchIndex, filters: Filters | None) -> None:
+    """Raise :class:`NoMatchingEntriesError` when the user-named parts of ``filters``
+    (``category``, ``tags``, ``scope``) match no document of ``index`` (any status, any
+    validity). Each value is checked alone first, so the message names the one that
+    matches nothing and lists the values that exist; when each matches something but
+    not together, the message names the combination. Nothing named: nothing checked."""
+    if filters is None:
+        return
+    named = Filters(statuses=None, category=filters.category, tags=filters.tags,
+                    scope=filters.scope)
+    if named == Filters(statuses=None) or index.count(named):
+        return
+    base = Filters(statuses=None)
+    if filters.category and not index.count(replace(base, category=filters.category)):
+        raise NoMatchingEntriesError(
+            f"no entries in category '{filters.category}' "
+            f"(categories: {_listed(_categories(index))})",
+            option="category", value=filters.category)
+    for tag in filters.tags:
+        if not index.count(replace(base, tags=(tag,))):
+            raise NoMatchingEntriesError(
+                f"no entries tagged '{tag}' (tags: {_listed(_tags(index))})",
+                option="tag", value=tag)
+    if filters.scope is not None and not index.count(replace(base, scope=filters.scope)):
+        raise NoMatchingEntriesError(
+            f"no entries in scope '{filters.scope}' (scopes: {_listed(_scopes(index))})",
+            option="scope", value=filters.scope)
+    asked = ", ".join(
+        [f"category '{filters.category}'"] * bool(filters.category)
+        + [f"tag '{tag}'" for tag in filters.tags]
+        + [f"scope '{filters.scope}'"] * (filters.scope is not None))
+    raise NoMatchingEntriesError(f"no entry matches {asked} together",
+                                 option="filters", value=asked)
+
+
+def _listed(values: list[str]) -> str:
+    """``values`` comma-separated, at most :data:`SHOWN` of them; ``none`` when empty."""
+    if not values:
+        return "none"
+    more = ", ..." if len(values) > SHOWN else ""
+    return ", ".join(values[:SHOWN]) + more
+
+
+def _categories(index: SearchIndex) -> list[str]:
+    """The top-level folders of the documents (what ``--category`` is usually given),
+    sorted; the root folder (``''``) is left out."""
+    return sorted({category.split("/")[0] for category in index.docs.categories().values()
+                   if category})
+
+
+def _tags(index: SearchIndex) -> list[str]:
+    """Every tag some document carries, sorted."""
+    return [str(row[0]) for row in index.conn.execute(
+        "SELECT DISTINCT t.value FROM docs d, json_each(d.extra, '$.tags') t "
+        "ORDER BY t.value")]
+
+
+def _scopes(index: SearchIndex) -> list[str]:
+    """Every non-empty scope of the documents, sorted."""
+    return [row[0] for row in index.conn.execute(
+        "SELECT DISTINCT scope FROM docs WHERE scope != '' ORDER BY scope")]
