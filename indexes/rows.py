@@ -79,6 +79,17 @@ class DocRows:
         """``key -> category`` of every document."""
         return dict(self.conn.execute("SELECT key, category FROM docs"))
 
+    def tags(self) -> list[str]:
+        """Every tag some document carries, sorted."""
+        return [str(row[0]) for row in self.conn.execute(
+            "SELECT DISTINCT t.value FROM docs d, json_each(d.extra, '$.tags') t "
+            "ORDER BY t.value")]
+
+    def scopes(self) -> list[str]:
+        """Every non-empty scope of the documents, sorted."""
+        return [row[0] for row in self.conn.execute(
+            "SELECT DISTINCT scope FROM docs WHERE scope != '' ORDER BY scope")]
+
     def status_counts(self) -> dict[str, int]:
         """``status -> number of documents`` (only statuses that occur)."""
         return dict(self.conn.execute("SELECT status, count(*) FROM docs GROUP BY status"))

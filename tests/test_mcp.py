@@ -16,7 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from wiki.answering.filter_check import NoMatchingEntriesError
+from wiki.answering.filters import NoMatchingEntriesError
 from wiki.review.proposals import approve, get_proposal, list_proposals
 from wiki.store.workspace import Wiki
 

@@ -7,7 +7,8 @@ import datetime as dt
 import json
 
 from tests.memory_helpers import entry, land
-from wiki.answering.search import filters_for, search
+from wiki.answering.filters import filters_for
+from wiki.answering.search import search
 from wiki.config import CONFIG_PATH
 from wiki.lint import run_lint
 from wiki.store.workspace import Wiki

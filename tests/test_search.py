@@ -7,8 +7,8 @@ from conftest import ALICE, BOB, entry_text, git
 
 from indexes.errors import EmptyQueryError
 from wiki.answering.ask import ask
-from wiki.answering.filter_check import NoMatchingEntriesError
-from wiki.answering.search import filters_for, search
+from wiki.answering.filters import NoMatchingEntriesError, filters_for
+from wiki.answering.search import search
 from wiki.errors import NotInitializedError
 from wiki.review.proposals import approve, propose
 from wiki.store.derived import rebuild

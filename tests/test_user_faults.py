@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.memory_helpers import entry, land
-from wiki.answering.filter_check import NoMatchingEntriesError
+from wiki.answering.filters import NoMatchingEntriesError
 from wiki.answering.search import filters_for, search
 from wiki.store.workspace import Wiki
 

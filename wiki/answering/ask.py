@@ -22,10 +22,11 @@ from indexes.answer_type import TYPE_NAMES, missing_type
 from indexes.sentence_scoring import PickerConfig
 from indexes.vectors import Progress
 from wiki.answering.embedding import model_name
+from wiki.answering.filters import filters_for
 from wiki.answering.picker import DEFAULT, GapReason, pick_answer
 from wiki.answering.revalidate import Revalidated, Revalidation
 from wiki.answering.revalidate import revalidate as check_sources
-from wiki.answering.search import SearchRequest, SearchResult, filters_for, run_search
+from wiki.answering.search import SearchRequest, SearchResult, run_search
 from wiki.store.entry import now_iso
 from wiki.store.storage import notify, storage_cause
 from wiki.store.workspace import Wiki
@@ -105,7 +106,7 @@ class AskRequest:
     """One question as asked, a value: built once, never changed.
 
     ``question``: the text; ``include_superseded``, ``category``, ``scope``,
-    ``include_expired``: the search filters (:func:`wiki.answering.search.filters_for`);
+    ``include_expired``: the search filters (:func:`wiki.answering.filters.filters_for`);
     ``legs``, ``as_of``, ``rerank``, ``route``: as in
     :class:`wiki.answering.search.SearchRequest`; ``budget``: at most this many tokens of
     evidence (``None``: no budget; :func:`wiki.answering.budget.fit`); ``revalidate``:

@@ -22,7 +22,7 @@ from indexes.vectors import Progress
 from wiki.answering import memory_rescoring
 from wiki.answering.embed_settings import current_spec, validate
 from wiki.answering.embedding import ensure_vectors, get_embedder, model_name
-from wiki.answering.filter_check import check_filters
+from wiki.answering.filters import check_filters, filters_for
 from wiki.answering.leg_check import require_llm, require_vector
 from wiki.answering.routing import apply as apply_route
 from wiki.answering.routing import boost, decide, tie_break
@@ -174,22 +174,6 @@ def is_gap(has_hits: bool, coverage: float, top_cosine: float | None, threshold:
     return coverage < gap_coverage and top_cosine < gap_cosine
 
 
-def filters_for(*, include_superseded: bool = False, category: str | None = None,
-                tags: tuple[str, ...] = (), scope: str | None = None,
-                include_expired: bool = False) -> Filters:
-    """Search filters: active entries only unless ``include_superseded`` (then
-    superseded ones too; retracted and draft entries are never answers); only ``scope``
-    when given; expired entries (:mod:`wiki.knowledge.lifetimes`) left out unless
-    ``include_expired`` (validity is checked now, or at ``--as-of``)."""
-    statuses = ("active", "superseded") if include_superseded else ("active",)
-    return Filters(statuses=statuses, category=category or None, tags=tuple(tags),
-                   scope=scope, valid_at=None if include_expired else iso(_now()))
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
 def _with_lifetimes(filters: Filters, index: SearchIndex, as_of: dt.datetime | None
                     ) -> Filters:
     """``filters`` with the indexed wiki.toml's lifetimes, validity checked at ``as_of``."""
@@ -233,7 +217,7 @@ def run_search(wiki: Wiki, request: SearchRequest, *, index: SearchIndex | None 
     Raises ``EmptyQueryError`` for a query without words, ``ConfigError`` for a bad
     ``WIKI_EMBED_RUNTIME``/``WIKI_EMBED_SERVER``
     (:func:`wiki.answering.embed_settings.validate`), ``NotInitializedError`` without a
-    wiki branch and :class:`wiki.answering.filter_check.NoMatchingEntriesError`
+    wiki branch and :class:`wiki.answering.filters.NoMatchingEntriesError`
     when the named category, tags or scope match no entry at all (nothing searched).
     A default leg that cannot run (no embedding model) is skipped and reported in
     ``result.skipped``; a leg named in ``request.legs`` that cannot run raises

@@ -1,4 +1,5 @@
-"""A filter that names nothing in the wiki is a usage error, not an evidence gap.
+"""The search filters: built from the options (:func:`filters_for`), and checked to name
+something: a filter that names nothing in the wiki is a usage error, not an evidence gap.
 
 ``wiki ask ... --category nosuch`` used to search an empty set, answer "the wiki does not
 say" and record the question in ``gaps.jsonl``: the team was told the wiki lacks what it
@@ -12,13 +13,31 @@ are all superseded or expired is a real gap of current knowledge (docs/decisions
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import replace
 
 from indexes.store import Filters, SearchIndex
 from wiki.errors import UsageError
+from wiki.knowledge.lifetimes import iso
 
 SHOWN = 12
 """At most this many existing values are listed in the message (then ``...``)."""
+
+
+def filters_for(*, include_superseded: bool = False, category: str | None = None,
+                tags: tuple[str, ...] = (), scope: str | None = None,
+                include_expired: bool = False) -> Filters:
+    """Search filters: active entries only unless ``include_superseded`` (then
+    superseded ones too; retracted and draft entries are never answers); only ``scope``
+    when given; expired entries (:mod:`wiki.knowledge.lifetimes`) left out unless
+    ``include_expired`` (validity is checked now, or at ``--as-of``)."""
+    statuses = ("active", "superseded") if include_superseded else ("active",)
+    return Filters(statuses=statuses, category=category or None, tags=tuple(tags),
+                   scope=scope, valid_at=None if include_expired else iso(_now()))
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
 
 
 class NoMatchingEntriesError(UsageError):
@@ -84,12 +103,9 @@ def _categories(index: SearchIndex) -> list[str]:
 
 def _tags(index: SearchIndex) -> list[str]:
     """Every tag some document carries, sorted."""
-    return [str(row[0]) for row in index.conn.execute(
-        "SELECT DISTINCT t.value FROM docs d, json_each(d.extra, '$.tags') t "
-        "ORDER BY t.value")]
+    return index.docs.tags()
 
 
 def _scopes(index: SearchIndex) -> list[str]:
     """Every non-empty scope of the documents, sorted."""
-    return [row[0] for row in index.conn.execute(
-        "SELECT DISTINCT scope FROM docs WHERE scope != '' ORDER BY scope")]
+    return index.docs.scopes()
