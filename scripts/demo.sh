@@ -51,16 +51,20 @@ proposal="$("$WIKI" ingest "${sources[@]}")"
 # This project's docs ingest without review flags. Another corpus may hold text the review
 # check flags (a page quoting a prompt injection): the demo shows the flags, and its
 # reviewer lands them with an explicit, recorded override, as a person would after reading.
-flagged="$("$WIKI" diff "$proposal" --stat 2>/dev/null | grep '^flagged:' || true)"
+# The reviewer reads `wiki diff` and approves with its review hash (--expect): the approval
+# is refused if the proposal changed after that.
+review="$("$WIKI" diff "$proposal" --stat 2>&1)"
+hash="$(printf '%s\n' "$review" | sed -n 's/.*review hash //p' | head -n 1)"
+flagged="$(printf '%s\n' "$review" | grep '^flagged:' || true)"
 override=()
 if [ -n "$flagged" ]; then
   echo "$flagged" >&2
   override=(--override-flags "demo: flagged pages of the demo corpus, read by the reviewer")
 fi
-echo "== wiki approve $proposal${flagged:+ --override-flags} (as a second person)" >&2
+echo "== wiki approve $proposal --expect ${hash:0:12}...${flagged:+ --override-flags} (as a second person)" >&2
 GIT_AUTHOR_NAME="Rita Reviewer" GIT_AUTHOR_EMAIL="rita@example.com" \
   GIT_COMMITTER_NAME="Rita Reviewer" GIT_COMMITTER_EMAIL="rita@example.com" \
-  "$WIKI" approve "$proposal" ${override[@]+"${override[@]}"} >/dev/null
+  "$WIKI" approve "$proposal" --expect "$hash" ${override[@]+"${override[@]}"} >/dev/null
 "$WIKI" index >/dev/null
 end=$(date +%s.%N)
 echo "== ingest + review + index: $(python3 -c "print(f'{$end - $start:.1f}')") s" >&2

@@ -28,6 +28,8 @@ class WikiStatus:
     embedding_model: str | None = None
     chunks: int = 0
     embedded_chunks: int = 0
+    sentences: int = 0
+    embedded_sentences: int = 0
     database: str = ""
 
     @property
@@ -45,8 +47,9 @@ class WikiStatus:
                 ("invalid entries", str(self.invalid_entries)),
                 ("duplicate ids", ", ".join(self.duplicate_ids) or "none"),
                 ("open proposals", str(self.open_proposals)),
-                ("vectors", f"{self.embedded_chunks}/{self.chunks} chunks embedded "
-                            f"({self.embedding_model or 'no model yet'})"),
+                ("vectors", f"{self.embedded_chunks}/{self.chunks} chunks and "
+                            f"{self.embedded_sentences}/{self.sentences} answer sentences "
+                            f"embedded ({self.embedding_model or 'no model yet'})"),
                 ("database", self.database)]
 
 
@@ -70,8 +73,11 @@ def wiki_status(wiki: Wiki) -> WikiStatus:
             label = index.get_meta(MODEL_KEY)
             if label:
                 info.embedding_model = label
-                info.chunks, info.embedded_chunks = index.vectors.counts(label.rsplit(":", 1)[0])
+                model = label.rsplit(":", 1)[0]
+                info.chunks, info.embedded_chunks = index.vectors.counts(model)
+                info.sentences, info.embedded_sentences = index.vectors.sentence_counts(model)
             else:
                 info.chunks = index.vectors.counts("")[0]
+                info.sentences = index.vectors.sentence_counts("")[0]
             info.duplicate_ids = index.docs.duplicate_doc_ids()
     return info

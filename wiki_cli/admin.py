@@ -130,13 +130,14 @@ def index_command(
     wiki = open_wiki()
     with embedding_progress(json_output) as progress:
         done = update_index(wiki, rebuild=rebuild, progress=progress)
-    result, embedded, note = done.sync, done.embedded, done.vectors
+    result, note = done.sync, done.vectors
     if json_output:
-        print_json({**vars(result), "embedded": embedded, "vectors": note})
+        print_json({**vars(result), "embedded": done.embedded, "embedded_chunks": done.chunks,
+                    "embedded_sentences": done.sentences, "vectors": note})
     else:
         report(f"indexed {result.commit[:12]}: {result.added} added, {result.updated} updated, "
                f"{result.removed} removed, {len(result.invalid)} invalid; "
-               f"{embedded} chunks embedded ({note})")
+               f"{done.embedded_text()} ({note})")
         for _path, message in result.invalid:
             report(f"invalid entry left out: {message}")
 

@@ -88,12 +88,47 @@ def parse_as_of(value: str | None) -> dt.datetime | None:
     return as_of_time(value)
 
 
+PLAIN_PROGRESS_MIN = 256
+"""Fewer pending texts than this (a build, :data:`indexes.vectors.BULK`) print no plain
+progress lines: a search that embeds a few new entries stays quiet in a pipe."""
+PLAIN_PROGRESS_SECONDS = 30.0
+"""With stderr not a terminal, a plain progress line at least this often (besides the
+25/50/75% lines)."""
+
+
+class PlainProgress:
+    """``progress(done, total)`` for a log (stderr not a terminal, as under ``make demo >
+    log`` or CI): one plain line, ``embedding: 488/1952 texts (25%, 12 s)``, when a quarter
+    (25, 50, 75%) is passed and at least every :data:`PLAIN_PROGRESS_SECONDS` in between,
+    none when the job is done (the command's own report follows) and none for jobs under
+    :data:`PLAIN_PROGRESS_MIN` texts. ``clock`` gives seconds (``time.monotonic``)."""
+
+    def __init__(self, what: str = "embedding", clock=time.monotonic) -> None:
+        self.what, self.clock = what, clock
+        self.start = self.last = clock()
+        self.quarter = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if total < PLAIN_PROGRESS_MIN or done >= total:
+            return
+        now = self.clock()
+        quarter = 4 * done // total
+        if quarter > self.quarter or now - self.last >= PLAIN_PROGRESS_SECONDS:
+            self.quarter, self.last = max(quarter, self.quarter), now
+            report(f"{self.what}: {done}/{total} texts ({100 * done // total}%, "
+                   f"{now - self.start:.0f} s)")
+
+
 @contextmanager
 def embedding_progress(quiet: bool):
-    """A progress bar on stderr for embedding entries that have no vector yet (none, and
-    rich.progress not even imported, when ``quiet`` or stderr is not a terminal)."""
-    if quiet or not err.is_terminal:  # no bar in logs
+    """Progress on stderr while embedding texts that have no vector yet: a bar when stderr
+    is a terminal, plain lines (:class:`PlainProgress`) when it is not; nothing with
+    ``quiet`` (``--json``) or ``--quiet`` (rich.progress is imported only for the bar)."""
+    if quiet or err.quiet:
         yield lambda done, total: None
+        return
+    if not err.is_terminal:  # a log: a plain line now and then, no bar
+        yield PlainProgress()
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -33,12 +33,25 @@ def init_wiki(wiki: Wiki) -> str:
 @dataclass(frozen=True)
 class Indexed:
     """What :func:`update_index` did: the full-text ``sync`` (commit, entries added,
-    updated, removed, invalid), how many chunks were ``embedded`` and a note on the
-    ``vectors`` (model and count, or why there are none)."""
+    updated, removed, invalid), how many distinct texts were ``embedded`` and a note on the
+    ``vectors`` (model and count, or why there are none). The texts are entry chunks (the
+    vector leg) and answer sentences (the answer picker): ``chunks`` and ``sentences`` split
+    ``embedded`` between them, or are ``None`` when the split is not known (vectors of
+    another model or damaged ones were dropped and embedded again in the same run)."""
 
     sync: SyncReport
     embedded: int
     vectors: str
+    chunks: int | None = None
+    sentences: int | None = None
+
+    def embedded_text(self) -> str:
+        """``"347 chunks and 1605 answer sentences embedded"`` (or, split unknown,
+        ``"1952 texts embedded (chunks and answer sentences)"``)."""
+        if self.chunks is None or self.sentences is None:
+            return f"{self.embedded} texts embedded (chunks and answer sentences)"
+        return (f"{self.chunks} chunk{'s' if self.chunks != 1 else ''} and {self.sentences} "
+                f"answer sentence{'s' if self.sentences != 1 else ''} embedded")
 
 
 def update_index(wiki: Wiki, *, rebuild: bool = False,
@@ -46,14 +59,21 @@ def update_index(wiki: Wiki, *, rebuild: bool = False,
     """Bring the derived index up to the wiki branch (``rebuild``: from scratch), then
     embed the entries that have no vector yet (``progress(done, total)`` as it goes).
     Raises ``NotInitializedError`` without a wiki branch."""
-    from wiki.answering.embedding import refresh_vectors
+    from wiki.answering.embedding import model_name, refresh_vectors
     from wiki.store.derived import open_synced
     from wiki.store.derived import rebuild as run_rebuild
 
     if rebuild:
         result = run_rebuild(wiki)
+        index, _ = open_synced(wiki, write=True)
     else:
         index, result = open_synced(wiki, write=True)
+    try:
+        name = model_name()
+        pending = index.vectors.pending_split(name) if name else (0, 0)
+    finally:
         index.close()
     embedded, note = refresh_vectors(wiki, progress=progress)
-    return Indexed(result, embedded, note)
+    if sum(pending) != embedded:  # vectors dropped and embedded again, or none could be
+        return Indexed(result, embedded, note)
+    return Indexed(result, embedded, note, *pending)
