@@ -45,7 +45,8 @@ def _other_python(tmp_path: Path) -> Path:
 
 
 def _make(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHON", "VENV", "MAKEFLAGS"}}
+    env = {k: v for k, v in os.environ.items()  # not the outer make's (CI runs make test)
+           if k not in {"PYTHON", "VENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"}}
     return subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True,
                           env=env, timeout=60)
 

@@ -8,7 +8,7 @@ import typer
 
 from wiki_cli.common import JsonOption, app, state
 from wiki_cli.errors import FINDINGS
-from wiki_cli.render import out, plain, print_json, table
+from wiki_cli.render import plain, print_json, print_unpadded, table
 
 STYLES = {"ok": "green", "info": "cyan", "warning": "yellow", "error": "bold red"}
 
@@ -33,18 +33,6 @@ def doctor(
         for check in checks:
             grid.add_row(check.name, plain(check.level, STYLES[check.level]),
                          plain(check.message), plain(check.fix))
-        _print_unpadded(grid)
+        print_unpadded(grid)
     if has_errors(checks):
         raise typer.Exit(FINDINGS)
-
-
-def _print_unpadded(grid) -> None:
-    """``grid`` on stdout; piped (not a terminal), without the spaces that pad each line
-    to the widest row (a long fix made every line ~240 columns wide)."""
-    if out.is_terminal:
-        out.print(grid)
-        return
-    with out.capture() as captured:
-        out.print(grid)
-    out.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
-    out.file.flush()

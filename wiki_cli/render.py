@@ -167,3 +167,15 @@ def plain(text: str, style: str | Style = "") -> Text:
     """Stored text as shown: no rich markup interpretation of ``[...]``, secrets masked,
     control characters inert."""
     return Text(shown(text), style=style)
+
+
+def print_unpadded(grid) -> None:
+    """``grid`` on stdout; piped (not a terminal), without the spaces that pad each line
+    to the widest row (a long fix made every line ~240 columns wide)."""
+    if out.is_terminal:
+        out.print(grid)
+        return
+    with out.capture() as captured:
+        out.print(grid)
+    out.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+    out.file.flush()

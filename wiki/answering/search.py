@@ -57,7 +57,10 @@ class SearchRequest:
     category folders first (``None``: ``[search] route``); ``sentences``: also return the
     top :data:`SENTENCE_HITS` hits' stored answer-sentence vectors (``wiki ask`` needs
     them, a plain search does not); ``embed_model``: the embedding model, read from
-    ``$WIKI_EMBED_MODEL`` when the request is built (``None``: vectors turned off)."""
+    ``$WIKI_EMBED_MODEL`` when the request is built (``None``: vectors turned off);
+    ``preferred_legs``: ``legs`` is the caller's preference (distillation's placement
+    passes the configured legs less ``llm``), not a user's naming, so a leg that cannot
+    run is skipped with a note as for the configured legs."""
 
     query: str
     limit: int = 10
@@ -68,6 +71,7 @@ class SearchRequest:
     route: bool | None = None
     sentences: bool = False
     embed_model: str | None = field(default_factory=model_name)
+    preferred_legs: bool = False
 
     @property
     def llm_asked(self) -> bool:
@@ -77,7 +81,7 @@ class SearchRequest:
     def asked(self, leg: str) -> bool:
         """Whether ``leg`` was asked for by name (``legs`` given): then a leg that cannot
         run is an error, not a note (:mod:`wiki.answering.leg_check`)."""
-        return self.legs is not None and leg in self.legs
+        return self.legs is not None and not self.preferred_legs and leg in self.legs
 
 
 @dataclass(frozen=True)
