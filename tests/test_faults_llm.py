@@ -143,6 +143,7 @@ def test_a_client_without_a_shared_deadline_times_out_each_call_once(silent) -> 
         client.complete([{"role": "user", "content": "hello"}])
     assert time.monotonic() - started < 1 + 2
     assert len(silent.accepted) == 1 and client.usage.errors == 1
+    assert client.usage.timeouts == 1  # what a named llm leg reads as 'may answer next time'
 
 
 def test_a_spent_deadline_refuses_the_next_call_without_sending_it(silent) -> None:
@@ -154,6 +155,7 @@ def test_a_spent_deadline_refuses_the_next_call_without_sending_it(silent) -> No
     with pytest.raises(LLMTimeoutError, match="0.5 s for this command is spent"):
         second.complete([{"role": "user", "content": "two"}])
     assert len(silent.accepted) == 1 and second.usage.calls == 0
+    assert second.usage.errors == second.usage.timeouts == 1  # a timeout, not a failure
 
 
 def test_the_deadline_starts_with_the_first_call_sent() -> None:

@@ -41,12 +41,13 @@ def require_llm(stage) -> None:
     provider, a wrong key, an unreachable server. A walk stopped by its ``[llm]`` budget,
     or by the ``[llm] timeout``, is not a failure (it keeps what it ranked, with a note)."""
     client = stage.client
-    if client is None or client.usage.errors <= stage.start.errors:
+    if client is None:
         return
+    spent = client.usage.since(stage.start)
+    if spent.errors <= spent.timeouts:  # none, or only timeouts: the model may answer next
+        return  # time, so the other legs answer with a note (docs/cli.md, the faults table)
     failed = next((reason for reason in stage.stopped if reason.startswith("walk: ")), "")
     why = _one_line(failed.removeprefix("walk: ").removeprefix(f"{client.model}: "))
-    if why.startswith("no answer within"):  # a timeout: the model may answer next time,
-        return  # so the other legs answer with a note (docs/cli.md, the faults table)
     raise LegUnavailableError(
         "llm", f"--legs llm cannot run: the model WIKI_MODEL={client.model!r} failed"
                + (f" ({why})" if why else "")

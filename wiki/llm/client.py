@@ -115,6 +115,7 @@ class LLMClient:
             timeout = min(timeout, self.deadline.remaining())
             if timeout <= 0:
                 self.usage.errors += 1
+                self.usage.timeouts += 1
                 raise LLMTimeoutError(f"{self.model}: the [llm] timeout of "
                                       f"{self.deadline.seconds:g} s for this command is "
                                       "spent; nothing sent")
@@ -177,6 +178,7 @@ class LLMClient:
             response = litellm.completion(model=self.model, messages=messages, **kwargs)
         except litellm.Timeout as exc:
             self.usage.errors += 1
+            self.usage.timeouts += 1
             scope = ("" if self.deadline is None else
                      f" ([llm] timeout = {self.deadline.seconds:g} s for all of the "
                      "command's model calls)")

@@ -16,7 +16,8 @@ class Usage:
     """What calls cost: ``calls`` made to the provider (cache hits are not calls),
     ``cache_hits``, ``prompt_tokens`` and ``completion_tokens`` as the provider counted
     them, ``seconds`` of wall time spent waiting for the provider, ``errors`` (failed or
-    timed-out calls) and ``redactions`` (secrets masked before sending)."""
+    timed-out calls; ``timeouts`` of them stopped by a timeout or the spent ``[llm]``
+    deadline) and ``redactions`` (secrets masked before sending)."""
 
     calls: int = 0
     cache_hits: int = 0
@@ -24,6 +25,7 @@ class Usage:
     completion_tokens: int = 0
     seconds: float = 0.0
     errors: int = 0
+    timeouts: int = 0
     redactions: int = 0
 
     @property
