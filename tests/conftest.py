@@ -131,3 +131,17 @@ def cli(runner: CliRunner, repo: Path):
         return runner.invoke(app, ["-C", str(repo), *args], input=input)
 
     return run
+
+
+@pytest.fixture
+def vectors_on(monkeypatch):
+    """The vector leg on, through the deterministic hashing embedder of tests/test_hybrid.py
+    (registered as ``fake-hash``); returns the embedder."""
+    from test_hybrid import HashingEmbedder
+
+    from indexes import embedders
+
+    model = HashingEmbedder()
+    embedders.register("fake-hash", lambda: model)
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-hash")
+    return model

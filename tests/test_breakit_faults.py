@@ -13,11 +13,8 @@ from conftest import BOB, acting_as, git, write
 from test_faults_llm import QUESTION as FAULTS_QUESTION
 from test_faults_llm import populated as populated  # fixtures, re-exported
 from test_faults_llm import silent as silent
-from test_hybrid import HashingEmbedder
 from test_storage_faults import _fill, _one_error, _refs, read_only
 from test_storage_faults import small_disk as small_disk  # a fixture, re-exported
-
-from indexes import embedders
 
 QUESTION = "how do I file a travel voucher?"
 
@@ -42,14 +39,6 @@ def _db(repo: Path) -> Path:
 
 
 # -- kind 1: a damaged derived index ----------------------------------------------------------
-
-@pytest.fixture
-def vectors_on(monkeypatch) -> HashingEmbedder:
-    model = HashingEmbedder()
-    embedders.register("fake-hash", lambda: model)
-    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-hash")
-    return model
-
 
 @pytest.mark.parametrize("damage", [
     "UPDATE embeddings SET vector = substr(vector, 1, 10)",  # truncated blobs

@@ -14,20 +14,9 @@ import re
 import sqlite3
 from pathlib import Path
 
-import pytest
 from conftest import BOB, acting_as, write
-from test_hybrid import HashingEmbedder
 
-from indexes import embedders
 from wiki_cli.common import PLAIN_PROGRESS_MIN, PLAIN_PROGRESS_SECONDS, PlainProgress
-
-
-@pytest.fixture
-def vectors_on(monkeypatch) -> HashingEmbedder:
-    model = HashingEmbedder()
-    embedders.register("fake-hash", lambda: model)
-    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-hash")
-    return model
 
 
 def _land(cli, repo: Path, pages: int, sentences: int) -> None:
