@@ -13,6 +13,7 @@ import pytest
 from hypothesis import settings
 from typer.testing import CliRunner
 
+from pg_fixture import on_postgres, pg_database, pg_url  # noqa: F401 (fixtures)
 from wiki.ingest.pipeline import ingest
 from wiki.review.proposals import approve
 from wiki.store.gitrepo import Identity

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from indexes.backend import open_backend
 from indexes.dbfile import borrow_embeddings
 from indexes.documents import Document
 from indexes.faults import DatabaseError
@@ -24,6 +25,7 @@ from wiki.errors import EntryError, NotFoundError, WikiError
 from wiki.knowledge.lifetimes import as_time, dated, iso
 from wiki.store import indextree
 from wiki.store.derived_db import (
+    OK,
     TEMPORARY,
     Opened,
     on_storage_fault,
@@ -31,6 +33,7 @@ from wiki.store.derived_db import (
     recover,
 )
 from wiki.store.entry import Entry
+from wiki.store.index_url import index_space, index_url
 from wiki.store.markdown_text import plain_text
 from wiki.store.storage import is_damaged, storage_error
 from wiki.store.workspace import Wiki
@@ -86,7 +89,12 @@ def open_index(wiki: Wiki, *, write: bool = False) -> SearchIndex:
 
 
 def open_derived(wiki: Wiki, *, write: bool = False) -> Opened:
-    """:func:`open_index` with how the database was found (``Opened.state``)."""
+    """:func:`open_index` with how the database was found (``Opened.state``). With an
+    index URL configured (:mod:`wiki.store.index_url`) the index is this wiki's space in
+    that database; raises ``IndexUnavailableError`` when it cannot be reached."""
+    url = index_url(wiki)
+    if url:
+        return Opened(open_backend(url, index_space(wiki)), OK)
     path = wiki.database_path()
     if path.parent.exists() and not path.parent.is_dir():
         raise WikiError(f"{path.parent} exists but is not a directory; remove it "
