@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from pg_fixture import on_postgres, pg_database, pg_url  # noqa: F401 (fixtures)
 from typer.testing import CliRunner
 
-from pg_fixture import on_postgres, pg_database, pg_url  # noqa: F401 (fixtures)
 from wiki.ingest.pipeline import ingest
 from wiki.review.proposals import approve
 from wiki.store.gitrepo import Identity

@@ -5,25 +5,33 @@ package) in a temporary folder, stopped and deleted at the end."""
 from __future__ import annotations
 
 import itertools
+import shutil
+import tempfile
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 
 
 @pytest.fixture(scope="session")
-def pg_url(tmp_path_factory) -> Iterator[str]:
-    """The URL of a fresh PostgreSQL (with pgvector) for this test session."""
+def pg_url() -> Iterator[str]:
+    """The URL of a fresh PostgreSQL (with pgvector) for this test session. Its data
+    folder has a random name of its own: pgserver stops any ``postgres`` whose command
+    line contains the folder's path, so a name that is a prefix of another run's
+    (``pytest-47`` of ``pytest-478``) could stop that run's server."""
+    folder = Path(tempfile.mkdtemp(prefix="wiki-pg-"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
         import pgserver
 
-        server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="delete")
+        server = pgserver.get_server(folder / "data", cleanup_mode="delete")
     try:
         yield server.get_uri()
     finally:
         server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 _databases = itertools.count(1)

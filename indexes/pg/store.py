@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import psycopg
+from pgvector.psycopg import register_vector
 
 from indexes.documents import Document, Hit
 from indexes.errors import IndexSchemaError, IndexUnavailableError
@@ -66,6 +67,7 @@ class PgIndex:
         self.conn = conn or connect(url)
         self._depth = 0
         self._ensure_schema()
+        register_vector(self.conn)  # numpy arrays in and out of vector columns
         self.vectors = PgVectorStore(self.conn, space, self.get_meta, self.set_meta)
         self.docs = PgDocRows(self.conn, space)
 

@@ -15,17 +15,9 @@ from psycopg import sql
 from indexes.vectors import MAX_SENTENCES, MODEL_KEY, VERSION_KEY, Matrix, text_hash
 
 EF_SEARCH = 200
-"""HNSW candidate list per scan (pgvector's default is 40); measured in evals/results/backends.md."""
+"""HNSW candidate list per scan (pgvector's default is 40)."""
 CHUNKS_PER_DOC = 8
 """Nearest chunks fetched per wanted document before grouping by document."""
-
-
-def _vector_literal(vector) -> str:
-    return "[" + ",".join(repr(float(x)) for x in np.asarray(vector).reshape(-1)) + "]"
-
-
-def _parse(text: str) -> np.ndarray:
-    return np.array(text.strip("[]").split(","), dtype=np.float32)
 
 
 class PgVectorStore:
@@ -79,10 +71,10 @@ class PgVectorStore:
         if not keys:
             return {}
         rows = self.conn.execute(
-            "SELECT DISTINCT s.text_hash, e.vector::text FROM wiki_sentences s JOIN "
+            "SELECT DISTINCT s.text_hash, e.vector FROM wiki_sentences s JOIN "
             "wiki_embeddings e ON e.text_hash = s.text_hash AND e.model = %s "
             "WHERE s.space = %s AND s.key = ANY(%s)", (model, self.space, keys))
-        return {h: _parse(v) for h, v in rows}
+        return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
 
     def delete(self, keys: Iterable[str]) -> None:
         """Forget the chunks and sentences of these documents (embeddings stay)."""
@@ -163,9 +155,9 @@ class PgVectorStore:
         with self.conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO wiki_embeddings(text_hash, model, dim, vector) VALUES "
-                "(%s, %s, %s, %s::vector) ON CONFLICT (text_hash, model) DO UPDATE SET "
+                "(%s, %s, %s, %s) ON CONFLICT (text_hash, model) DO UPDATE SET "
                 "dim = excluded.dim, vector = excluded.vector",
-                [(h, model, int(vectors.shape[1]), _vector_literal(v))
+                [(h, model, int(vectors.shape[1]), v)
                  for h, v in zip(hashes, vectors, strict=True)])
         self._bump()
 
@@ -177,20 +169,20 @@ class PgVectorStore:
         if cached is not None and cached.version == version:
             return cached
         rows = self.conn.execute(
-            "SELECT c.key, e.dim, e.vector::text FROM wiki_chunks c JOIN wiki_embeddings e "
+            "SELECT c.key, e.dim, e.vector FROM wiki_chunks c JOIN wiki_embeddings e "
             "ON e.text_hash = c.text_hash AND e.model = %s WHERE c.space = %s "
             "ORDER BY c.key, c.chunk", (model, self.space)).fetchall()
         keys: list[str] = []
         starts: list[int] = []
         vectors = []
-        for number, (key, row_dim, text) in enumerate(rows):
+        for number, (key, row_dim, vector) in enumerate(rows):
             if row_dim != dim:
                 raise ValueError(f"stored vector of {key} has {row_dim} dimensions, the "
                                  f"model {model} gives {dim}; rebuild the index")
             if not keys or keys[-1] != key:
                 keys.append(key)
                 starts.append(number)
-            vectors.append(_parse(text))
+            vectors.append(np.asarray(vector, dtype=np.float32))
         array = np.vstack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
         matrix = Matrix(keys, np.array(starts + [len(vectors)], dtype=np.int64), array, version)
         self._matrix = {model: matrix}
@@ -214,6 +206,5 @@ class PgVectorStore:
                 "WHERE e.model = %s AND e.dim = {dim} AND " + where +
                 " ORDER BY e.vector::vector({dim}) <=> %s::vector({dim}) LIMIT %s) near "
                 "GROUP BY key ORDER BY best, key LIMIT %s").format(dim=sql.Literal(dim)),
-                [_vector_literal(query_vector), self.space, model, *params,
-                 _vector_literal(query_vector), wanted, limit]).fetchall()
+                [query_vector, self.space, model, *params, query_vector, wanted, limit]).fetchall()
         return [(key, 1.0 - float(dist)) for key, dist in rows]
