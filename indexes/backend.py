@@ -74,3 +74,12 @@ def open_backend(url: str, space: str, **options) -> IndexBackend:
         raise IndexUnavailableError(f"a PostgreSQL index needs psycopg ({exc}); install "
                                     "wiki with the 'postgres' extra") from None
     return PgIndex(url, space, **options)
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password (``postgresql://user:***@host/db``), for messages."""
+    head, at, tail = url.rpartition("@")
+    if not at or ":" not in head.split("//", 1)[-1]:
+        return url
+    scheme, _, user = head.partition("//")
+    return f"{scheme}//{user.split(':', 1)[0]}:***@{tail}"

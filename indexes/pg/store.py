@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import psycopg
 from pgvector.psycopg import register_vector
 
+from indexes.backend import redacted
 from indexes.documents import Document, Hit
 from indexes.errors import IndexSchemaError, IndexUnavailableError
 from indexes.filters import Filters
@@ -62,7 +63,7 @@ class PgIndex:
     def __init__(self, url: str, space: str, *, weights: tuple[float, ...] = DEFAULT_WEIGHTS,
                  chunk_words: int = CHUNK_WORDS, rank: str = "bm25", conn=None):
         self.url, self.space = url, space
-        self.path = f"{_redacted(url)} [{space}]"
+        self.path = f"{redacted(url)} [{space}]"
         self.weights, self.chunk_words, self.rank = weights, chunk_words, rank
         self.conn = conn or connect(url)
         self._depth = 0
@@ -341,12 +342,3 @@ def _names(row: dict) -> list[tuple[str, str]]:
     found = {(fold_name(row["title"]), "title")}
     found |= {(fold_name(a), "alias") for a in row["alias_list"]}
     return sorted((name, kind) for name, kind in found if name)
-
-
-def _redacted(url: str) -> str:
-    """``url`` without a password (``postgresql://user:***@host/db``)."""
-    head, at, tail = url.rpartition("@")
-    if not at or ":" not in head.split("//", 1)[-1]:
-        return url
-    scheme, _, user = head.partition("//")
-    return f"{scheme}//{user.split(':', 1)[0]}:***@{tail}"

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from indexes.backend import redacted
+
 
 def _git_setting(wiki, name: str) -> str | None:
     try:
@@ -30,3 +32,16 @@ def index_url(wiki) -> str | None:
 def index_space(wiki) -> str:
     """This wiki's space in a shared index database (see the module)."""
     return _git_setting(wiki, "indexSpace") or f"{wiki.state_dir.parent.resolve()}:{wiki.branch}"
+
+
+def index_exists(wiki) -> bool:
+    """Whether ``wiki`` has derived search state to read: a configured index database
+    (which holds the wiki's space once anything synced it), or the SQLite file."""
+    return index_url(wiki) is not None or wiki.database_path().exists()
+
+
+def index_location(wiki) -> str:
+    """Where ``wiki``'s index lives, for people: the SQLite path, or the database URL
+    (password hidden) and the space."""
+    url = index_url(wiki)
+    return str(wiki.database_path()) if url is None else f"{redacted(url)} [{index_space(wiki)}]"
