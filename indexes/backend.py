@@ -8,11 +8,13 @@ and the answer picker run in Python over what these methods return.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from indexes.documents import Document, Hit
+from indexes.errors import IndexesError
 from indexes.filters import Filters
 
 
@@ -83,3 +85,18 @@ def redacted(url: str) -> str:
         return url
     scheme, _, user = head.partition("//")
     return f"{scheme}//{user.split(':', 1)[0]}:***@{tail}"
+
+
+def as_index_error(error: BaseException) -> IndexesError | None:
+    """The typed error for a database failure raised while a PostgreSQL index was in use
+    (the server went away, the connection broke): :class:`IndexUnavailableError` with the
+    server's first line; ``None`` for anything else. psycopg is looked at only when it
+    was already imported (an SQLite index never loads it)."""
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None or not isinstance(error, psycopg.OperationalError):
+        return None
+    from indexes.errors import IndexUnavailableError
+
+    words = str(error).strip().splitlines()
+    return IndexUnavailableError("the index database failed: "
+                                 + (words[0] if words else type(error).__name__))

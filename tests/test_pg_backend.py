@@ -172,3 +172,36 @@ def test_an_unreachable_database_is_a_clear_error(cli, wiki: Wiki, monkeypatch) 
 def test_another_engine_is_refused() -> None:
     with pytest.raises(IndexUnavailableError, match="only postgresql://"):
         open_backend("mysql://x/y", "s")
+
+
+def test_a_connection_lost_mid_command_is_a_typed_error(pg_database) -> None:
+    import psycopg
+
+    from indexes.backend import as_index_error
+
+    index = PgIndex(pg_database, "s")
+    try:
+        pid = index.conn.info.backend_pid
+        with psycopg.connect(pg_database, autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(psycopg.OperationalError) as caught:
+            index.count()
+        mapped = as_index_error(caught.value)
+        assert isinstance(mapped, IndexUnavailableError)
+        assert str(mapped).startswith("the index database failed: ")
+        assert as_index_error(ValueError("x")) is None
+    finally:
+        index.close()
+
+
+def test_a_password_in_the_url_is_never_shown(wiki: Wiki, monkeypatch) -> None:
+    from indexes.backend import redacted
+    from wiki.store.index_url import index_location
+
+    assert redacted("postgresql://wiki:s3cret@db:5432/wiki") == "postgresql://wiki:***@db:5432/wiki"
+    assert redacted("postgresql://wiki@db/wiki") == "postgresql://wiki@db/wiki"
+    monkeypatch.setenv("WIKI_INDEX_URL", "postgresql://wiki:s3cret@127.0.0.1:1/wiki")
+    assert "s3cret" not in index_location(wiki)
+    with pytest.raises(IndexUnavailableError) as caught:
+        open_index(wiki)
+    assert "s3cret" not in str(caught.value)
