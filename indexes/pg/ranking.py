@@ -4,9 +4,10 @@ path. Every statement is restricted to one space and to the filter condition ove
 ``wiki_docs d``.
 
 Ranking (``rank``): ``bm25`` (default) computes FTS5's bm25() in SQL from the tsvector's
-positions and weight labels: per weight class, Okapi BM25 with that class's length and
-its average over the space, times the class weight, summed (FTS5 sums its columns the
-same way); FTS5's idf and ``k1 = 1.2``, ``b = 0.75``;
+positions and weight labels, as FTS5 does it: a term's frequency is the sum of its
+occurrences' column weights, the length is the whole document's (tokens) against the
+space's average, FTS5's idf ``log((N - df + 0.5) / (df + 0.5))`` (at least 1e-6),
+``k1 = 1.2``, ``b = 0.75``;
 ``ts_rank:N`` and ``ts_rank_cd:N`` are PostgreSQL's own functions with normalisation
 flags ``N``. The choice is measured in evals/results/backends.md.
 """
@@ -68,22 +69,19 @@ def search_fulltext(conn, space: str, query: str, where: str, params: list, *, l
         return []
     a, b, c, d = class_weights(weights)
     if rank == "bm25":
-        stats = conn.execute(
-            "SELECT count(*), coalesce(avg(class_len[1]), 0), coalesce(avg(class_len[2]), 0), "
-            "coalesce(avg(class_len[3]), 0), coalesce(avg(class_len[4]), 0) FROM wiki_docs "
-            "WHERE space = %s", (space,)).fetchone()
+        n_docs, avg_len = conn.execute(
+            "SELECT count(*), coalesce(avg(doc_len), 0) FROM wiki_docs WHERE space = %s",
+            (space,)).fetchone()
         df = document_frequencies(conn, space, terms)
-        idfs = [fts5_idf(df.get(t, 0), int(stats[0])) for t in terms]
+        idfs = [fts5_idf(df.get(t, 0), int(n_docs)) for t in terms]
         score = (
-            "(SELECT coalesce(sum(i.w * c.weight * tf.f * %s / (tf.f + %s * (1 - %s + %s * "
-            "d.class_len[c.n] / c.avglen))), 0) FROM (SELECT u.lexeme, wt, count(*) AS f "
-            "FROM unnest(d.fts) u, unnest(u.weights) wt WHERE u.lexeme = ANY(%s) "
-            "GROUP BY u.lexeme, wt) tf JOIN unnest(%s::text[], %s::float8[]) AS i(lex, w) "
-            "ON i.lex = tf.lexeme JOIN unnest(ARRAY['A', 'B', 'C', 'D'], %s::float8[], "
-            "%s::float8[], ARRAY[1, 2, 3, 4]) AS c(label, weight, avglen, n) "
-            "ON c.label = tf.wt)")
-        score_params = [K1 + 1, K1, B, B, terms, terms, idfs, [a, b, c, d],
-                        [max(float(x), 1.0) for x in stats[1:]]]
+            "(SELECT coalesce(sum(i.w * tf.f * %s / (tf.f + %s * (1 - %s + %s * d.doc_len / "
+            "%s))), 0) FROM (SELECT u.lexeme, sum(CASE wt WHEN 'A' THEN %s WHEN 'B' THEN %s "
+            "WHEN 'C' THEN %s ELSE %s END) AS f FROM unnest(d.fts) u, unnest(u.weights) wt "
+            "WHERE u.lexeme = ANY(%s) GROUP BY u.lexeme) tf JOIN unnest(%s::text[], "
+            "%s::float8[]) AS i(lex, w) ON i.lex = tf.lexeme)")
+        score_params = [K1 + 1, K1, B, B, max(float(avg_len), 1.0), a, b, c, d, terms,
+                        terms, idfs]
     else:
         function, _, flags = rank.partition(":")
         if function not in ("ts_rank", "ts_rank_cd"):

@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS wiki_docs (
     status TEXT NOT NULL, category TEXT NOT NULL, doc_type TEXT NOT NULL,
     content_hash TEXT NOT NULL, scope TEXT NOT NULL, valid_until TEXT NOT NULL,
     dated TEXT NOT NULL, extra JSONB NOT NULL, tag_list TEXT[] NOT NULL,
-    fts TSVECTOR NOT NULL, doc_len INTEGER NOT NULL, class_len INTEGER[] NOT NULL,
+    fts TSVECTOR NOT NULL, doc_len INTEGER NOT NULL,
     PRIMARY KEY (space, key));
 CREATE INDEX IF NOT EXISTS wiki_docs_fts ON wiki_docs USING gin (fts);
 CREATE INDEX IF NOT EXISTS wiki_docs_doc_id ON wiki_docs (space, doc_id);

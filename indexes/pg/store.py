@@ -40,7 +40,7 @@ FTS_VALUE = ("setweight(to_tsvector(%(cfg)s::regconfig, %(title)s), 'A') || "
              "%(body_fts)s), 'D')")
 COLUMNS = ("space", "key", "doc_id", "title", "aliases", "tags", "summary", "body", "status",
            "category", "doc_type", "content_hash", "scope", "valid_until", "dated", "extra",
-           "tag_list", "doc_len", "class_len")
+           "tag_list", "doc_len")
 
 
 def connect(url: str):
@@ -175,10 +175,8 @@ class PgIndex:
         for column in ("title", "aliases", "tags", "summary", "body"):
             row[f"{column}_fts"] = fts_input(row[column])
         row["title"] = row["title"]
-        classes = [row["title_fts"], row["aliases_fts"],
-                   row["tags_fts"] + " " + row["summary_fts"], row["body_fts"]]
-        row["class_len"] = [word_count(text) for text in classes]  # A, B, C, D
-        row["doc_len"] = sum(row["class_len"])
+        row["doc_len"] = word_count(*(row[f"{c}_fts"] for c in ("title", "aliases", "tags",
+                                                                "summary", "body")))
         row["chunks"] = chunk_texts(row["title"], row["summary"], row["body"],
                                     words=self.chunk_words,
                                     overlap=min(OVERLAP_WORDS, self.chunk_words // 4))
