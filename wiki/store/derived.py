@@ -98,8 +98,12 @@ def open_derived(wiki: Wiki, *, write: bool = False) -> Opened:
 
 def sync(wiki: Wiki, index: SearchIndex) -> SyncReport:
     """Bring ``index`` up to the wiki head and apply the branch's search settings to it.
-    Raises ``NotInitializedError`` without a branch."""
-    head = wiki.require_head()
+    Raises ``NotInitializedError`` without a branch. A head already indexed was found to
+    be a wiki (it has ``wiki.toml``) when it was indexed, so it is not read from git
+    again."""
+    head = wiki.head()
+    if head is None or index.get_meta(COMMIT_KEY) != head:
+        head = wiki.require_head()
     if index.get_meta(COMMIT_KEY) != head:
         with index.transaction():
             if index.get_meta(COMMIT_KEY) != head:  # not synced by another process meanwhile
