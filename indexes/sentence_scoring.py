@@ -17,7 +17,9 @@ Two more signals do:
 
 A table row ("Band 1 | $600 | ...") and a bare heading-like fragment are scored as what
 they are: a row counts when it states the type asked for, else it is discounted
-(:attr:`PickerConfig.fragment_weight`).
+(:attr:`PickerConfig.fragment_weight`). A sentence whose subject is a pronoun ("Its
+proposals wait ...") does not open an answer on its own: the sentence it refers back to
+comes first (:attr:`PickerConfig.anaphor`).
 
 Everything here is pure: plain strings, numpy vectors and a :class:`PickerConfig`. The
 domain side (entries, citations, gaps) is :mod:`wiki.answering.picker`.
@@ -68,13 +70,12 @@ class PickerConfig:
     form_gap: bool = False
     form_gap_margin: float = 0.1
     anaphor: str = "relevant-context"
-    """An opening sentence that starts with an unresolved pronoun ("Its proposals wait
-    ...", "This is GS-15, step 10"): ``none`` (scored as any other), ``penalty`` (times
-    :attr:`anaphor_weight` unless the sentence before it in the entry is also picked) or
-    ``context`` (the answer opens with the sentence before it, then it) or
-    ``relevant-context`` (``context`` when the sentence before it scores at least
-    ``floor ×`` its score, else ``penalty``): the sentence it refers back to must be on
-    the question's topic too."""
+    """An opening sentence that starts with a pronoun ("Its proposals wait ...", "This is
+    GS-15, step 10"; :func:`is_anaphoric`): ``none`` (scored as any other), ``penalty``
+    (times :attr:`anaphor_weight` for the opening place), ``context`` (the answer opens
+    with the sentence before it in the entry, then it) or ``relevant-context`` (``context``
+    when the sentence before it scores at least ``floor ×`` its score, else ``penalty``):
+    the sentence it refers back to must be on the question's topic too."""
     anaphor_weight: float = 0.7
     row_weight: float = 1.0
     """A table row whose first cell (the row's key: a tool, a setting, a band) shares no
@@ -142,6 +143,9 @@ _WHERE_STATES = re.compile(
 _FRAGMENT_MIN_WORDS = 6
 _ANAPHOR = re.compile(r"^\W*(?:it|its|it's|this|that|these|those|they|their|them|he|she|his|"
                       r"her|such|both)\b", re.I)
+_EXPLETIVE = re.compile(r"^\W*it(?:'s|\s+is|\s+was|\s+will\s+be|\s+can\s+be|\s+may\s+be)?"
+                        r"\s+(?:(?:not\s+)?\w+\s+(?:to|that|for)\b|takes\b|helps\b|"
+                        r"depends\b|seems\b)", re.I)
 _WORD = re.compile(r"[a-z0-9]{3,}")
 
 
@@ -202,8 +206,9 @@ def is_fragment(sentence: str) -> bool:
 
 def is_anaphoric(sentence: str) -> bool:
     """A sentence that opens with a pronoun or a demonstrative ("It", "Its", "This",
-    "They", ...): its subject is in the sentence before it."""
-    return _ANAPHOR.match(sentence) is not None
+    "They", ...): its subject is in the sentence before it. An expletive "it" ("It's easy
+    to ...", "It takes a week ...") refers to nothing and is not one."""
+    return _ANAPHOR.match(sentence) is not None and _EXPLETIVE.match(sentence) is None
 
 
 def row_key_missed(question: str, sentence: str) -> bool:

@@ -36,6 +36,10 @@ from wiki.store.workspace import Wiki
     ("Items in the list are sorted.", False),
     ("Theirs is a different process entirely.", False),
     ("Thereafter the branch moves.", False),
+    ("It's easy to accidentally push secrets to GitHub.", False),
+    ("It takes a week after the pay period for a deposit to be made.", False),
+    ("It is important that you sign the form.", False),
+    ("It is kept in the derived database.", True),
     ("A proposal needs an approver other than its author.", False),
 ])
 def test_anaphoric_openings(sentence: str, anaphoric: bool) -> None:
