@@ -35,9 +35,10 @@ def write_config(path: Path, repos: dict[str, Path], *, extra_server: str = "") 
 
 
 @contextlib.contextmanager
-def running(config: ServeConfig | Path, *, warm: bool = False) -> Iterator[str]:
-    """Serve ``config`` on 127.0.0.1 (a free port) until the block ends; yields the base
-    URL. The server is stopped the way Ctrl-C stops it (``should_exit``)."""
+def running(config: ServeConfig | Path, *, warm: bool = False, app=None) -> Iterator[str]:
+    """Serve ``config`` (or the ``app`` built from it) on 127.0.0.1 (a free port) until the
+    block ends; yields the base URL. The server is stopped the way Ctrl-C stops it
+    (``should_exit``)."""
     import uvicorn
 
     from wiki_cli.serve_http import build_app
@@ -48,7 +49,7 @@ def running(config: ServeConfig | Path, *, warm: bool = False) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(build_app(config, warm=warm), log_level="warning",
+    server = uvicorn.Server(uvicorn.Config(app or build_app(config, warm=warm), log_level="warning",
                                            timeout_keep_alive=5, lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

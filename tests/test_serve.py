@@ -271,3 +271,29 @@ def test_a_slow_body_is_cut_off_with_408(served) -> None:
     assert reply.startswith(b"HTTP/1.1 408")
     assert b"request-timeout" in reply
     assert after.status_code == 200
+
+
+def test_a_call_past_the_time_limit_is_504_and_the_server_recovers(served) -> None:
+    """A call that cannot finish in ``request_timeout`` (here: the repository is busy with
+    another call, held by the test) is answered 504; once free, calls succeed again."""
+    from dataclasses import replace
+
+    from wiki.serve.config import load_config
+    from wiki_cli.serve_http import build_app
+
+    config_path, _wiki, _ops = served
+    config = load_config(config_path)
+    config = replace(config, limits=replace(config.limits, request_timeout=3.0))
+    app = build_app(config, warm=False)
+    lock = app.app.served["handbook"].tools.lock
+    with running(config, app=app) as base:
+        with lock:  # another call holds the repository
+            slow = httpx.post(f"{base}/v1/repos/handbook/search", headers=_auth(READ_TOKEN),
+                              json={"query": "tock"}, timeout=60)
+            other_repo = httpx.post(f"{base}/v1/repos/ops/search", headers=_auth(READ_TOKEN),
+                                    json={"query": "pager"}, timeout=60)
+        after = httpx.post(f"{base}/v1/repos/handbook/search", headers=_auth(READ_TOKEN),
+                           json={"query": "tock"}, timeout=60)
+    assert slow.status_code == 504 and slow.json()["kind"] == "gateway-timeout"
+    assert other_repo.status_code == 200  # repositories do not wait for each other
+    assert after.status_code == 200
