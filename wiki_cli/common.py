@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand
 
 from indexes.legs import LEG_NAMES
 from indexes.legs import parse_legs as legs_from
@@ -23,7 +24,35 @@ from wiki_cli.payloads import as_of_time
 from wiki_cli.payloads import require_text as check_text
 from wiki_cli.render import err, out
 
-app = typer.Typer(
+
+class PlainUsage(TyperCommand):
+    """A command whose arguments are named in capitals (``PROPOSAL``, ``[FILE]``,
+    ``PATHS...``) in its usage line, help and errors, not as typer's ``{proposal}``
+    (read as a template left unfilled). An argument given its own ``metavar`` keeps it."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.param_type_name == "argument" and param.metavar is None and param.name:
+                param.metavar = param.name.upper()
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        """The usage pieces, required arguments without their braces."""
+        return [piece.replace("{", "", 1).replace("}", "", 1) if piece.startswith("{")
+                else piece for piece in super().collect_usage_pieces(ctx)]
+
+
+class WikiTyper(typer.Typer):
+    """``typer.Typer`` whose commands are :class:`PlainUsage` unless one names its own
+    class: every command and sub-command, written once here."""
+
+    def command(self, *args, **kwargs):
+        """:meth:`typer.Typer.command`, with ``cls`` defaulting to :class:`PlainUsage`."""
+        kwargs["cls"] = kwargs.get("cls") or PlainUsage
+        return super().command(*args, **kwargs)
+
+
+app = WikiTyper(
     cls=WikiGroup,
     help="A git-native markdown knowledge base: ingest, review, search and ask.",
     epilog="\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {meaning}"
