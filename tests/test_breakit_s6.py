@@ -196,3 +196,79 @@ def test_a_relative_xdg_runtime_dir_is_ignored(tmp_path: Path, monkeypatch) -> N
     folder = socket_directory()  # before: ./run/wiki, inside whatever folder we were in
     assert folder.is_absolute() and folder == Path("/tmp") / f"wiki-{os.getuid()}"
     assert not (tmp_path / "run" / "wiki").exists()
+
+
+# -- kind: a value in a hand-edited local log is read, never a crash ---------------------------
+
+def test_gaps_with_unrepresentable_coverage_values_are_listed(cli, wiki: Wiki) -> None:
+    lines = ['{"question": "q1", "confidence": 1' + "0" * 400 + "}",  # before: exit 70
+             '{"question": "q2", "confidence": NaN}',
+             '{"question": "q3", "confidence": Infinity, "time": 5}',
+             '{"question": "q4", "confidence": 0.25, "time": "2026-01-01T00:00:00Z"}']
+    wiki.state_dir.mkdir(parents=True, exist_ok=True)
+    (wiki.state_dir / "gaps.jsonl").write_text("\n".join(lines) + "\n")
+    result = cli("gaps", "--json")
+    assert result.exit_code == 0, result.output
+    import json
+
+    gaps = json.loads(result.stdout)["gaps"]
+    assert [(g["question"], g["confidence"]) for g in gaps] == [
+        ("q4", 0.25), ("q3", None), ("q2", None), ("q1", None)]
+    assert cli("gaps").exit_code == 0
+
+
+def test_a_hand_edited_feedback_log_is_read(cli, wiki: Wiki) -> None:
+    _land_raw(wiki, {"ops/f.md": "---\nid: f1\ntitle: Deploy\ntype: procedure\n---\nRun it.\n"})
+    wiki.state_dir.mkdir(parents=True, exist_ok=True)
+    (wiki.state_dir / "feedback.jsonl").write_bytes(
+        b'[1]\n{"outcome": "exploded", "entry_id": "f1", "time": "2030"}\n'
+        b'{"entry_id": "f1", "time": 5, "outcome": "worked"}\n{"entry_id": "f1"}\n'
+        b'\xff\xfe\n"x"\n')  # before: AttributeError / KeyError (exit 70)
+    result = cli("feedback", "ops/f.md", "worked")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("ops/f.md: worked 1, failed 0")
+
+
+# -- kind: a frontmatter value no program expects is a schema error with its line -------------
+
+@pytest.mark.parametrize(("field", "said"), [
+    ("date: 2026-02-31", "'2026-02-31' is not a real date or time (day is out of range"),
+    ("valid_until: 0000-01-01", "'0000-01-01' is not a real date or time (year 0 is out"),
+])
+def test_an_impossible_yaml_date_is_reported_for_that_file(cli, repo: Path, field: str,
+                                                           said: str) -> None:
+    from conftest import write
+
+    write(repo / "docs" / "bad.md", f"---\ntitle: Bad\n{field}\n---\nBad body here.\n")
+    write(repo / "docs" / "good.md", "---\ntitle: Good\n---\nGood body here.\n")
+    assert cli("init").exit_code == 0
+    run = cli("ingest", str(repo / "docs"))  # before: ValueError, exit 70, nothing proposed
+    assert run.exit_code == 0, run.output
+    assert f"skipped docs/bad.md: docs/bad.md:3: invalid YAML: {said}" in run.stderr
+    assert "1 sources read (0 unchanged), 1 skipped" in run.stderr
+    alone = cli("propose", str(repo / "docs" / "bad.md"))
+    assert alone.exit_code == 2 and said in alone.stderr
+
+
+@pytest.mark.parametrize("outcomes", [
+    "{worked: 1" + "0" * 400 + "}", "{worked: 1, failed: abc}", "[1, 2]", "{worked: -1}",
+    "{last: [1]}", "{worked: true}",
+])
+def test_a_malformed_outcomes_field_is_a_schema_error(cli, wiki: Wiki, outcomes: str) -> None:
+    _land_raw(wiki, {"ops/b.md": f"---\nid: b1\ntitle: Deploy\ntype: procedure\n"
+                                 f"outcomes: {outcomes}\n---\nDeploy it.\n"})
+    for args in (("feedback", "ops/b.md"), ("feedback", "ops/b.md", "worked")):
+        result = cli(*args)  # before: ValueError / AttributeError, exit 70
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr.startswith("error: ops/b.md:5: field 'outcomes': ")
+        assert len(result.stderr) < 420
+    lint = cli("lint")
+    assert lint.exit_code == 1 and "field 'outcomes'" in lint.stdout
+
+
+def test_a_huge_bad_value_is_clipped_in_the_schema_error(cli, wiki: Wiki) -> None:
+    _land_raw(wiki, {"ops/a.md": f"---\nid: {'x' * 10_000}\ntitle: T\n---\nBody.\n"})
+    result = cli("history", "ops/a.md")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ops/a.md:2: field 'id': must be 2-64 letters")
+    assert result.stderr.endswith("...\n") and len(result.stderr) < 400

@@ -29,10 +29,17 @@ class IdentityError(WikiError):
 
 
 class EntryError(WikiError):
-    """An entry or source file is malformed: carries ``path``, ``field`` and ``line``."""
+    """An entry or source file is malformed: carries ``path``, ``field`` and ``line``.
+    The message, which quotes the bad value, is clipped to :data:`MESSAGE_LIMIT`
+    characters: the value is stored text, and a 10,000-character title must not make a
+    10,000-character error line."""
+
+    MESSAGE_LIMIT = 300
 
     def __init__(self, path: str, message: str, *, field: str | None = None,
                  line: int | None = None):
+        if len(message) > self.MESSAGE_LIMIT:
+            message = message[:self.MESSAGE_LIMIT] + "..."
         self.path, self.field, self.line, self.reason = path, field, line, message
         where = path + (f":{line}" if line else "")
         what = f"field '{field}': " if field else ""

@@ -60,6 +60,21 @@ def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool 
 
 StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
+
+def _construct_timestamp(loader: StrictLoader, node: yaml.ScalarNode):
+    """A YAML date or time, or a ``ConstructorError`` with its line when it names no real
+    day (``2026-02-31``, ``0000-01-01``): PyYAML lets ``datetime`` raise a bare
+    ``ValueError`` there, which no caller expects from a parse."""
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except (ValueError, OverflowError) as exc:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"'{node.value}' is not a real date or time ({exc})",
+            node.start_mark) from None
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
+
 TEXT_FIELDS = frozenset({"id", "title", "summary", "type", "status", "tags", "aliases",
                          "scope", "supersedes", "superseded_by"})
 """Top-level fields whose plain scalars (and list items) keep their written text."""
