@@ -232,8 +232,9 @@ def test_a_hand_edited_feedback_log_is_read(cli, wiki: Wiki) -> None:
 # -- kind: a frontmatter value no program expects is a schema error with its line -------------
 
 @pytest.mark.parametrize(("field", "said"), [
-    ("date: 2026-02-31", "'2026-02-31' is not a real date or time (day is out of range"),
-    ("valid_until: 0000-01-01", "'0000-01-01' is not a real date or time (year 0 is out"),
+    ("date: 2026-02-31", "'2026-02-31' is not a valid timestamp (day is out of range"),
+    ("valid_until: 0000-01-01", "'0000-01-01' is not a valid timestamp (year 0 is out"),
+    ("size: 1" + "0" * 5000, "'1" + "0" * 39 + "...' is not a valid int (Exceeds the limit"),
 ])
 def test_an_impossible_yaml_date_is_reported_for_that_file(cli, repo: Path, field: str,
                                                            said: str) -> None:
@@ -272,3 +273,42 @@ def test_a_huge_bad_value_is_clipped_in_the_schema_error(cli, wiki: Wiki) -> Non
     assert result.exit_code == 2
     assert result.stderr.startswith("error: ops/a.md:2: field 'id': must be 2-64 letters")
     assert result.stderr.endswith("...\n") and len(result.stderr) < 400
+
+
+@pytest.mark.parametrize(("facts", "said"), [
+    ("  2026-01-01: a date as a key\n", "invalid YAML: a key must be text or a number, not a "
+                                        "datetime.date"),
+    ("  big: 9" + "9" * 5000 + "\n", "is not a valid int (Exceeds the limit"),
+])
+@pytest.mark.parametrize("command", [("index",), ("facts",), ("lint",), ("search", "rates")])
+def test_one_unreadable_fact_never_stops_the_whole_wiki(cli, wiki: Wiki, facts: str, said: str,
+                                                       command: tuple[str, ...]) -> None:
+    # before: TypeError / ValueError from every command that read the branch (exit 70)
+    _land_raw(wiki, {"ops/bad.md": f"---\nid: bad\ntitle: Bad rates\nfacts:\n{facts}---\nx\n",
+                     "ops/ok.md": "---\nid: ok\ntitle: Rates\nfacts:\n  rate: 5\n---\n"
+                                  "The rates are five.\n"})
+    result = cli(*command)
+    assert result.exit_code in (0, 1), result.output
+    assert said in result.output or command in (("facts",), ("search", "rates"))
+    if command == ("facts",):
+        assert "rate  5      ops/ok.md" in result.stdout
+
+
+def test_json_output_is_standard_json_for_non_finite_fact_values(cli, wiki: Wiki) -> None:
+    import json
+
+    _land_raw(wiki, {"ops/f.md": "---\nid: f1\ntitle: Odd numbers\nfacts:\n  nothing: .nan\n"
+                                 "  sky: .inf\n  pit: -.inf\n---\nOdd numbers.\n"})
+
+    def strict(text: str):
+        def refuse(constant: str):
+            raise ValueError(f"not standard JSON: {constant}")
+        return json.loads(text, parse_constant=refuse)
+
+    for args in (("facts", "--json"), ("show", "ops/f.md", "--json"),
+                 ("facts", "nothing", "--json")):
+        result = cli(*args)
+        assert result.exit_code == 0, (args, result.output)
+        strict(result.stdout)  # before: NaN / Infinity / -Infinity, which jq refuses
+    values = {f["key"]: f["current"][0]["value"] for f in strict(cli("facts", "--json").stdout)}
+    assert values == {"nothing": "nan", "sky": "inf", "pit": "-inf"}

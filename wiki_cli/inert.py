@@ -21,6 +21,7 @@ cannot forget it:
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -78,9 +79,13 @@ def shown(text: str) -> str:
 def masked_values(value: Any) -> Any:
     """A JSON value (dicts, lists, strings, numbers) with the secrets in every string masked
     (tuples become lists), keys included: an entry's frontmatter keys are stored text too
-    (``ghp_...: value``). Two keys that mask alike are kept apart by a ``#2`` suffix."""
+    (``ghp_...: value``). Two keys that mask alike are kept apart by a ``#2`` suffix. A
+    float that is not finite (a fact written ``.nan`` or ``.inf``) becomes its text
+    (``"nan"``, ``"inf"``, ``"-inf"``), so the document stays standard JSON."""
     if isinstance(value, str):
         return mask_secrets(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "nan", "inf", "-inf": NaN and Infinity are not JSON
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
         for key, item in value.items():

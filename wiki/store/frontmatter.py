@@ -38,7 +38,23 @@ _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when present
-    """SafeLoader that rejects duplicate mapping keys (PyYAML keeps the last silently)."""
+    """SafeLoader that rejects duplicate mapping keys (PyYAML keeps the last silently), and
+    reports a scalar Python cannot hold as a ``ConstructorError`` with its line."""
+
+    def construct_object(self, node, deep=False):  # type: ignore[no-untyped-def]
+        """PyYAML's, except that a scalar its constructor fails on with a bare
+        ``ValueError``/``OverflowError`` (a date that names no real day: ``2026-02-31``,
+        ``0000-01-01``; an int of more than 4,300 digits) raises ``ConstructorError`` at
+        that scalar's line, which every caller reports for the one file."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as exc:
+            kind = str(node.tag).rsplit(":", 1)[-1]
+            value = str(node.value)
+            shown = value if len(value) <= 40 else value[:40] + "..."
+            raise yaml.constructor.ConstructorError(
+                None, None, f"'{shown}' is not a valid {kind} ({str(exc).split(';')[0]})",
+                node.start_mark) from None
 
 
 def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False):
@@ -59,21 +75,6 @@ def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool 
 
 
 StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _construct_timestamp(loader: StrictLoader, node: yaml.ScalarNode):
-    """A YAML date or time, or a ``ConstructorError`` with its line when it names no real
-    day (``2026-02-31``, ``0000-01-01``): PyYAML lets ``datetime`` raise a bare
-    ``ValueError`` there, which no caller expects from a parse."""
-    try:
-        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
-    except (ValueError, OverflowError) as exc:
-        raise yaml.constructor.ConstructorError(
-            None, None, f"'{node.value}' is not a real date or time ({exc})",
-            node.start_mark) from None
-
-
-StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
 
 TEXT_FIELDS = frozenset({"id", "title", "summary", "type", "status", "tags", "aliases",
                          "scope", "supersedes", "superseded_by"})
@@ -177,6 +178,10 @@ def parse(text: str, path: str, *, required: bool = False,
         json.dumps(data, default=str)
     except (ValueError, RecursionError):  # an anchor that contains itself
         raise EntryError(path, "invalid YAML: recursive anchor/alias", line=2) from None
+    except TypeError as exc:  # a key no JSON output can carry: `2026-01-01: x`
+        kind = str(exc).rsplit(" ", 1)[-1]
+        raise EntryError(path, f"invalid YAML: a key must be text or a number, not a {kind} "
+                               "(quote it: '2026-01-01': ...)", line=2) from None
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise EntryError(path, f"frontmatter must be a mapping of fields, got {kind}", line=2)
