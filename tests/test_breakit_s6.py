@@ -312,3 +312,38 @@ def test_json_output_is_standard_json_for_non_finite_fact_values(cli, wiki: Wiki
         strict(result.stdout)  # before: NaN / Infinity / -Infinity, which jq refuses
     values = {f["key"]: f["current"][0]["value"] for f in strict(cli("facts", "--json").stdout)}
     assert values == {"nothing": "nan", "sky": "inf", "pit": "-inf"}
+
+
+LAUGHS = "---\nid: lol\ntitle: Laughs\na: &a [" + ",".join(['"lol"'] * 9) + "]\n" + "".join(
+    f"{name}: &{name} [{','.join([f'*{prev}'] * 9)}]\n"
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True)) + "---\nLaughs body.\n"
+
+
+def test_a_billion_laughs_block_is_refused_at_once(cli, wiki: Wiki, tmp_path: Path) -> None:
+    # 9 levels of 9 aliases: a 1 KB block that expands to 387 million strings (before: the
+    # JSON check expanded it until MemoryError, exit 70, after a minute and gigabytes)
+    from test_breakit_trust import commit_files, set_ref
+
+    said = "invalid YAML: the block expands to more than 100,000 values"
+    (tmp_path / "laughs.md").write_text(LAUGHS)
+    result = cli("propose", str(tmp_path / "laughs.md"))
+    assert result.exit_code == 2 and said in result.stderr
+    head = wiki.require_head()
+    tip = commit_files(wiki, head, {"ops/lol.md": LAUGHS.encode(),
+                                    "ops/ok.md": b"---\nid: ok\ntitle: Rates\n---\nFive.\n"},
+                       "laughs\n")
+    set_ref(wiki, "laughs", tip)
+    shown = cli("diff", "laughs")
+    assert shown.exit_code in (0, 1), shown.output
+    assert said in shown.output
+    git_env = {"GIT_DIR": str(wiki.root / ".git")}
+    import subprocess
+
+    subprocess.run(["git", "update-ref", "refs/heads/wiki", tip, head], check=True,
+                   env={**os.environ, **git_env})  # landed by plain git, past review
+    index = cli("index")
+    assert index.exit_code == 0, index.output
+    assert f"invalid entry left out: ops/lol.md:2: {said}" in index.stderr
+    lint = cli("lint")
+    assert lint.exit_code == 1 and said in lint.stdout
+    assert cli("search", "rates").exit_code == 0

@@ -97,6 +97,10 @@ def load_yaml(raw: str, text_fields: frozenset[str] = TEXT_FIELDS):
         node = loader.get_single_node()
         if node is None:
             return None
+        if _expanded_size(node) > MAX_VALUES:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"the block expands to more than {MAX_VALUES:,} values "
+                "(anchors and aliases that repeat each other)", node.start_mark)
         if isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
                 if isinstance(key_node, yaml.ScalarNode) and key_node.value in text_fields:
@@ -109,6 +113,44 @@ def load_yaml(raw: str, text_fields: frozenset[str] = TEXT_FIELDS):
         return loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+MAX_VALUES = 100_000
+"""The most values a frontmatter block may expand to once its aliases are followed: a
+few nested anchors (``b: &b [*a, *a, ...]``) otherwise make a 1 KB block billions of
+values, and every reader's index, lint and JSON output runs out of memory on it."""
+
+
+def _expanded_size(node: yaml.Node) -> int:
+    """How many nodes ``node`` stands for with every alias followed (a composed document
+    shares one node object per anchor, so this is a walk of a small graph with a memo;
+    a node that contains itself counts once here and is refused later as recursive).
+    Stops counting past :data:`MAX_VALUES`."""
+    sizes: dict[int, int] = {}
+
+    def size(current: yaml.Node) -> int:
+        key = id(current)
+        if key in sizes:
+            return sizes[key]
+        sizes[key] = 1  # in progress: a cycle counts once
+        total = 1
+        if isinstance(current, yaml.SequenceNode):
+            children = current.value
+        elif isinstance(current, yaml.MappingNode):
+            children = [part for pair in current.value for part in pair]
+        else:
+            children = []
+        for child in children:
+            total += size(child)
+            if total > MAX_VALUES:
+                break
+        sizes[key] = total
+        return total
+
+    try:
+        return size(node)
+    except RecursionError:  # nesting deeper than Python's stack: not a wiki entry
+        return MAX_VALUES + 1
 
 
 def normalize_newlines(text: str) -> str:
