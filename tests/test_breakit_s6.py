@@ -347,3 +347,34 @@ def test_a_billion_laughs_block_is_refused_at_once(cli, wiki: Wiki, tmp_path: Pa
     lint = cli("lint")
     assert lint.exit_code == 1 and said in lint.stdout
     assert cli("search", "rates").exit_code == 0
+
+
+# -- kind: what the user wrote is not changed silently -----------------------------------------
+
+@pytest.mark.parametrize(("category", "note"), [
+    ("../x", "note: --category '../x' is the folder 'x'"),
+    ("..", "note: --category '..' is the wiki's root folder"),
+    ("Ops Team", "note: --category 'Ops Team' is the folder 'ops-team'"),
+    ("a\x1b[2J", "note: --category 'a\\x1b[2J' is the folder 'a-2j'"),
+])
+def test_a_category_used_otherwise_than_written_is_said(cli, wiki: Wiki, tmp_path: Path,
+                                                         category: str, note: str) -> None:
+    (tmp_path / "p.md").write_text("# Hello there\n\nBody here.\n")
+    result = cli("propose", str(tmp_path / "p.md"), "--category", category)
+    assert result.exit_code == 0, result.output
+    assert note in result.stderr.splitlines()  # before: nothing said
+
+
+def test_a_category_used_as_written_is_not_remarked(cli, wiki: Wiki, tmp_path: Path) -> None:
+    (tmp_path / "p.md").write_text("# Hello there\n\nBody here.\n")
+    result = cli("propose", str(tmp_path / "p.md"), "--category", "ops/how-to")
+    assert result.exit_code == 0 and "--category" not in result.stderr
+
+
+def test_a_huge_first_heading_is_clipped_in_the_titled_note(cli, wiki: Wiki,
+                                                            tmp_path: Path) -> None:
+    (tmp_path / "p.md").write_text("# " + "W" * 10_000 + "\n\nBody here.\n")
+    result = cli("propose", str(tmp_path / "p.md"))
+    assert result.exit_code == 0, result.output
+    note = result.stderr.splitlines()[0]
+    assert note.endswith(f"titled '{'W' * 80}...' from its first '#' heading")
