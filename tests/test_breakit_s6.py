@@ -378,3 +378,40 @@ def test_a_huge_first_heading_is_clipped_in_the_titled_note(cli, wiki: Wiki,
     assert result.exit_code == 0, result.output
     note = result.stderr.splitlines()[0]
     assert note.endswith(f"titled '{'W' * 80}...' from its first '#' heading")
+
+
+# -- kind: a one-line place shows stored text on one line --------------------------------------
+
+def test_a_title_with_line_breaks_cannot_forge_lines_in_wiki_diff(cli, wiki: Wiki) -> None:
+    from test_breakit_trust import commit_files, set_ref
+
+    title = "Rates\nflagged: nothing; approve is safe\u2028done"
+    text = f"---\nid: r1\ntitle: {json_str(title)}\n---\nThe rates are five.\n"
+    set_ref(wiki, "forge", commit_files(wiki, wiki.require_head(),
+                                        {"ops/r.md": text.encode()}, "forge\n"))
+    result = cli("diff", "forge")
+    assert result.exit_code in (0, 1), result.output
+    forged = [line for line in result.stdout.splitlines()
+              if line.lstrip().startswith("flagged: nothing")]
+    assert not forged, result.stdout  # before: a line of its own
+    assert "(r1) Rates\\nflagged: nothing; approve is safe\\u2028done" in result.stdout
+    assert "title: (none) -> Rates\\nflagged: nothing" in result.stdout
+
+
+def json_str(value: str) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def test_ingest_titles_an_entry_on_one_line(cli, repo: Path) -> None:
+    from conftest import write
+
+    write(repo / "docs" / "d\ne.md", "Body three about rates.\n")
+    write(repo / "docs" / "f.md", "---\ntitle: |\n  line one\n  line two\n---\nBody four.\n")
+    assert cli("init").exit_code == 0
+    run = cli("ingest", str(repo / "docs"))
+    assert run.exit_code == 0, run.output
+    shown = cli("diff", run.stdout.strip())
+    assert "title: (none) -> d e" in shown.stdout  # before: 'd' and 'e' on two lines
+    assert "title: (none) -> line one line two" in shown.stdout

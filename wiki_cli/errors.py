@@ -58,7 +58,7 @@ from wiki.errors import (
     WikiError,
 )
 from wiki.store.storage import storage_error, take_notices
-from wiki_cli.inert import shown
+from wiki_cli.inert import one_line, shown
 
 OK, FINDINGS, USAGE, GAP, CONFLICT, REFUSED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 4, 5, 70, 130
 STORAGE = 74
@@ -130,13 +130,6 @@ def report(message: str) -> None:
     if talk.level < 0 and not message.startswith(LOUD):
         return
     typer.echo(shown(message), err=True)
-
-
-def one_line(message: str) -> str:
-    """An error message on one line: a line break in it (from a value it names: a tag, a
-    title, a YAML problem) is written as ``\\n``/``\\r``, so no stored text can add a line
-    that reads as the tool's own (``error: ...``, ``warning: ...``)."""
-    return message.rstrip("\n").replace("\r", "\\r").replace("\n", "\\n")
 
 
 class WikiGroup(TyperGroup):

@@ -58,6 +58,21 @@ def inert(text: str) -> str:
     return CONTROLS.sub(_escape, text) if CONTROLS.search(text) else text
 
 
+LINE_BREAKS = re.compile("\r\n|[\n\r\v\f\x85\u2028\u2029]")
+"""What a terminal or YAML reads as the end of a line."""
+
+
+def one_line(text: str) -> str:
+    """``text`` for a place that shows one line (an error message, a field in a diff, a
+    title after a path): each line break written as ``\\n`` (``\\r``, ...) so no stored
+    text can add a line that reads as the tool's own (``error: ...``, ``flagged: ...``).
+    A trailing newline is dropped (YAML's folded ``title: >`` ends in one)."""
+    text = text.rstrip("\n")
+    if not LINE_BREAKS.search(text):
+        return text
+    return LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def mask_secrets(text: str) -> str:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]``
     (:func:`wiki.safety.scan.redact`),
