@@ -415,3 +415,26 @@ def test_ingest_titles_an_entry_on_one_line(cli, repo: Path) -> None:
     shown = cli("diff", run.stdout.strip())
     assert "title: (none) -> d e" in shown.stdout  # before: 'd' and 'e' on two lines
     assert "title: (none) -> line one line two" in shown.stdout
+
+
+# -- kind: a number in wiki.toml that no program can use is a configuration error --------------
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ("window = 50", "window = 99999999999999999999",
+     "[search]: 'window' must be a non-negative whole number up to 2**53, got 99999999999999999999"),
+    ("window = 50", "window = 1" + "0" * 400,
+     "[search]: 'window' must be a non-negative whole number up to 2**53, got 1000"),
+    ("recency = 0.0", "recency = 1e308",
+     "[memory]: 'recency' must be a non-negative number up to 2**53, got 1e+308"),
+    ("weights = [8.0, 6.0, 3.0, 3.0, 1.0]", "weights = [1" + "0" * 400 + ", 6.0, 3.0, 3.0, 1.0]",
+     "[search]: 'weights' must be a list of non-negative numbers"),
+])
+def test_an_unusable_number_in_wiki_toml_is_a_config_error(cli, wiki: Wiki, old: str, new: str,
+                                                           said: str) -> None:
+    toml = wiki.snapshot().read("wiki.toml").decode()
+    assert old in toml
+    _land_raw(wiki, {"wiki.toml": toml.replace(old, new, 1),
+                     "ops/ok.md": "---\nid: ok\ntitle: Rates\n---\nThe rates are five.\n"})
+    result = cli("search", "rates")  # before: OverflowError (exit 70)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: wiki.toml {said}")
