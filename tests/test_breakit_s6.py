@@ -438,3 +438,58 @@ def test_an_unusable_number_in_wiki_toml_is_a_config_error(cli, wiki: Wiki, old:
     result = cli("search", "rates")  # before: OverflowError (exit 70)
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith(f"error: wiki.toml {said}")
+
+
+# -- kind: a time at the edge of what a datetime holds is clamped, not a crash -----------------
+
+def test_entry_times_past_year_9999_in_utc_do_not_stop_the_wiki(cli, wiki: Wiki) -> None:
+    _land_raw(wiki, {
+        "ops/t1.md": "---\nid: t1\ntitle: Rates one\nupdated: 9999-12-31T23:59:59-14:00\n---\n"
+                     "The rates are one.\n",
+        "ops/t2.md": "---\nid: t2\ntitle: Rates two\ntype: episode\n"
+                     "updated: 9999-12-30T00:00:00Z\n---\nThe rates are two.\n",
+        "ops/t3.md": "---\nid: t3\ntitle: Rates three\n"
+                     "valid_until: 0001-01-01T00:00:00+14:00\n---\nThe rates are three.\n"})
+    for args in (("index",), ("search", "rates"), ("lint",), ("ask", "what are the rates?")):
+        result = cli(*args)  # before: OverflowError, exit 70, for every command
+        assert result.exit_code in (0, 1, 3), (args, result.output)
+    hits = cli("search", "rates").stdout
+    assert "ops/t1.md" in hits and "ops/t2.md" in hits  # far future: not expired
+    assert "ops/t3.md" not in hits  # valid until before year 1 in UTC: expired
+    far = cli("search", "rates", "--as-of", "9999-12-31T23:59:59-14:00")
+    assert far.exit_code == 0, far.output
+
+
+def _hostile_commit(wiki: Wiki, parent: str, stamp: str, subject: str) -> str:
+    import subprocess
+
+    tree = subprocess.run(["git", "-C", str(wiki.root), "rev-parse", f"{parent}^{{tree}}"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    raw = (f"tree {tree}\nparent {parent}\nauthor M <m@example.com> {stamp}\n"
+           f"committer M <m@example.com> {stamp}\n\n{subject}\n")
+    return subprocess.run(["git", "-C", str(wiki.root), "hash-object", "-t", "commit", "-w",
+                           "--literally", "--stdin"], input=raw, capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+@pytest.mark.parametrize("stamp", ["18446744073709551617 +9959", "99999999999999 +0000",
+                                   "253402300799 -1400", "1700000000 -9959"])
+def test_a_hand_written_commit_date_is_read(cli, wiki: Wiki, stamp: str) -> None:
+    from test_breakit_trust import set_ref
+
+    _land_raw(wiki, {"ops/ok.md": "---\nid: ok\ntitle: Rates\nfacts:\n  rate: 5\n---\nFive.\n"})
+    head = wiki.require_head()
+    set_ref(wiki, "dated", _hostile_commit(wiki, head, stamp, "dated proposal"))
+    for args in (("proposals",), ("proposals", "--json")):
+        result = cli(*args)  # before: ValueError 'year 3170843 is out of range', exit 70
+        assert result.exit_code == 0, (args, result.output)
+        assert "dated" in result.stdout
+    import subprocess
+
+    landed = _hostile_commit(wiki, head, stamp, "landed by plain git")
+    subprocess.run(["git", "-C", str(wiki.root), "update-ref", "refs/heads/wiki", landed, head],
+                   check=True)
+    for args in (("log",), ("history", "ops/ok.md"), ("facts", "rate"),
+                 ("search", "rates", "--as-of", "2030-01-01")):
+        result = cli(*args)
+        assert result.exit_code == 0, (args, result.output)

@@ -31,6 +31,7 @@ from wiki.store.derived_db import (
     recover,
 )
 from wiki.store.entry import Entry
+from wiki.store.gitrepo import committed_at
 from wiki.store.markdown_text import plain_text
 from wiki.store.storage import is_damaged, storage_error
 from wiki.store.workspace import Wiki
@@ -220,7 +221,7 @@ def commit_as_of(wiki: Wiki, when: dt.datetime) -> str:
 
     commit = None
     for commit in wiki.repo.iter_commits(wiki.require_head(), first_parent=True):
-        if commit.committed_datetime <= when:
+        if committed_at(commit) <= when:
             return commit.hexsha
     if commit is not None and is_cut(wiki.repo, commit):
         raise ShallowHistoryError(commit.hexsha, "the wiki's history",
