@@ -493,3 +493,43 @@ def test_a_hand_written_commit_date_is_read(cli, wiki: Wiki, stamp: str) -> None
                  ("search", "rates", "--as-of", "2030-01-01")):
         result = cli(*args)
         assert result.exit_code == 0, (args, result.output)
+
+
+# -- kind: text that a parser reads in more than linear time or stack --------------------------
+
+def test_a_token_whose_payload_nests_past_the_stack_is_judged_not_a_crash(cli, wiki: Wiki,
+                                                                           tmp_path: Path) -> None:
+    import base64
+
+    def part(text: str) -> str:
+        return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+    nested = part('{"a":' * 100_000 + "1" + "}" * 100_000)
+    header = part('{"alg":"HS256","typ":"JWT"}')
+    token = f"{header}.{nested}.{'s' * 32}"
+    (tmp_path / "jwt.md").write_text(f"# Token note\n\nThe token is {token} here.\n")
+    result = cli("propose", str(tmp_path / "jwt.md"))  # before: RecursionError, exit 70
+    assert result.exit_code == 5, result.output
+    assert "secret (jwt)" in result.stderr
+    (tmp_path / "link.md").write_text(
+        f"# Link note\n\nSee https://x.example/{header}.{nested} here.\n")
+    assert cli("propose", str(tmp_path / "link.md")).exit_code == 0
+
+
+@pytest.mark.parametrize(("line", "plain"), [
+    ("*a " * 20_000, ("*a " * 20_000).strip()),  # each '*' used to scan to the end
+    ("_a " * 20_000, ("_a " * 20_000).strip()),
+    ("<https://" * 20_000, "<https://" * 20_000),
+    ("<a " * 20_000, ("<a " * 20_000).strip()),
+    ("![" * 20_000, "![" * 20_000),
+    ("{{" * 20_000 + "x", "{{" * 20_000 + "x"),
+    ("<!--" * 20_000 + "x", "<!--" * 20_000 + "x"),
+    ("Use **bold**, *it*, ~~gone~~, [a link](http://x.org/a_(b)), ![img](p.png), "
+     "<https://e.com/x>, _em_, include_superseded, {{ var }}<!-- c --> and <b>tags</b>.",
+     "Use bold, it, gone, a link, img, https://e.com/x, em, include_superseded, and tags."),
+])
+def test_markdown_to_text_is_linear_on_hostile_runs(line: str, plain: str) -> None:
+    # before: quadratic (a 60 KB entry of '*a ' took minutes to index, for every reader)
+    from wiki.store.markdown_text import plain_text, strip_templates
+
+    assert plain_text(strip_templates(line)) == plain

@@ -37,9 +37,18 @@ class PlainUsage(TyperCommand):
                 param.metavar = param.name.upper()
 
     def collect_usage_pieces(self, ctx) -> list[str]:
-        """The usage pieces, required arguments without their braces."""
-        return [piece.replace("{", "", 1).replace("}", "", 1) if piece.startswith("{")
-                else piece for piece in super().collect_usage_pieces(ctx)]
+        """``[OPTIONS]`` and each argument as ``NAME``, ``[NAME]`` (optional) and
+        ``NAME...`` (repeated), written here rather than by typer, whose form differs
+        between releases (``{name}`` in 0.29, no ``...`` for a named one in 0.28)."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name != "argument":
+                pieces.extend(param.get_usage_pieces(ctx))
+                continue
+            name = param.metavar or (param.name or "").upper()
+            name = name if param.required else f"[{name}]"
+            pieces.append(name + ("..." if param.nargs != 1 else ""))
+        return pieces
 
 
 class WikiTyper(typer.Typer):
