@@ -100,6 +100,7 @@ eval-llm: $(STAMP)
 bench: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench
 	$(BIN)/python -m evals.bench_hook
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench_scale
 	$(BIN)/python -m evals.readme_table
 
 clean:

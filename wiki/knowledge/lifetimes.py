@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wiki.config import LifetimesConfig, WikiConfig
-from wiki.store.entry import Entry
+
+if TYPE_CHECKING:
+    from wiki.store.entry import Entry
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([dwy])\s*$")
 _DAYS = {"d": 1.0, "w": 7.0, "y": 365.0}
