@@ -29,6 +29,7 @@ from wiki.store.derived_db import (
     open_database,
     recover,
 )
+from wiki.store.gitrepo import committed_at
 from wiki.store.storage import is_damaged, storage_error
 from wiki.store.workspace import Wiki
 
@@ -230,7 +231,7 @@ def commit_as_of(wiki: Wiki, when: dt.datetime) -> str:
 
     commit = None
     for commit in wiki.repo.iter_commits(wiki.require_head(), first_parent=True):
-        if commit.committed_datetime <= when:
+        if committed_at(commit) <= when:
             return commit.hexsha
     if commit is not None and is_cut(wiki.repo, commit):
         raise ShallowHistoryError(commit.hexsha, "the wiki's history",
