@@ -100,7 +100,9 @@ eval-llm: $(STAMP)
 
 bench: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench_serve
 	$(BIN)/python -m evals.bench_hook
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench_scale
 	$(BIN)/python -m evals.readme_table
 
 clean:

@@ -58,9 +58,11 @@ def _wall(argv: list[str]) -> float:
 
 
 def startup(wiki: str, repo: Path, runs: int) -> dict:
-    """``{"runs", "commands": {key: {command, p50_ms, p95_ms, ratio}}, "slowest_imports",
-    "targets", "met"}`` for the processes of :func:`commands` (see the module)."""
+    """``{"runs", "load", "commands": {key: {command, p50_ms, p95_ms, ratio}},
+    "slowest_imports", "targets", "met"}`` for the processes of :func:`commands` (see the
+    module); ``load``: the 1-minute load average at the start."""
     argvs = commands(wiki, repo)
+    load = os.getloadavg()[0]
     for argv in argvs.values():  # warm: page cache, .pyc files, the embedding server
         _wall(argv)
     samples: dict[str, list[float]] = {label: [] for label in argvs}
@@ -73,7 +75,8 @@ def startup(wiki: str, repo: Path, runs: int) -> dict:
             for key, s in samples.items()}
     search = rows["search"]["p50_ms"] / 1000
     version = rows["version"]["p50_ms"] / 1000
-    return {"runs": runs, "commands": rows, "slowest_imports": slowest_imports(repo),
+    return {"runs": runs, "load": round(load, 1), "commands": rows,
+            "slowest_imports": slowest_imports(repo),
             "targets": {"search_p50_s": SEARCH_TARGET_S, "version_p50_s": VERSION_TARGET_S},
             "met": {"search": search <= SEARCH_TARGET_S, "version": version <= VERSION_TARGET_S}}
 
@@ -101,7 +104,9 @@ def markdown(result: dict) -> str:
         "## 7. Start time: whole processes, as a ratio to a bare `python -c pass`", "",
         f"{result['runs']} rounds, the commands in turn, wall time spawn to exit, with "
         "Python's bytecode cache (as an installed copy runs); the search with the vector "
-        "leg through the warm embedding server.", "",
+        "leg through the warm embedding server"
+        + (f"; load average {result['load']} at the start (2 CPUs shared with other work "
+           "inflate every row, the ratios less)." if "load" in result else "."), "",
         md_table(["command", "p50 ms", "p95 ms", "p50 / bare python"], rows), "",
         f"Targets: `wiki search` p50 <= {SEARCH_TARGET_S} s: met: {met['search']}; "
         f"`wiki --version` p50 <= {VERSION_TARGET_S} s: met: {met['version']}.", "",

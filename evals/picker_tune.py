@@ -67,6 +67,13 @@ GRID: list[tuple[str, PickerConfig]] = [
     ("places-4", replace(BASE, entry_places=4)),
     ("sentences-3", replace(BASE, max_sentences=3)),
     ("sentences-5", replace(BASE, max_sentences=5)),
+    ("anaphor-none", replace(BASE, anaphor="none")),
+    ("anaphor-penalty-0.7", replace(BASE, anaphor="penalty")),
+    ("anaphor-penalty-0.5", replace(BASE, anaphor="penalty", anaphor_weight=0.5)),
+    ("anaphor-context", replace(BASE, anaphor="context")),
+    ("anaphor-relevant-context-0.5", replace(BASE, anaphor_weight=0.5)),
+    ("row-key-0.5", replace(BASE, row_weight=0.5)),
+    ("row-key-0.3", replace(BASE, row_weight=0.3)),
 ]
 THRESHOLDS = [round(0.30 + 0.02 * i, 2) for i in range(50)]
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)

@@ -159,6 +159,26 @@ def rate(result: dict, key: str) -> float:
     return value
 
 
+TARGETS = [("support_recall", "support recall ≥ 0.60", lambda v: v >= 0.60),
+           ("gaps", "gaps on ≥ 85 % of unanswerable", lambda v: v >= 0.85),
+           ("false_gaps", "false gaps ≤ 3 %", lambda v: v <= 0.03),
+           ("auroc_answer", "top-score AUROC ≥ 0.90", lambda v: v >= 0.90)]
+"""Issue 16's "done when", judged on the test half; and the halves within 0.05."""
+
+
+def targets(results: dict[str, dict]) -> str:
+    """Each target of issue 16 on the test half, met or not, and whether the test half is
+    within 0.05 of the tune half (a table that says so when a target is missed)."""
+    rows = []
+    for key, what, holds in TARGETS:
+        test = rate(results["test"], key)
+        gap = test - rate(results["tune"], key)
+        rows.append([what, cell(results["test"], key), "met" if holds(test) else "NOT met",
+                     f"{gap:+.3f}", "yes" if abs(gap) <= 0.05 else "NO"])
+    return md_table(["target (issue 16)", "test half", "target", "test − tune",
+                     "within 0.05"], rows)
+
+
 def markdown(results: dict[str, dict]) -> str:
     """The metrics table (with ``test - tune`` when both halves ran; the issue asks for
     the halves within 0.05) and support recall by style."""
@@ -175,7 +195,11 @@ def markdown(results: dict[str, dict]) -> str:
         ["style", *(f"{h}: n / support recall / false gaps" for h in halves)],
         [[s, *(("{n} / {support_recall:.3f} / {false_gaps}".format(**results[h]["by_style"][s])
                 if s in results[h]["by_style"] else "") for h in halves)] for s in styles])
-    return "\n".join([table, "", "Support recall by answer style:", "", per_style])
+    parts = [table, "", "Support recall by answer style:", "", per_style]
+    if both:
+        parts += ["", "Against issue 16's targets (judged on the test half):", "",
+                  targets(results)]
+    return "\n".join(parts)
 
 
 def main() -> None:

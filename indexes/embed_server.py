@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from indexes import embedders
+from indexes.embed_reply import read_reply, reply_dim, reply_vectors
 from indexes.embed_socket import PACKAGE_ROOT, default_socket_path
 from indexes.embed_spec import SERVER_MODES, EmbedderSpec
 from indexes.embedders import Embedder, EmbedderUnavailableError
@@ -215,7 +216,7 @@ class RemoteEmbedder:
     def dim(self) -> int:
         """Vector width, learned from the server's ping (starting it if needed)."""
         if self._dim is None:
-            self._dim = int(self.ping()["dim"])
+            self._dim = reply_dim(self.ping(), self.socket_path)
         return self._dim
 
     def ping(self) -> dict:
@@ -234,8 +235,8 @@ class RemoteEmbedder:
                 batch = texts[i:i + BATCH]
                 reply = self._request(sock, {"op": "encode", "model": self.name,
                                              "texts": batch})
-                raw = np.frombuffer(base64.b64decode(reply["vectors"]), dtype="<f4")
-                parts.append(raw.reshape(len(batch), int(reply["dim"])))
+                parts.append(reply_vectors(reply, len(batch), self.socket_path,
+                                           parts[0].shape[1] if parts else self._dim))
         vectors = np.concatenate(parts).astype(np.float32)
         self._dim = vectors.shape[1]
         return vectors
@@ -243,16 +244,9 @@ class RemoteEmbedder:
     def _request(self, sock: socket.socket, request: dict) -> dict:
         try:
             sock.sendall(json.dumps(request).encode() + b"\n")
-            with sock.makefile("rb") as reader:
-                line = reader.readline()
         except OSError as exc:
             raise EmbedderUnavailableError(f"embedding server {self.socket_path}: {exc}") from exc
-        if not line:
-            raise EmbedderUnavailableError(f"embedding server {self.socket_path} hung up")
-        reply = json.loads(line)
-        if not reply.get("ok"):
-            raise EmbedderUnavailableError(f"embedding server: {reply.get('error')}")
-        return reply
+        return read_reply(sock, self.socket_path, self.request_timeout)
 
     def _connect(self) -> socket.socket:
         if (sock := _try_connect(self.socket_path, self.request_timeout)) is not None:

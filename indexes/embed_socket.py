@@ -3,7 +3,7 @@
 One socket per (user, install, package version, model, runtime): two virtual
 environments, two checkouts or two releases on one machine never share a server, so a
 command never gets vectors from (or waits on) another install's model. The folder is
-``$XDG_RUNTIME_DIR/wiki/`` if that runtime dir is set and writable (the XDG base
+``$XDG_RUNTIME_DIR/wiki/`` if that runtime dir is an absolute path and writable (the XDG base
 directory specification; the only environment this module reads), else
 ``/tmp/wiki-<uid>/``; either is created with mode 0700 and refused unless this user owns it.
 """
@@ -49,8 +49,10 @@ def socket_directory() -> Path:
     """The per-user folder of the sockets (see the module docstring). Raises
     :class:`EmbedderUnavailableError` if it is not a directory owned by this user."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if runtime and len(runtime) < 55 and os.access(runtime, os.W_OK | os.X_OK) \
-            and os.path.isdir(runtime):  # a long one would overflow the ~107-byte limit
+    # relative: invalid (the XDG spec; it would put sockets in the working directory);
+    # long: a socket path would overflow the ~107-byte limit
+    if os.path.isabs(runtime) and len(runtime) < 55 \
+            and os.access(runtime, os.W_OK | os.X_OK) and os.path.isdir(runtime):
         directory = Path(runtime) / "wiki"
     else:
         directory = Path("/tmp") / f"wiki-{os.getuid()}"

@@ -17,7 +17,9 @@ Two more signals do:
 
 A table row ("Band 1 | $600 | ...") and a bare heading-like fragment are scored as what
 they are: a row counts when it states the type asked for, else it is discounted
-(:attr:`PickerConfig.fragment_weight`).
+(:attr:`PickerConfig.fragment_weight`). A sentence whose subject is a pronoun ("Its
+proposals wait ...") does not open an answer on its own: the sentence it refers back to
+comes first (:attr:`PickerConfig.anaphor`).
 
 Everything here is pure: plain strings, numpy vectors and a :class:`PickerConfig`. The
 domain side (entries, citations, gaps) is :mod:`wiki.answering.picker`.
@@ -67,13 +69,25 @@ class PickerConfig:
     meaning."""
     form_gap: bool = False
     form_gap_margin: float = 0.1
+    anaphor: str = "relevant-context"
+    """An opening sentence that starts with a pronoun ("Its proposals wait ...", "This is
+    GS-15, step 10"; :func:`is_anaphoric`): ``none`` (scored as any other), ``penalty``
+    (times :attr:`anaphor_weight` for the opening place), ``context`` (the answer opens
+    with the sentence before it in the entry, then it) or ``relevant-context`` (``context``
+    when the sentence before it scores at least ``floor ×`` its score, else ``penalty``):
+    the sentence it refers back to must be on the question's topic too."""
+    anaphor_weight: float = 0.7
+    row_weight: float = 1.0
+    """A table row whose first cell (the row's key: a tool, a setting, a band) shares no
+    word with the question is from a reference table about something else: its score is
+    times this, whatever form it states (1.0: off)."""
     retrieval_gap: bool = False
     """Also apply the retrieval rule (``[search] gap_coverage`` / ``gap_cosine``) when the
     answer score can be computed; without vectors it always applies (the score needs
     them)."""
 
 
-FORMS = ("percent", "money", "amount", "howto", "yesno", "who", "where")
+FORMS = ("percent", "money", "code", "amount", "howto", "yesno", "who", "where")
 """Question forms, in the order :func:`question_form` tries them."""
 
 _YESNO = re.compile(r"^\s*(?:(?:so|and|but|ok|okay|also|hey|hi),?\s+)?(?:do|does|did|can|could|"
@@ -86,6 +100,8 @@ _AMOUNT = re.compile(r"\bhow\s+(?:many|much|long|often|far|soon|early|late|old)\
                      r"\b(?:what|what's|whats|is\s+there)\s+(?:is\s+|are\s+)?(?:the\s+|a\s+)?"
                      r"(?:\w+\s+)?(?:max(?:imum)?|min(?:imum)?|limit|rate|amount|number|"
                      r"deadline|cap)\b|\bwhen\b", re.I)
+_CODE = re.compile(r"\b(?:which|what)\s+(?:exit|status|error|return)\s+(?:code|status)\b|"
+                   r"\b(?:which|what)\s+port\b", re.I)
 _WHO = re.compile(r"\bwho(?:m|se)?\b|\b(?:which|what)\s+(?:\w+\s+)?(?:team|office|person|"
                   r"people|group|division|contact)\b", re.I)
 _WHERE = re.compile(r"\bwhere\b|\b(?:which|what)\s+(?:\w+\s+)?(?:channel|url|link|site|"
@@ -106,6 +122,9 @@ _STEP = re.compile(rf"^(?:\d+[.)]\s*)?(?:please\s+)?(?:{_STEP_VERBS})\b|\b(?:ste
                    r"these|instructions|you(?:'ll| will)? (?:need|have) to|you can|"
                    r"you should|you must|in order to|by (?:going|clicking|filling|sending|"
                    r"emailing|submitting))\b", re.I)
+_CODE_STATES = re.compile(r"\b(?:exit|code|status|port)\b[^.|;]{0,12}?\d+|"
+                          r"\d+\s*\(?(?:exit|code|status)\b", re.I)
+_CODE_REACH = 30
 _YESNO_STATES = re.compile(
     r"\b(?:not|no|never|cannot|can't|can|may|must|only|allowed|permitted|prohibited|"
     r"required|requires?|eligible|ineligible|need|needs|should|shouldn't|don't|doesn't|"
@@ -119,8 +138,15 @@ _WHO_STATES = re.compile(
 _WHERE_STATES = re.compile(
     r"https?://|www\.|\b\w+\.(?:gov|com|org|io|net)\b|#[\w-]+|\b(?:channel|page|site|"
     r"website|portal|folder|drive|link|inbox|form|system|app|tab|menu|directory|"
-    r"repo(?:sitory)?|wiki|handbook|located|available (?:at|in|on)|go to|visit)\b", re.I)
+    r"repo(?:sitory)?|wiki|handbook|located|available (?:at|in|on)|go to|visit)\b|"
+    r"(?:^|[\s`(])(?:[~<./][\w.<>~/-]*/[\w.<>-]+|[\w.<>-]+/[\w./-]*\.\w{2,6}\b)", re.I)
 _FRAGMENT_MIN_WORDS = 6
+_ANAPHOR = re.compile(r"^\W*(?:it|its|it's|this|that|these|those|they|their|them|he|she|his|"
+                      r"her|such|both)\b", re.I)
+_EXPLETIVE = re.compile(r"^\W*it(?:'s|\s+is|\s+was|\s+will\s+be|\s+can\s+be|\s+may\s+be)?"
+                        r"\s+(?:(?:not\s+)?\w+\s+(?:to|that|for)\b|takes\b|helps\b|"
+                        r"depends\b|seems\b)", re.I)
+_WORD = re.compile(r"[a-z0-9]{3,}")
 
 
 def question_form(question: str) -> str | None:
@@ -130,6 +156,8 @@ def question_form(question: str) -> str | None:
     typed = expected_type(question)
     if typed is not None:
         return typed
+    if _CODE.search(question):
+        return "code"
     if _HOWTO.search(question):
         return "howto"
     if _WHO.search(question):
@@ -143,15 +171,29 @@ def question_form(question: str) -> str | None:
     return None
 
 
-def states_form(sentence: str, form: str | None) -> bool:
+def states_form(sentence: str, form: str | None, question: str = "") -> bool:
     """Whether ``sentence`` states what a question of ``form`` asks for (``False`` for
     ``None``). Lenient on purpose: the form separates answering sentences from topical
-    ones among sentences already found by their words and meaning."""
+    ones among sentences already found by their words and meaning. A ``code`` (an exit
+    code, a port) counts only next to a word of ``question`` ("an evidence gap (exit 3)"
+    for "what exit code does an evidence gap return?"; not "no log yet: exit 0")."""
     if form in EVIDENCE:
         return EVIDENCE[form].search(sentence) is not None
+    if form == "code":
+        return _code_near(sentence, question)
     pattern = {"amount": _NUMBER, "howto": _STEP, "yesno": _YESNO_STATES, "who": _WHO_STATES,
                "where": _WHERE_STATES}.get(form or "")
     return pattern is not None and pattern.search(sentence) is not None
+
+
+def _code_near(sentence: str, question: str) -> bool:
+    asked = {w for w in _WORD.findall(question.lower())
+             if w not in {"what", "which", "code", "exit", "status", "does", "return", "port"}}
+    for match in _CODE_STATES.finditer(sentence):
+        around = sentence[max(0, match.start() - _CODE_REACH):match.end() + _CODE_REACH]
+        if not asked or any(w[:4] in around.lower() for w in asked):
+            return True
+    return False
 
 
 def is_fragment(sentence: str) -> bool:
@@ -160,6 +202,22 @@ def is_fragment(sentence: str) -> bool:
     return " | " in sentence or is_lead_in(sentence) or (
         len(sentence.split()) < _FRAGMENT_MIN_WORDS
         and not sentence.rstrip().endswith((".", "!", "?")))
+
+
+def is_anaphoric(sentence: str) -> bool:
+    """A sentence that opens with a pronoun or a demonstrative ("It", "Its", "This",
+    "They", ...): its subject is in the sentence before it. An expletive "it" ("It's easy
+    to ...", "It takes a week ...") refers to nothing and is not one."""
+    return _ANAPHOR.match(sentence) is not None and _EXPLETIVE.match(sentence) is None
+
+
+def row_key_missed(question: str, sentence: str) -> bool:
+    """A table row (cells joined by `` | ``) whose first cell shares no word of three or
+    more letters with ``question``: a row of a reference table about another key."""
+    if " | " not in sentence:
+        return False
+    key = set(_WORD.findall(sentence.split(" | ", 1)[0].lower()))
+    return not key & set(_WORD.findall(question.lower()))
 
 
 def is_lead_in(sentence: str) -> bool:
@@ -179,6 +237,7 @@ class Scored:
     states: bool
     fragment: bool
     score: float
+    anaphoric: bool = False
 
 
 def score_sentences(question: str, texts: Sequence[str], entries: Sequence[int],
@@ -202,24 +261,43 @@ def score_sentences(question: str, texts: Sequence[str], entries: Sequence[int],
     form = question_form(question)
     out = []
     for i, text in enumerate(texts):
-        states = states_form(text, form) and not is_lead_in(text)
+        states = states_form(text, form, question) and not is_lead_in(text)
         fragment = is_fragment(text)
         value = words * lexical[i] + config.cosine * cosine[i] + config.form * states
         if fragment and not states:
             value *= config.fragment_weight
+        if config.row_weight != 1.0 and row_key_missed(question, text):
+            value *= config.row_weight
         value /= (1 + entries[i]) ** config.rank_discount
         out.append(Scored(i, entries[i], float(lexical[i]), float(cosine[i]), states,
-                          fragment, float(value)))
+                          fragment, float(value), is_anaphoric(text)))
     return sorted(out, key=lambda s: (-s.score, s.index))
 
 
 def pick(scored: Sequence[Scored], config: PickerConfig) -> list[Scored]:
     """The answer's sentences: the best first, then those at or above ``floor ×`` the best
     score, entry by entry in rank order (at most ``entry_places`` per entry before the lower
-    entries' turn), at most ``max_sentences``."""
+    entries' turn), at most ``max_sentences``. An opening sentence that starts with a
+    pronoun is discounted or preceded by the sentence it refers back to
+    (:attr:`PickerConfig.anaphor`)."""
     ranked = [s for s in scored if s.score > 0]
     if not ranked:
         return []
+    by_index = {s.index: s for s in scored}
+
+    def referent(s: Scored) -> Scored | None:
+        before = by_index.get(s.index - 1)
+        return before if before is not None and before.entry == s.entry else None
+
+    def resolved(s: Scored) -> bool:
+        """The sentence before ``s`` may open the answer ahead of it."""
+        before = referent(s)
+        return before is not None and (config.anaphor == "context" or (
+            config.anaphor == "relevant-context" and before.score >= config.floor * s.score))
+
+    if config.anaphor != "none":
+        ranked.sort(key=lambda s: (-s.score * (
+            config.anaphor_weight if s.anaphoric and not resolved(s) else 1.0), s.index))
     best = ranked[0]
     floor = config.floor * best.score
     within: dict[int, int] = {}
@@ -230,6 +308,10 @@ def pick(scored: Sequence[Scored], config: PickerConfig) -> list[Scored]:
         turn[s.index] = s.entry + (entries if within[s.entry] > config.entry_places else 0)
     rest = sorted((s for s in ranked[1:] if s.score >= floor),
                   key=lambda s: (turn[s.index], -s.score, s.index))
+    if best.anaphoric and config.anaphor != "penalty" and resolved(best):
+        before = referent(best)
+        return [before, best, *(s for s in rest if s.index != before.index)][
+            :max(config.max_sentences, 2)]
     return [best, *rest][:config.max_sentences]
 
 
@@ -257,7 +339,7 @@ def form_missing(question: str, scored: Sequence[Scored], config: PickerConfig) 
     money) when no sentence scoring within ``form_gap_margin`` of the best states it;
     ``None`` otherwise or for forms every text can state (yes/no, how-to)."""
     form = question_form(question)
-    if form not in ("amount", "who", "where", "percent", "money") or not scored:
+    if form not in ("amount", "code", "who", "where", "percent", "money") or not scored:
         return None
     top = scored[0].score
     near = [s for s in scored if s.score >= top - config.form_gap_margin * max(top, 1e-9)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,7 +59,7 @@ class SearchIndex:
         conn = sqlite3.connect(str(self.path), timeout=busy_timeout_ms / 1000,
                                isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        self._enter_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.create_function("wiki_fts", 1, fts_text, deterministic=True)
         conn.execute("PRAGMA recursive_triggers = on")  # as sqlite_utils.Database(conn) did
@@ -78,6 +79,34 @@ class SearchIndex:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def _enter_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL, retrying while another process holds it.
+
+        Switching a new file's journal mode (and WAL recovery) can answer SQLITE_BUSY at
+        once, without calling the busy handler, when several processes open the same new
+        index together; so retry with a short, growing sleep for up to ``busy_timeout_ms``,
+        then raise :class:`IndexBusyError`. A file already in WAL is left as it is."""
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        pause = 0.005
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                if time.monotonic() + pause > deadline:
+                    raise self._busy_error() from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+
+    def _busy_error(self) -> IndexBusyError:
+        return IndexBusyError(
+            f"{self.path}: the search index is locked by another process (waited "
+            f"{self.busy_timeout_ms / 1000:g} s); try again when the other wiki command "
+            "finishes")
 
     def _migrate(self) -> None:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -103,12 +132,9 @@ class SearchIndex:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
+            if not _is_busy(exc):
                 raise
-            raise IndexBusyError(
-                f"{self.path}: the search index is locked by another process (waited "
-                f"{self.busy_timeout_ms / 1000:g} s); try again when the other wiki command "
-                "finishes") from None
+            raise self._busy_error() from None
         try:
             yield
         except BaseException:
@@ -311,3 +337,8 @@ def _row(doc: Document) -> dict:
         "dated": doc.dated,
         "extra": json.dumps(extra, ensure_ascii=False, sort_keys=True),
     }
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked"/"busy" (another process holds it)."""
+    return "locked" in str(exc) or "busy" in str(exc)

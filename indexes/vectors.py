@@ -265,14 +265,16 @@ class VectorStore:
 
 def embed_pending(store: VectorStore, embedder, *, progress: Progress | None = None,
                   commit: Callable[[], None] | None = None,
-                  bulk: Callable[[], Any] | None = None) -> int:
+                  bulk: Callable[[], Any] | None = None, checked: bool = False) -> int:
     """Embed every chunk without a vector for ``embedder`` in batches of :data:`BATCH`;
-    ``commit`` (if given) runs after each batch. When more than :data:`BULK` are pending
-    and ``bulk`` is given, the embedder ``bulk()`` returns (same name, same vectors: the
-    model in this process rather than a shared server) does the work. Returns the number
-    of chunks embedded."""
-    store.prepare_model(embedder.name, embedder.dim)
-    store.drop_damaged(embedder.name, embedder.dim)
+    ``commit`` (if given) runs after each batch. ``checked``: the caller has just run
+    :meth:`VectorStore.prepare_model` and :meth:`VectorStore.drop_damaged` itself. When
+    more than :data:`BULK` are pending and ``bulk`` is given, the embedder ``bulk()``
+    returns (same name, same vectors: the model in this process rather than a shared
+    server) does the work. Returns the number of chunks embedded."""
+    if not checked:
+        store.prepare_model(embedder.name, embedder.dim)
+        store.drop_damaged(embedder.name, embedder.dim)
     todo = store.pending(embedder.name)
     if bulk is not None and len(todo) > BULK:
         embedder = bulk()

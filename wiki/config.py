@@ -279,10 +279,25 @@ def _table(default: dict, value, where: str) -> dict:
         {**default, **value}
 
 
+MAX_NUMBER = 2 ** 53
+"""The largest number a setting may hold: exact as a float and within SQLite's integers
+(``window = 99999999999999999999`` overflowed a query parameter: exit 70)."""
+
+
 def _number(value) -> bool:
-    """A finite, non-negative int or float (TOML's ``nan`` and ``inf`` are not settings)."""
+    """A finite, non-negative int or float up to :data:`MAX_NUMBER` (TOML's ``nan`` and
+    ``inf`` are not settings)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, int):  # exact: math.isfinite(10**400) raises OverflowError
+        return 0 <= value <= MAX_NUMBER
+    return math.isfinite(value) and 0 <= value <= MAX_NUMBER
+
+
+def _too_large(value) -> bool:
+    """A number over :data:`MAX_NUMBER` (said in the message: the rest of it still holds)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and \
-        math.isfinite(value) and value >= 0
+        value == value and MAX_NUMBER < value < math.inf
 
 
 def _section(cls, values: dict, where: str):
@@ -305,8 +320,9 @@ def _section(cls, values: dict, where: str):
         elif isinstance(default, (int, float)):
             whole = isinstance(default, int)
             if not _number(value) or whole and not isinstance(value, int):
+                limit = " up to 2**53" if _too_large(value) else ""
                 raise ConfigError(f"{where}: '{key}' must be a non-negative "
-                                  f"{'whole ' * whole}number, got {value!r}")
+                                  f"{'whole ' * whole}number{limit}, got {value!r}")
         elif isinstance(default, dict):
             value = _table(default, value, f"{where}: '{key}'")
         kwargs[key] = value

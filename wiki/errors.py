@@ -29,10 +29,17 @@ class IdentityError(WikiError):
 
 
 class EntryError(WikiError):
-    """An entry or source file is malformed: carries ``path``, ``field`` and ``line``."""
+    """An entry or source file is malformed: carries ``path``, ``field`` and ``line``.
+    The message, which quotes the bad value, is clipped to :data:`MESSAGE_LIMIT`
+    characters: the value is stored text, and a 10,000-character title must not make a
+    10,000-character error line."""
+
+    MESSAGE_LIMIT = 300
 
     def __init__(self, path: str, message: str, *, field: str | None = None,
                  line: int | None = None):
+        if len(message) > self.MESSAGE_LIMIT:
+            message = message[:self.MESSAGE_LIMIT] + "..."
         self.path, self.field, self.line, self.reason = path, field, line, message
         where = path + (f":{line}" if line else "")
         what = f"field '{field}': " if field else ""
@@ -149,3 +156,13 @@ class UsageError(WikiError):
     """A command was given arguments it cannot take together, or an argument that names
     nothing usable (an unreadable FILE, an editor that cannot run): the message names the
     option or value and what to give instead (CLI exit 2)."""
+
+
+def quoted(value: object, limit: int = 60) -> str:
+    """``value`` as a message may name it: in single quotes, on one line (a newline or
+    carriage return written as ``\\n``/``\\r``), at most ``limit`` characters of it (then
+    ``...``). For values that come from stored text (a tag, a folder name): an entry's
+    10,000-character tag must not make a one-line error 100 KB long or forge a second
+    line. Other control characters are made inert by the CLI's output layer."""
+    text = str(value).replace("\r", "\\r").replace("\n", "\\n")
+    return f"'{text[:limit]}...'" if len(text) > limit else f"'{text}'"

@@ -20,7 +20,7 @@ from wiki_cli import __version__
 __all__ = ["COMMANDS", "MODULES", "build", "main"]  # and `app`, see __getattr__
 
 MODULES = ("admin", "authoring", "cron", "doctor", "gaps", "hooks", "lint", "memory",
-           "query", "review", "mcp_command")
+           "query", "review", "mcp_command", "serve_command")
 """The command modules, in the order their commands are listed by ``wiki --help``."""
 
 COMMANDS = {
@@ -35,6 +35,7 @@ COMMANDS = {
     "query": ("search", "ask", "show"),
     "review": ("proposals", "approve", "diff", "reject", "log", "history", "rebase", "sync"),
     "mcp_command": ("mcp",),
+    "serve_command": ("serve",),
 }
 """Command module -> the top-level commands (and command groups) it registers."""
 

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from wiki.errors import UsageError
+from wiki.errors import UsageError, quoted
 from wiki_cli.common import JsonOption, RedactOption, app, open_wiki, report_proposal
 from wiki_cli.errors import report
 from wiki_cli.render import print_json
@@ -64,14 +64,28 @@ def propose(
                                          source_name=Path(file).name if file != "-" else "-",
                                          base=base)
     if result.titled_from is not None:
-        report(f"note: {file} has no frontmatter: titled {result.titled_from!r} from its "
-               "first '#' heading")
+        report(f"note: {file} has no frontmatter: titled {quoted(result.titled_from, 80)} "
+               "from its first '#' heading")
+    if category and not (edit or retract or supersede):
+        _say_folder(category)
     if json_output:
         print_json(result)
         return
     for path in result.near_duplicates:
         report(f"warning: near-duplicate of {path} (flagged in the proposal)")
     report_proposal(result.proposal, result.created, result.existing)
+
+
+def _say_folder(category: str) -> None:
+    """A note when ``--category`` is not used as written: its segments are slugged and
+    ``.``/``..``/empty ones dropped (``../Ops`` is the folder ``ops``, ``..`` the root), so
+    the person sees where the entry goes instead of finding it elsewhere."""
+    from wiki.store.slug import slug_path
+
+    folder = slug_path(category)
+    if folder != category:
+        where = f"the folder {quoted(folder)}" if folder else "the wiki's root folder"
+        report(f"note: --category {quoted(category)} is {where}")
 
 
 def _inferred(wiki, target: str, text: bytes) -> str:

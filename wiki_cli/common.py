@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand
 
 from indexes.legs import LEG_NAMES
 from indexes.legs import parse_legs as legs_from
@@ -23,7 +24,44 @@ from wiki_cli.payloads import as_of_time
 from wiki_cli.payloads import require_text as check_text
 from wiki_cli.render import err, out
 
-app = typer.Typer(
+
+class PlainUsage(TyperCommand):
+    """A command whose arguments are named in capitals (``PROPOSAL``, ``[FILE]``,
+    ``PATHS...``) in its usage line, help and errors, not as typer's ``{proposal}``
+    (read as a template left unfilled). An argument given its own ``metavar`` keeps it."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.param_type_name == "argument" and param.metavar is None and param.name:
+                param.metavar = param.name.upper()
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        """``[OPTIONS]`` and each argument as ``NAME``, ``[NAME]`` (optional) and
+        ``NAME...`` (repeated), written here rather than by typer, whose form differs
+        between releases (``{name}`` in 0.29, no ``...`` for a named one in 0.28)."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name != "argument":
+                pieces.extend(param.get_usage_pieces(ctx))
+                continue
+            name = param.metavar or (param.name or "").upper()
+            name = name if param.required else f"[{name}]"
+            pieces.append(name + ("..." if param.nargs != 1 else ""))
+        return pieces
+
+
+class WikiTyper(typer.Typer):
+    """``typer.Typer`` whose commands are :class:`PlainUsage` unless one names its own
+    class: every command and sub-command, written once here."""
+
+    def command(self, *args, **kwargs):
+        """:meth:`typer.Typer.command`, with ``cls`` defaulting to :class:`PlainUsage`."""
+        kwargs["cls"] = kwargs.get("cls") or PlainUsage
+        return super().command(*args, **kwargs)
+
+
+app = WikiTyper(
     cls=WikiGroup,
     help="A git-native markdown knowledge base: ingest, review, search and ask.",
     epilog="\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {meaning}"

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import typer
-
-from wiki_cli.common import JsonOption, app, open_wiki
+from wiki_cli.common import JsonOption, WikiTyper, app, open_wiki
 from wiki_cli.errors import report
 from wiki_cli.render import out, print_json
 
-cron_app = typer.Typer(help="A weekly `wiki lint` in your crontab.", no_args_is_help=True)
+cron_app = WikiTyper(help="A weekly `wiki lint` in your crontab.", no_args_is_help=True)
 app.add_typer(cron_app, name="cron")
 
 

@@ -59,7 +59,7 @@ from wiki.errors import (
     WikiError,
 )
 from wiki.store.storage import storage_error, take_notices
-from wiki_cli.inert import shown
+from wiki_cli.inert import one_line, shown
 
 OK, FINDINGS, USAGE, GAP, CONFLICT, REFUSED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 4, 5, 70, 130
 STORAGE = 74
@@ -149,7 +149,7 @@ class WikiGroup(TyperGroup):
                 result = super().invoke(ctx)
         except (WikiError, IndexesError) as error:
             report_notices()
-            report(f"error: {error}")
+            report(f"error: {one_line(str(error))}")
             raise typer.Exit(exit_code_for(error)) from None
         except KeyboardInterrupt:
             report_notices()

@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from wiki_cli.common import JsonOption, app, open_wiki
+from wiki_cli.common import JsonOption, WikiTyper, app, open_wiki
 from wiki_cli.errors import report
 from wiki_cli.render import out, print_json
 
-hook_app = typer.Typer(help="The post-commit hook that marks entries whose sources changed.",
+hook_app = WikiTyper(help="The post-commit hook that marks entries whose sources changed.",
                        no_args_is_help=True)
 app.add_typer(hook_app, name="hook")
 

@@ -21,6 +21,7 @@ cannot forget it:
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -57,6 +58,21 @@ def inert(text: str) -> str:
     return CONTROLS.sub(_escape, text) if CONTROLS.search(text) else text
 
 
+LINE_BREAKS = re.compile("\r\n|[\n\r\v\f\x85\u2028\u2029]")
+"""What a terminal or YAML reads as the end of a line."""
+
+
+def one_line(text: str) -> str:
+    """``text`` for a place that shows one line (an error message, a field in a diff, a
+    title after a path): each line break written as ``\\n`` (``\\r``, ...) so no stored
+    text can add a line that reads as the tool's own (``error: ...``, ``flagged: ...``).
+    A trailing newline is dropped (YAML's folded ``title: >`` ends in one)."""
+    text = text.rstrip("\n")
+    if not LINE_BREAKS.search(text):
+        return text
+    return LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def mask_secrets(text: str) -> str:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]``
     (:func:`wiki.safety.scan.redact`),
@@ -78,9 +94,13 @@ def shown(text: str) -> str:
 def masked_values(value: Any) -> Any:
     """A JSON value (dicts, lists, strings, numbers) with the secrets in every string masked
     (tuples become lists), keys included: an entry's frontmatter keys are stored text too
-    (``ghp_...: value``). Two keys that mask alike are kept apart by a ``#2`` suffix."""
+    (``ghp_...: value``). Two keys that mask alike are kept apart by a ``#2`` suffix. A
+    float that is not finite (a fact written ``.nan`` or ``.inf``) becomes its text
+    (``"nan"``, ``"inf"``, ``"-inf"``), so the document stays standard JSON."""
     if isinstance(value, str):
         return mask_secrets(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "nan", "inf", "-inf": NaN and Infinity are not JSON
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
         for key, item in value.items():

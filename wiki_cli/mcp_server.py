@@ -30,14 +30,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from indexes.errors import IndexesError
 from indexes.legs import INDEX_LEGS
-from wiki.errors import ConfigError, WikiError
-from wiki.store.storage import storage_error, take_notices
+from wiki.errors import ConfigError
 from wiki_cli import __version__
 from wiki_cli.errors import INTERNAL, REFUSED, exit_code_for
-from wiki_cli.inert import mask_secrets, masked_values
-from wiki_cli.mcp_arguments import not_unicode
+from wiki_cli.inert import mask_secrets
 from wiki_cli.payloads import (
     answer_payload,
     as_of_time,
@@ -46,6 +43,7 @@ from wiki_cli.payloads import (
     require_text,
     search_payload,
 )
+from wiki_cli.tool_calls import ToolFailure, run_tool
 
 log = logging.getLogger("wiki.mcp")
 
@@ -85,18 +83,24 @@ LegsField = Annotated[Legs, Field(
 
 
 class WikiMCPServer(MCPServer):
-    """An :class:`MCPServer` that refuses review actions with a protocol error."""
+    """An :class:`MCPServer` that refuses review actions with a protocol error (and, when
+    ``read_only``, ``propose`` too: a read token's server, ``wiki serve``)."""
+
+    read_only = False
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         """Refuse ``approve``/``reject`` and approving through ``propose``; else run."""
-        refusal = _refusal(name, arguments or {})
+        refusal = review_refusal(name, arguments or {})
+        if refusal is None and self.read_only and name == "propose":
+            refusal = ("propose is not available with this token: it has read rights only "
+                       "(a propose token is configured by the server's operator)")
         if refusal:
             raise MCPError(INVALID_PARAMS, refusal, {"exit_code": REFUSED,
                                                      "kind": "review-policy"})
         return await super().call_tool(name, arguments, context)
 
 
-def _refusal(name: str, arguments: dict[str, Any]) -> str | None:
+def review_refusal(name: str, arguments: dict[str, Any]) -> str | None:
     if name in REVIEW_TOOLS:
         return (f"{name} is not available over MCP: an agent can never {name} a proposal; "
                 f"a person other than its author runs `wiki {name} NAME`")
@@ -132,12 +136,16 @@ class WikiTools:
     """The tool bodies, bound to one repository and wiki branch. Calls are serialised:
     git objects, the SQLite index and the embedding model are used by one call at a time."""
 
-    def __init__(self, repo: Path, branch: str | None, spec=None) -> None:
+    def __init__(self, repo: Path, branch: str | None, spec=None, *, author=None,
+                 lock: threading.Lock | None = None) -> None:
+        """``author`` (an ``Identity``): who ``propose`` writes as (default: whoever git
+        says is acting); ``lock``: shared with other tools objects of the same repository
+        (``wiki serve`` has one per token with its own author)."""
         from wiki.answering.embed_settings import resolve_spec
 
-        self.repo, self.branch = repo, branch
+        self.repo, self.branch, self.author = repo, branch, author
         self.spec = spec or resolve_spec()  # the embedder settings, read once
-        self.lock = threading.Lock()
+        self.lock = lock or threading.Lock()
 
     def wiki(self):
         """A fresh :class:`Wiki` per call (cheap; sees branch moves made by others)."""
@@ -269,7 +277,7 @@ class WikiTools:
         from wiki.knowledge import authoring
         from wiki.store.gitrepo import current_identity
 
-        wiki = self.wiki()
+        wiki, author = self.wiki(), self.author
         needs = {"new": ("content",), "edit": ("target", "content"),
                  "retract": ("target", "reason"), "supersede": ("target", "content")}[kind]
         given = {"content": content, "target": target, "reason": reason}
@@ -279,18 +287,21 @@ class WikiTools:
         text = (content or "").encode("utf-8")
         if kind == "new":
             result = authoring.new_entry(wiki, text, category=category, source_name="content",
-                                         redact=redact, base=base)
+                                         author=author, redact=redact, base=base)
         elif kind == "edit":
             from wiki.review.basis import infer_base
 
             base = base or infer_base(wiki, target, text).commit
-            result = authoring.edit_entry(wiki, target, text, redact=redact, base=base)
+            result = authoring.edit_entry(wiki, target, text, author=author, redact=redact,
+                                          base=base)
         elif kind == "retract":
-            result = authoring.retract_entry(wiki, target, reason, redact=redact, base=base)
+            result = authoring.retract_entry(wiki, target, reason, author=author,
+                                             redact=redact, base=base)
         else:
-            result = authoring.supersede_entry(wiki, target, text, redact=redact, base=base)
+            result = authoring.supersede_entry(wiki, target, text, author=author,
+                                               redact=redact, base=base)
         data = authored_payload(result)
-        data["author"] = str(current_identity(wiki.repo))
+        data["author"] = str(author or current_identity(wiki.repo))
         if result.proposal is not None:
             data["next"] = (f"a person other than {data['author']} reviews it with "
                             f"`wiki diff {result.proposal.name}` and lands it with "
@@ -325,51 +336,36 @@ TOOLS = {"search": ("Search the wiki", READ_ONLY), "ask": ("Ask the wiki", READ_
          "lint": ("Lint the wiki", READ_ONLY)}
 
 
-def build_server(repo: Path, branch: str | None = None,
-                 spec=None) -> tuple[WikiMCPServer, WikiTools]:
+def build_server(repo: Path, branch: str | None = None, spec=None, *,
+                 tools: WikiTools | None = None,
+                 read_only: bool = False) -> tuple[WikiMCPServer, WikiTools]:
     """The MCP server for the wiki of ``repo`` (and ``branch``), and its tools object;
-    ``spec`` (an ``EmbedderSpec``, default: the environment's) is every tool call's."""
-    tools = WikiTools(repo, branch, spec)
+    ``spec`` (an ``EmbedderSpec``, default: the environment's) is every tool call's.
+    ``tools``: serve this tools object (its repository, author and lock) instead of a new
+    one; ``read_only``: no ``propose`` tool (a call to it is refused)."""
+    tools = tools or WikiTools(repo, branch, spec)
     server = WikiMCPServer("wiki", version=__version__, instructions=INSTRUCTIONS,
                            log_level="WARNING")
+    server.read_only = read_only
     for name, (title, hints) in TOOLS.items():
+        if read_only and name == "propose":
+            continue
         server.add_tool(_guarded(tools, getattr(tools, name)), name=name, title=title,
                         annotations=hints)
     return server, tools
 
 
 def _guarded(tools: WikiTools, method):
-    """``method`` run under the tools' lock, with domain errors as tool errors and the
-    secrets in every string of the result masked (``[REDACTED:<kind>]``, as the CLI does):
-    an entry that landed with a secret does not hand it to an agent."""
+    """``method`` run by :func:`run_tool`, with its failures as tool errors: an entry that
+    landed with a secret does not hand it to an agent."""
 
     @functools.wraps(method)
-    def call(*args, **kwargs):
-        from wiki.answering.embed_settings import using
-        from wiki.llm.usage import command_scope
-
-        with tools.lock, command_scope(), using(tools.spec):  # one [llm] timeout per call
-            take_notices()  # only this call's notices go with its result
-            bad = not_unicode(kwargs)
-            if bad is not None:
-                return _error_result(bad, [])
-            try:
-                result = masked_values(method(*args, **kwargs))
-            except (WikiError, IndexesError) as error:
-                return _error_result(error, take_notices())
-            except Exception as error:  # noqa: BLE001 - the agent gets one line, not "Error executing tool"
-                storage = storage_error(error, getattr(error, "filename", None) or "a file",
-                                    anywhere=True)
-                if storage is not None:
-                    return _error_result(storage, take_notices())
-                log.exception("internal error in tool %s", method.__name__)
-                return _internal_result(error, take_notices())
-            notices = take_notices()
-            for notice in notices:
-                log.warning("%s", notice)
-            if notices and isinstance(result, dict):
-                result = {**result, "notices": notices}
-            return result
+    def call(**kwargs):
+        try:
+            return run_tool(tools, method, kwargs)
+        except ToolFailure as failed:
+            make = _internal_result if failed.internal else _error_result
+            return make(failed.error, failed.notices)
 
     return call
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from typer.core import TyperCommand
 
 from wiki_cli.common import (
     AsOfOption,
@@ -30,17 +29,7 @@ from wiki_cli.payloads import answer_payload, entry_payload, saved_payload, sear
 from wiki_cli.render import out, plain, print_json, table, write_raw
 
 
-class PlainUsage(TyperCommand):
-    """A command whose usage line names its arguments as ``QUERY``, not typer's
-    ``{QUERY}`` (read as a template left unfilled)."""
-
-    def collect_usage_pieces(self, ctx) -> list[str]:
-        """The usage pieces, required arguments without their braces."""
-        return [piece[1:-1] if piece.startswith("{") and piece.endswith("}") else piece
-                for piece in super().collect_usage_pieces(ctx)]
-
-
-@app.command(cls=PlainUsage)
+@app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.", metavar="QUERY")],
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 10,
@@ -108,7 +97,7 @@ def search(
         raise typer.Exit(FINDINGS)
 
 
-@app.command(cls=PlainUsage)
+@app.command()
 def ask(
     question: Annotated[str, typer.Argument(
         help="A question in plain words.", metavar="QUESTION")],
@@ -228,7 +217,7 @@ def report_route(route: dict) -> None:
            + (f"; {route['note']}" if route.get("note") else ""))
 
 
-@app.command(cls=PlainUsage)
+@app.command()
 def show(
     target: Annotated[str, typer.Argument(
         help="Entry id or path on the wiki branch.", metavar="TARGET")],

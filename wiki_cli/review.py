@@ -12,6 +12,7 @@ from wiki_cli.common import (
     open_wiki,
 )
 from wiki_cli.errors import report
+from wiki_cli.inert import one_line
 from wiki_cli.render import out, plain, print_json, table
 
 
@@ -100,7 +101,7 @@ def diff(
         out.print(plain(f"conflict: {conflict}: left as it is; the source's change needs a "
                         "decision (wiki propose --edit, or ingest --overwrite)"), style="yellow")
     for change in result.changes:
-        label = f" ({change.entry_id}) {change.title}" if change.entry_id else ""
+        label = f" ({change.entry_id}) {one_line(change.title)}" if change.entry_id else ""
         if not stat:
             out.print()
         out.print(plain(f"{change.kind:8} {change.path}{label}  "
@@ -142,7 +143,7 @@ def _yaml_diff(field: str, old, new) -> list[str]:
 
 
 def _short(value, width: int = 80) -> str:
-    text = "(none)" if value is None else str(value)
+    text = "(none)" if value is None else one_line(str(value))
     return text if len(text) <= width else text[:width - 1] + "…"
 
 

@@ -14,6 +14,7 @@ from indexes import embed_server, embedders
 from indexes.store import SearchIndex
 from indexes.vectors import Progress, embed_pending
 from wiki.answering.embed_settings import EmbedderSpec, current_spec
+from wiki.store import checkmark
 
 
 def model_name(spec: EmbedderSpec | None = None) -> str | None:
@@ -37,7 +38,12 @@ def ensure_vectors(index: SearchIndex, embedder: embedders.Embedder, *,
     (a damaged row: truncated, another dimension) are dropped and embedded again, said in
     one ``warning:`` notice. More than :data:`indexes.vectors.BULK` pending texts are
     embedded by the model in this process, not the shared server, so other commands'
-    queries never wait behind this build. Returns how many were embedded."""
+    queries never wait behind this build. A file found complete before and unchanged since
+    (:mod:`wiki.store.checkmark`) is not scanned again. Returns how many were embedded."""
+    fact = checkmark.vectors_fact(embedder.name, embedder.dim)
+    before = checkmark.stamp(index.path)
+    if fact in checkmark.facts(index.path, before):
+        return 0
     index.vectors.prepare_model(embedder.name, embedder.dim)
     damaged = index.vectors.drop_damaged(embedder.name, embedder.dim)
     if damaged:
@@ -46,7 +52,10 @@ def ensure_vectors(index: SearchIndex, embedder: embedders.Embedder, *,
         notify(f"warning: {damaged} stored vector{'s' if damaged != 1 else ''} of the search "
                f"index {'were' if damaged != 1 else 'was'} damaged; embedded again")
     bulk = embedder.in_process if isinstance(embedder, embed_server.AutoEmbedder) else None
-    return embed_pending(index.vectors, embedder, progress=progress, bulk=bulk)
+    embedded = embed_pending(index.vectors, embedder, progress=progress, bulk=bulk,
+                             checked=True)
+    checkmark.record(index.path, fact, before)  # only when nothing was written meanwhile
+    return embedded
 
 
 def refresh_vectors(wiki, *, progress: Progress | None = None) -> tuple[int, str]:

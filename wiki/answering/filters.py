@@ -17,7 +17,7 @@ import datetime as dt
 from dataclasses import replace
 
 from indexes.store import Filters, SearchIndex
-from wiki.errors import UsageError
+from wiki.errors import UsageError, quoted
 from wiki.knowledge.lifetimes import iso
 
 SHOWN = 12
@@ -66,32 +66,34 @@ def check_filters(index: SearchIndex, filters: Filters | None) -> None:
     base = Filters(statuses=None)
     if filters.category and not index.count(replace(base, category=filters.category)):
         raise NoMatchingEntriesError(
-            f"no entries in category '{filters.category}' "
+            f"no entries in category {quoted(filters.category)} "
             f"(categories: {_listed(_categories(index))})",
             option="category", value=filters.category)
     for tag in filters.tags:
         if not index.count(replace(base, tags=(tag,))):
             raise NoMatchingEntriesError(
-                f"no entries tagged '{tag}' (tags: {_listed(_tags(index))})",
+                f"no entries tagged {quoted(tag)} (tags: {_listed(_tags(index))})",
                 option="tag", value=tag)
     if filters.scope is not None and not index.count(replace(base, scope=filters.scope)):
         raise NoMatchingEntriesError(
-            f"no entries in scope '{filters.scope}' (scopes: {_listed(_scopes(index))})",
+            f"no entries in scope {quoted(filters.scope)} (scopes: {_listed(_scopes(index))})",
             option="scope", value=filters.scope)
     asked = ", ".join(
-        [f"category '{filters.category}'"] * bool(filters.category)
-        + [f"tag '{tag}'" for tag in filters.tags]
-        + [f"scope '{filters.scope}'"] * (filters.scope is not None))
+        [f"category {quoted(filters.category)}"] * bool(filters.category)
+        + [f"tag {quoted(tag)}" for tag in filters.tags]
+        + [f"scope {quoted(filters.scope)}"] * (filters.scope is not None))
     raise NoMatchingEntriesError(f"no entry matches {asked} together",
                                  option="filters", value=asked)
 
 
 def _listed(values: list[str]) -> str:
-    """``values`` comma-separated, at most :data:`SHOWN` of them; ``none`` when empty."""
+    """``values`` comma-separated, at most :data:`SHOWN` of them, each one line and clipped
+    to 40 characters (:func:`~wiki.errors.quoted`, less its quotes: stored text, possibly
+    hostile); ``none`` when empty."""
     if not values:
         return "none"
     more = ", ..." if len(values) > SHOWN else ""
-    return ", ".join(values[:SHOWN]) + more
+    return ", ".join(quoted(value, 40)[1:-1] for value in values[:SHOWN]) + more
 
 
 def _categories(index: SearchIndex) -> list[str]:

@@ -99,7 +99,19 @@ def _parse(line: bytes, number: int) -> tuple[Gap | None, str]:
     return Gap(time=time if isinstance(time, str) else "",
                question=question,
                commit=data["commit"] if isinstance(data.get("commit"), str) else "",
-               confidence=float(confidence) if isinstance(confidence, (int, float))
-               and not isinstance(confidence, bool) else None,
+               confidence=_coverage(confidence),
                missing_type=missing if isinstance(missing, str) else None,
                line=number), ""
+
+
+def _coverage(value: object) -> float | None:
+    """A recorded coverage as a float in 0-1, or ``None`` when the line holds anything else
+    (a string, a bool, ``NaN``, ``Infinity``, an integer too large for a float: a hand-edited
+    log is read, never a crash)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if 0.0 <= number <= 1.0 else None

@@ -38,7 +38,8 @@ DEFAULT = PickerConfig()
 """The product's picker (chosen on the staff tune half; docs/decisions.md)."""
 MAX_SENTENCE_CHARS = 400
 
-FORM_NAMES = {"amount": "a number or an amount", "who": "a person or a team",
+FORM_NAMES = {"amount": "a number or an amount", "code": "a code or a port number",
+              "who": "a person or a team",
               "where": "a place, a channel or a link", "percent": "a percentage",
               "money": "an amount of money"}
 

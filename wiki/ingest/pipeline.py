@@ -288,8 +288,8 @@ def _compile(wiki: Wiki, config: WikiConfig, candidate: _Candidate,
             distiller is None and live and all(e.sources[0].fingerprint == fp and
                                                e.sources[0].uri == uri for e in live):
         return None
-    title = md.inline_plain(_scalar(front.data.get("title"))) or \
-        md.first_heading(front.body) or path.stem
+    title = " ".join((md.inline_plain(_scalar(front.data.get("title"))) or  # one line
+                      md.first_heading(front.body) or path.stem).splitlines())
     tags = _values(front.data, config.ingest.tag_fields)
     aliases = _values(front.data, config.ingest.alias_fields)
     drafts = compile_sections(title, front.body, config.ingest)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from wiki.errors import ConfigError, NotFoundError
 from wiki.store.entry import Entry
-from wiki.store.gitrepo import Identity
+from wiki.store.gitrepo import Identity, committed_at
 from wiki.store.snapshot import Snapshot
 from wiki.store.workspace import Wiki
 
@@ -121,7 +121,7 @@ def history(wiki: Wiki, key: str) -> list[Change]:
     for commit in commits:
         files = {p: f.sha for p, f in wiki.store.files(commit.hexsha).items()
                  if indextree.is_entry_path(p)}
-        when = commit.committed_datetime.astimezone(dt.UTC)
+        when = committed_at(commit)
         step: list[Change] = []
         for path in sorted(set(files) | set(seen)):
             if files.get(path) == seen.get(path):

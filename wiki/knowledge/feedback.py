@@ -74,12 +74,15 @@ def counts(wiki: Wiki, entry: Entry | str) -> Counts:
         since = result.last = str(recorded.get("last") or "")
     path = wiki.state_dir / LOG_NAME
     if path.exists():
-        for raw in path.read_text(encoding="utf-8").splitlines():
+        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 event = json.loads(raw)
             except ValueError:
                 continue
-            if event.get("entry_id") != entry.id or str(event.get("time", "")) <= since:
+            if not isinstance(event, dict) or event.get("outcome") not in OUTCOMES \
+                    or not isinstance(event.get("time"), str):
+                continue  # a hand-edited or foreign line: not an outcome this log wrote
+            if event.get("entry_id") != entry.id or event["time"] <= since:
                 continue
             setattr(result, event["outcome"], getattr(result, event["outcome"]) + 1)
             result.last = max(result.last, event["time"])

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wiki.config import LifetimesConfig, WikiConfig
-from wiki.store.entry import Entry
+
+if TYPE_CHECKING:
+    from wiki.store.entry import Entry
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([dwy])\s*$")
 _DAYS = {"d": 1.0, "w": 7.0, "y": 365.0}
@@ -56,13 +58,38 @@ def as_time(value: Any, *, end_of_day: bool = False) -> dt.datetime | None:
             when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             return None
-    return when.astimezone(dt.UTC) if when.tzinfo else when.replace(tzinfo=dt.UTC)
+    return utc(when)
+
+
+EARLIEST = dt.datetime.min.replace(tzinfo=dt.UTC)
+LATEST = dt.datetime.max.replace(tzinfo=dt.UTC)
+
+
+def utc(when: dt.datetime) -> dt.datetime:
+    """``when`` as an aware UTC time (a naive one is taken as UTC). A time whose UTC form
+    falls outside years 1-9999 (``9999-12-31T23:59:59-14:00``) is clamped to
+    :data:`EARLIEST` / :data:`LATEST`: as far in the past or future as a time can be,
+    never an ``OverflowError`` from every command that reads the entry."""
+    if when.tzinfo is None:
+        return when.replace(tzinfo=dt.UTC)
+    try:
+        return when.astimezone(dt.UTC)
+    except OverflowError:
+        return LATEST if when.year > 1 else EARLIEST
+
+
+def later(start: dt.datetime, days: float) -> dt.datetime:
+    """``start`` plus ``days``, or :data:`LATEST` when that is past year 9999."""
+    try:
+        return start + dt.timedelta(days=days)
+    except OverflowError:
+        return LATEST
 
 
 def iso(when: dt.datetime | None) -> str:
     """``YYYY-MM-DDTHH:MM:SSZ`` (UTC), ``""`` for ``None``: the form stored in the index,
     which sorts as text in time order."""
-    return "" if when is None else when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return "" if when is None else utc(when).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def dated(entry: Entry) -> dt.datetime | None:
@@ -80,7 +107,7 @@ def expiry(entry: Entry, days: dict[str, float]) -> tuple[dt.datetime | None, st
     if start is None or entry.type not in days:
         return None, ""
     lifetime = days[entry.type]
-    return (start + dt.timedelta(days=lifetime),
+    return (later(start, lifetime),
             f"{entry.type} lifetime {lifetime:g} days from {iso(start)}")
 
 

@@ -15,6 +15,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from wiki.errors import NotFoundError
+from wiki.store.gitrepo import committed_at
 from wiki.store.lookup import find_entry
 from wiki.store.shallow import ShallowHistoryError, boundary, is_cut
 from wiki.store.workspace import Wiki
@@ -49,7 +50,7 @@ def _landing(commit) -> Landing:
         key, sep, value = line.partition(": ")
         if sep and key in ("Proposed-by", "Approved-by", "Wiki-Proposal"):
             trailers[key] = value.strip()
-    return Landing(commit.hexsha, commit.committed_datetime.astimezone(dt.UTC),
+    return Landing(commit.hexsha, committed_at(commit),
                    commit.summary, trailers.get("Wiki-Proposal", ""),
                    trailers.get("Proposed-by", f"{commit.author.name} <{commit.author.email}>"),
                    trailers.get("Approved-by", ""))

@@ -40,7 +40,7 @@ from wiki.review.tree import check_ids
 from wiki.safety.scan import Flag, screen, screen_changes
 from wiki.store import indextree
 from wiki.store.branch import TreeFile
-from wiki.store.gitrepo import Identity, current_committer, current_identity
+from wiki.store.gitrepo import Identity, authored_at, current_committer, current_identity
 from wiki.store.locking import write_lock
 from wiki.store.snapshot import Snapshot, with_indexes
 from wiki.store.workspace import Wiki
@@ -233,13 +233,13 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
     if approval_policy.is_approval_record(commit):
         commit = next((c for c in wiki.repo.iter_commits(tip, first_parent=True)
                        if not approval_policy.is_approval_record(c)), commit)
-    first = min((c.authored_datetime for c in wiki.repo.iter_commits(f"{base}..{tip}")),
-                default=commit.authored_datetime)
+    first = min((authored_at(c) for c in wiki.repo.iter_commits(f"{base}..{tip}")),
+                default=authored_at(commit))
     paths = sorted(changed_paths(wiki.store.files(base), wiki.store.files(tip)))
     first_message = next((c.message for c in wiki.repo.iter_commits(f"{base}..{tip}",
                                                                     reverse=True)), "")
     return Proposal(name, ref, tip, base, commit.summary, authors,
-                    first.astimezone(dt.UTC), paths, stale=head != base, approvals=approvals,
+                    first, paths, stale=head != base, approvals=approvals,
                     flags=check(wiki, base, tip),
                     change=_trailer(first_message, CHANGE_TRAILER) or "",
                     conflicts=_trailers(first_message, CONFLICT_TRAILER))

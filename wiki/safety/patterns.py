@@ -160,7 +160,7 @@ def _readable_link_payload(text: str, match: re.Match[str]) -> bool:
     try:
         decoded = base64.urlsafe_b64decode(blob + "=" * (-len(blob) % 4)).decode("utf-8")
         claims = json.loads(decoded)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested past the stack
         return False
     if not isinstance(claims, dict):
         return False
@@ -193,7 +193,7 @@ def _jwt(text: str, match: re.Match[str]) -> bool:
     payload = match.group("secret").split(".")[1]
     try:
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested past the stack
         return True
     return not isinstance(claims, dict) or bool(_CLAIMS & set(claims))
 

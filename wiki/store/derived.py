@@ -13,17 +13,16 @@ import datetime as dt
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from indexes.backend import open_backend
 from indexes.dbfile import borrow_embeddings
 from indexes.documents import Document
 from indexes.faults import DatabaseError
 from indexes.store import SearchIndex
-from wiki.answering.picker import index_sentences
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
 from wiki.errors import EntryError, NotFoundError, WikiError
 from wiki.knowledge.lifetimes import as_time, dated, iso
-from wiki.store import indextree
 from wiki.store.derived_db import (
     OK,
     TEMPORARY,
@@ -32,11 +31,13 @@ from wiki.store.derived_db import (
     open_database,
     recover,
 )
-from wiki.store.entry import Entry
+from wiki.store.gitrepo import committed_at
 from wiki.store.index_url import index_space, index_url
-from wiki.store.markdown_text import plain_text
 from wiki.store.storage import is_damaged, storage_error
 from wiki.store.workspace import Wiki
+
+if TYPE_CHECKING:
+    from wiki.store.entry import Entry
 
 COMMIT_KEY = "indexed_commit"
 CONFIG_KEY = "config"
@@ -57,6 +58,9 @@ class SyncReport:
 
 def to_document(entry: Entry, blob_sha: str) -> Document:
     """The searchable form of an entry (frontmatter fields in their own columns)."""
+    from wiki.answering.picker import index_sentences  # a sync's, not every read's
+    from wiki.store.markdown_text import plain_text
+
     return Document(
         key=entry.path, doc_id=entry.id, title=entry.title, summary=entry.summary,
         body=plain_text(entry.body), aliases=tuple(entry.aliases), tags=tuple(entry.tags),
@@ -106,8 +110,12 @@ def open_derived(wiki: Wiki, *, write: bool = False) -> Opened:
 
 def sync(wiki: Wiki, index: SearchIndex) -> SyncReport:
     """Bring ``index`` up to the wiki head and apply the branch's search settings to it.
-    Raises ``NotInitializedError`` without a branch."""
-    head = wiki.require_head()
+    Raises ``NotInitializedError`` without a branch. A head already indexed was found to
+    be a wiki (it has ``wiki.toml``) when it was indexed, so it is not read from git
+    again."""
+    head = wiki.head()
+    if head is None or index.get_meta(COMMIT_KEY) != head:
+        head = wiki.require_head()
     if index.get_meta(COMMIT_KEY) != head:
         with index.transaction():
             if index.get_meta(COMMIT_KEY) != head:  # not synced by another process meanwhile
@@ -137,6 +145,9 @@ def _configure(index: SearchIndex) -> None:
 
 
 def _apply(wiki: Wiki, index: SearchIndex, head: str) -> SyncReport:
+    from wiki.store import indextree
+    from wiki.store.entry import Entry
+
     files = {p: f.sha for p, f in wiki.store.files(head).items() if indextree.is_entry_path(p)}
     indexed = index.content_hashes()
     previous = json.loads(index.get_meta(INVALID_KEY) or "{}")
@@ -228,7 +239,7 @@ def commit_as_of(wiki: Wiki, when: dt.datetime) -> str:
 
     commit = None
     for commit in wiki.repo.iter_commits(wiki.require_head(), first_parent=True):
-        if commit.committed_datetime <= when:
+        if committed_at(commit) <= when:
             return commit.hexsha
     if commit is not None and is_cut(wiki.repo, commit):
         raise ShallowHistoryError(commit.hexsha, "the wiki's history",

@@ -200,6 +200,10 @@ def validate(meta: dict, path: str, lines: dict[str, int] | None = None) -> None
         problem = _facts_problem(meta["facts"])
         if problem:
             fail("facts", problem)
+    if "outcomes" in meta:
+        problem = _outcomes_problem(meta["outcomes"])
+        if problem:
+            fail("outcomes", problem)
     for key in ("confidence", "importance"):
         number = meta.get(key)
         if number is not None and (isinstance(number, bool) or not isinstance(
@@ -227,6 +231,21 @@ def _facts_problem(facts: Any) -> str | None:
                     f"'as_of'), got {value!r}")
         if "as_of" in value and not _is_date(value["as_of"]):
             return f"fact {key!r}: as_of must be an ISO 8601 date, got {value['as_of']!r}"
+    return None
+
+
+def _outcomes_problem(outcomes: Any) -> str | None:
+    """Why an ``outcomes`` field (``{worked: N, failed: N, last: TIME}``, written by
+    ``wiki feedback --propose``) is malformed, or ``None``."""
+    if not isinstance(outcomes, dict):
+        return f"must be a mapping {{worked, failed, last}}, got {outcomes!r}"
+    for key in ("worked", "failed"):
+        count = outcomes.get(key, 0)
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < 2**53:
+            return f"{key} must be a count (a whole number from 0), got {count!r}"
+    last = outcomes.get("last")
+    if last not in (None, "") and not _is_date(last):
+        return f"last must be an ISO 8601 time, got {last!r}"
     return None
 
 

@@ -38,7 +38,23 @@ _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when present
-    """SafeLoader that rejects duplicate mapping keys (PyYAML keeps the last silently)."""
+    """SafeLoader that rejects duplicate mapping keys (PyYAML keeps the last silently), and
+    reports a scalar Python cannot hold as a ``ConstructorError`` with its line."""
+
+    def construct_object(self, node, deep=False):  # type: ignore[no-untyped-def]
+        """PyYAML's, except that a scalar its constructor fails on with a bare
+        ``ValueError``/``OverflowError`` (a date that names no real day: ``2026-02-31``,
+        ``0000-01-01``; an int of more than 4,300 digits) raises ``ConstructorError`` at
+        that scalar's line, which every caller reports for the one file."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as exc:
+            kind = str(node.tag).rsplit(":", 1)[-1]
+            value = str(node.value)
+            shown = value if len(value) <= 40 else value[:40] + "..."
+            raise yaml.constructor.ConstructorError(
+                None, None, f"'{shown}' is not a valid {kind} ({str(exc).split(';')[0]})",
+                node.start_mark) from None
 
 
 def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False):
@@ -81,6 +97,10 @@ def load_yaml(raw: str, text_fields: frozenset[str] = TEXT_FIELDS):
         node = loader.get_single_node()
         if node is None:
             return None
+        if _expanded_size(node) > MAX_VALUES:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"the block expands to more than {MAX_VALUES:,} values "
+                "(anchors and aliases that repeat each other)", node.start_mark)
         if isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
                 if isinstance(key_node, yaml.ScalarNode) and key_node.value in text_fields:
@@ -93,6 +113,44 @@ def load_yaml(raw: str, text_fields: frozenset[str] = TEXT_FIELDS):
         return loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+MAX_VALUES = 100_000
+"""The most values a frontmatter block may expand to once its aliases are followed: a
+few nested anchors (``b: &b [*a, *a, ...]``) otherwise make a 1 KB block billions of
+values, and every reader's index, lint and JSON output runs out of memory on it."""
+
+
+def _expanded_size(node: yaml.Node) -> int:
+    """How many nodes ``node`` stands for with every alias followed (a composed document
+    shares one node object per anchor, so this is a walk of a small graph with a memo;
+    a node that contains itself counts once here and is refused later as recursive).
+    Stops counting past :data:`MAX_VALUES`."""
+    sizes: dict[int, int] = {}
+
+    def size(current: yaml.Node) -> int:
+        key = id(current)
+        if key in sizes:
+            return sizes[key]
+        sizes[key] = 1  # in progress: a cycle counts once
+        total = 1
+        if isinstance(current, yaml.SequenceNode):
+            children = current.value
+        elif isinstance(current, yaml.MappingNode):
+            children = [part for pair in current.value for part in pair]
+        else:
+            children = []
+        for child in children:
+            total += size(child)
+            if total > MAX_VALUES:
+                break
+        sizes[key] = total
+        return total
+
+    try:
+        return size(node)
+    except RecursionError:  # nesting deeper than Python's stack: not a wiki entry
+        return MAX_VALUES + 1
 
 
 def normalize_newlines(text: str) -> str:
@@ -162,6 +220,10 @@ def parse(text: str, path: str, *, required: bool = False,
         json.dumps(data, default=str)
     except (ValueError, RecursionError):  # an anchor that contains itself
         raise EntryError(path, "invalid YAML: recursive anchor/alias", line=2) from None
+    except TypeError as exc:  # a key no JSON output can carry: `2026-01-01: x`
+        kind = str(exc).rsplit(" ", 1)[-1]
+        raise EntryError(path, f"invalid YAML: a key must be text or a number, not a {kind} "
+                               "(quote it: '2026-01-01': ...)", line=2) from None
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise EntryError(path, f"frontmatter must be a mapping of fields, got {kind}", line=2)

@@ -8,6 +8,7 @@ repository or index (pre-commit does the same). Identity variables
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import unicodedata
@@ -130,3 +131,25 @@ def _git_identity(repo: git.Repo, variable: str) -> Identity:
     if not match:
         raise IdentityError(f"unexpected identity from git: {line!r}")
     return Identity(match["name"], match["email"])
+
+
+def committed_at(commit: git.Commit) -> dt.datetime:
+    """When ``commit`` was committed, as an aware UTC time (see :func:`_utc_seconds`)."""
+    return _utc_seconds(commit.committed_date)
+
+
+def authored_at(commit: git.Commit) -> dt.datetime:
+    """When ``commit`` was authored, as an aware UTC time (see :func:`_utc_seconds`)."""
+    return _utc_seconds(commit.authored_date)
+
+
+def _utc_seconds(seconds: int) -> dt.datetime:
+    """A commit's epoch seconds as UTC, clamped to years 1-9999. A commit object written
+    by hand (``git hash-object --literally``) can carry any number and any zone
+    (``18446744073709551617 +9959``); gitpython's ``committed_datetime`` raises
+    ``ValueError``/``OverflowError`` on those, from every command that lists the commit."""
+    try:
+        return dt.datetime.fromtimestamp(seconds, dt.UTC)
+    except (OverflowError, ValueError, OSError):
+        bound = dt.datetime.max if seconds > 0 else dt.datetime.min
+        return bound.replace(tzinfo=dt.UTC)

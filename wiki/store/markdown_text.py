@@ -10,8 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_TEMPLATE = re.compile(r"\{%-?.*?-?%\}|\{\{.*?\}\}|\{#.*?#\}", re.DOTALL)
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+# Every inline span below (a tag's attributes, a link's text and target, an emphasis) is at
+# most SPAN characters, so a hostile run such as "*a " * 20000, "<a " * 20000 or "![" * 20000
+# cannot make each start scan to the end of the paragraph (quadratic: a 60 KB entry took
+# minutes to index); a start costs at most SPAN steps. Templates and comments are cut by
+# `_cut`, a find loop, linear whatever their length.
+SPAN = 1000
+_TEMPLATES = (("{%", "%}"), ("{{", "}}"), ("{#", "#}"))
 _HTML_TAGS = (
     "a|abbr|article|aside|b|blockquote|br|button|caption|center|cite|code|col|colgroup|dd|"
     "del|details|div|dl|dt|em|figcaption|figure|font|footer|form|h[1-6]|header|hr|i|iframe|"
@@ -19,15 +24,17 @@ _HTML_TAGS = (
     "small|source|span|strong|style|sub|summary|sup|table|tbody|td|textarea|tfoot|th|thead|"
     "time|tr|u|ul|var|video")
 # Only real HTML elements: "<git dir>" or "<branch>" in prose is text, not a tag.
-_HTML_TAG = re.compile(rf"</?(?:{_HTML_TAGS})(?:\s[^>\n]*)?/?>", re.IGNORECASE)
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^)]*\))*(?:\s+\"[^\"]*\")?\)")
-_REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
+_HTML_TAG = re.compile(rf"</?(?:{_HTML_TAGS})(?:\s[^>\n]{{0,{SPAN}}})?/?>", re.IGNORECASE)
+_IMAGE = re.compile(rf"!\[([^\]]{{0,{SPAN}}})\]\([^)]{{0,{SPAN}}}\)")
+_LINK = re.compile(rf"\[([^\]]{{1,{SPAN}}})\]\((?:[^()\s]|\([^)]{{0,{SPAN}}}\))*"
+                   rf"(?:\s+\"[^\"]{{0,{SPAN}}}\")?\)")
+_REF_LINK = re.compile(rf"\[([^\]]{{1,{SPAN}}})\]\[[^\]]{{0,{SPAN}}}\]")
 _REF_DEF = re.compile(r"^\s*\[[^\]]+\]:\s+\S+.*$", re.MULTILINE)
-_AUTOLINK = re.compile(r"<(https?://[^>]+)>")
-_EMPHASIS = re.compile(r"(\*\*|\*|~~)(?=\S)(.+?)(?<=\S)\1")
+_AUTOLINK = re.compile(rf"<(https?://[^>]{{1,{SPAN}}})>")
+_EMPHASIS = re.compile(rf"(\*\*|\*|~~)(?=\S)(.{{1,{SPAN}}}?)(?<=\S)\1")
 # CommonMark: an underscore inside a word (include_superseded, as_of) never emphasises
-_UNDERSCORE_EMPHASIS = re.compile(r"(?<![\w_])(__|_)(?=[^\s_])(.+?)(?<=[^\s_])\1(?![\w_])")
+_UNDERSCORE_EMPHASIS = re.compile(
+    rf"(?<![\w_])(__|_)(?=[^\s_])(.{{1,{SPAN}}}?)(?<=[^\s_])\1(?![\w_])")
 _CODE = re.compile(r"`([^`]*)`")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -39,7 +46,26 @@ _WORD = re.compile(r"\w+")
 
 def strip_templates(text: str) -> str:
     """Remove Liquid/Jinja/Nunjucks tags (``{% %}``, ``{{ }}``, ``{# #}``) and HTML comments."""
-    return _HTML_COMMENT.sub("", _TEMPLATE.sub("", text))
+    for opening, closing in _TEMPLATES:
+        text = _cut(text, opening, closing)
+    return _cut(text, "<!--", "-->")
+
+
+def _cut(text: str, opening: str, closing: str) -> str:
+    """``text`` without each span from ``opening`` to the first ``closing`` after it
+    (an opening never closed is kept, with what follows); linear in ``text``."""
+    if opening not in text:
+        return text
+    kept: list[str] = []
+    position = 0
+    while (start := text.find(opening, position)) >= 0:
+        end = text.find(closing, start + len(opening))
+        if end < 0:
+            break
+        kept.append(text[position:start])
+        position = end + len(closing)
+    kept.append(text[position:])
+    return "".join(kept)
 
 
 def inline_plain(line: str) -> str:

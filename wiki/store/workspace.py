@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import git
 
@@ -13,7 +14,9 @@ from wiki.config_template import TEMPLATE
 from wiki.errors import AlreadyInitializedError, ConfigError, NotInitializedError
 from wiki.store.branch import BranchStore
 from wiki.store.gitrepo import common_dir, current_identity, open_repository
-from wiki.store.snapshot import Snapshot, write_commit
+
+if TYPE_CHECKING:
+    from wiki.store.snapshot import Snapshot
 
 DEFAULT_BRANCH = "wiki"
 _SIMPLE_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -115,6 +118,8 @@ class Wiki:
 
     def snapshot(self, commit: str | None = None) -> Snapshot:
         """The wiki at ``commit`` (default: the head; raises when not initialised)."""
+        from wiki.store.snapshot import Snapshot  # entries and YAML: not for every read
+
         return Snapshot(self.store, commit or self.require_head())
 
     def config(self) -> WikiConfig:
@@ -131,6 +136,8 @@ class Wiki:
         if self.head() is not None:
             raise AlreadyInitializedError(f"the wiki branch '{self.branch}' already exists")
         author = current_identity(self.repo)
+        from wiki.store.snapshot import Snapshot, write_commit
+
         empty = Snapshot(self.store, None)
         commit = write_commit(empty, {CONFIG_PATH: TEMPLATE.encode("utf-8")},
                               "wiki: initialise the wiki\n", author=author)

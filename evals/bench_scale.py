@@ -1,0 +1,154 @@
+"""The scale table: hybrid search and index build on a synthetic corpus of 100,000 entries
+(:mod:`evals.scale_corpus`), on each index backend.
+
+    python -m evals.bench_scale [--entries 100000] [--queries 100] [--backends sqlite]
+
+Per backend: the build (documents and their chunks written in batches of
+:data:`BATCH` inside transactions; the synthetic chunk vectors stored after) as entries/s;
+then :func:`evals.bench_legs.leg_latency` over SciFact test queries (one warm-up pass and
+``--repeat`` timed passes): p50/p95 of each leg alone and of the whole in-process hybrid
+search (encoding, lexical legs, vector leg, fusion, confidence), unfiltered and limited to
+one of the ten scopes. Peak memory is this process's (ru_maxrss). Writes
+``<out>/bench-scale.md`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from evals import datasets, embedcache
+from evals.bench_legs import leg_latency, peak_rss_mib
+from evals.report import header, md_table, now, project_commit, write
+from evals.scale_corpus import ScaleCorpus, base_vectors, scale_corpus
+
+BATCH = 5_000
+LEGS = ("alias", "bm25", "vector", "fused", "hybrid")
+
+
+def log(message: str) -> None:
+    """One progress line on stderr."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def build_sqlite(path: Path, corpus: ScaleCorpus, model: str):
+    """Build a :class:`indexes.store.SearchIndex` at ``path`` from ``corpus``; returns
+    ``(index, {"docs_s", "vectors_s", "chunks"})``."""
+    from indexes.store import SearchIndex
+
+    index = SearchIndex(path)
+    start = time.perf_counter()
+    for at in range(0, len(corpus.documents), BATCH):
+        with index.transaction():
+            index.upsert(corpus.documents[at:at + BATCH])
+        log(f"  sqlite: {min(at + BATCH, len(corpus.documents)):,} entries written")
+    docs_s = time.perf_counter() - start
+    start = time.perf_counter()
+    chunks = index.conn.execute("SELECT key, text_hash FROM chunks ORDER BY key, chunk").fetchall()
+    dim = corpus.base_vectors.shape[1]
+    index.vectors.prepare_model(model, dim)
+    for at in range(0, len(chunks), BATCH * 4):
+        part = chunks[at:at + BATCH * 4]
+        with index.transaction():
+            index.vectors.store(model, [h for _, h in part], corpus.vectors_for(part))
+    return index, {"docs_s": docs_s, "vectors_s": time.perf_counter() - start,
+                   "chunks": len(chunks)}
+
+
+BUILDERS = {"sqlite": build_sqlite}
+
+
+def run_backend(name: str, corpus: ScaleCorpus, queries: list[str], model: str,
+                repeat: int, workdir: Path) -> dict:
+    """Build one backend and time its legs; returns the row of the table as a dict."""
+    from indexes.filters import Filters
+
+    log(f"{name}: building {len(corpus.documents):,} entries")
+    index, build = BUILDERS[name](workdir / f"{name}.sqlite", corpus, model)
+    try:
+        log(f"{name}: {len(queries)} queries x {repeat} passes, all scopes")
+        everything = leg_latency(index, queries, None, repeat=repeat)
+        log(f"{name}: the same, one scope")
+        scoped = leg_latency(index, queries, Filters(scope="repo-3"), repeat=repeat)
+    finally:
+        index.close()
+    entries = len(corpus.documents)
+    return {"backend": name, "entries": entries, "chunks": build["chunks"],
+            "build_docs_s": build["docs_s"], "build_vectors_s": build["vectors_s"],
+            "entries_per_s": entries / (build["docs_s"] + build["vectors_s"]),
+            "all_scopes": everything, "one_scope": scoped, "peak_rss_mib": peak_rss_mib()}
+
+
+def markdown(facts: dict, rows: list[dict]) -> str:
+    """The result tables as markdown."""
+    build = md_table(
+        ["backend", "entries", "chunks", "documents written (s)", "vectors written (s)",
+         "entries/s (embedding excluded)", "peak RSS (MiB)"],
+        [[r["backend"], f"{r['entries']:,}", f"{r['chunks']:,}", r["build_docs_s"],
+          r["build_vectors_s"], f"{r['entries_per_s']:,.0f}", f"{r['peak_rss_mib']:.0f}"]
+         for r in rows])
+    latency = md_table(
+        ["backend", "filter", *[f"{leg} p50 / p95 (ms)" for leg in LEGS]],
+        [[r["backend"], label, *[f"{r[key][leg]['p50_ms']:.1f} / {r[key][leg]['p95_ms']:.1f}"
+                                 for leg in LEGS]]
+         for r in rows for key, label in (("all_scopes", "none"), ("one_scope", "one scope"))])
+    title = f"Scale: {rows[0]['entries']:,} entries" if rows else "Scale"
+    return "\n\n".join([header(title, facts), "## Build", build,
+                        "## Search latency (in process, limit 10)", latency,
+                        "`hybrid` is one query as `wiki search` runs it in a warm process "
+                        "(query encoding included); `fused` is the legs and fusion with the "
+                        "query vector precomputed."])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evals.bench_scale", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", help="shared data folder (default $WIKI_DATA or "
+                                       "../shared/data)")
+    parser.add_argument("--out", default=str(datasets.REPO_ROOT / "evals" / "results"))
+    parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=100,
+                        help="SciFact test queries timed (the first N)")
+    parser.add_argument("--repeat", type=int, default=2, help="timed passes")
+    parser.add_argument("--backends", default="sqlite",
+                        help=f"comma-separated, of: {', '.join(BUILDERS)}")
+    args = parser.parse_args(argv)
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = [b for b in backends if b not in BUILDERS]
+    if unknown:
+        parser.error(f"unknown backend {unknown[0]!r}; known: {', '.join(BUILDERS)}")
+    try:
+        data = datasets.data_dir(args.data)
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
+    model = embedcache.embedder()
+    abstracts = datasets.scifact_corpus(data)
+    scifact = datasets.scifact_index(data, log=log)
+    embedcache.embed_index(scifact, model, log=log)
+    dim = int(model.encode(["dimension probe"]).shape[1])
+    vectors = base_vectors(scifact, model.name, dim, [a["id"] for a in abstracts])
+    scifact.close()
+    log(f"making {args.entries:,} entries")
+    corpus = scale_corpus(abstracts, args.entries, vectors)
+    queries = list(datasets.scifact_split(data, "test").queries.values())[:args.queries]
+    with tempfile.TemporaryDirectory(prefix="wiki-scale-") as tmp:
+        rows = [run_backend(name, corpus, queries, model.name, args.repeat, Path(tmp))
+                for name in backends]
+    facts = {"date": now(), "project commit": project_commit(),
+             "machine": f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}",
+             "corpus": f"{args.entries:,} entries varied from SciFact's 5,183 abstracts "
+                       "(evals/scale_corpus.py); vectors synthetic (base + noise)",
+             "queries": f"the first {len(queries)} SciFact test queries x {args.repeat} "
+                        "passes after one warm-up pass",
+             "load average at the end": f"{os.getloadavg()[0]:.1f}"}
+    write(Path(args.out), "bench-scale", markdown(facts, rows), {**facts, "rows": rows})
+    log(f"wrote {Path(args.out) / 'bench-scale.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,127 @@
+"""The gate in front of ``wiki serve``: the bearer token, and bounds on every request.
+
+Every path but ``/health`` needs ``Authorization: Bearer <token>`` matching a configured
+token's hash (else 401). The body is read here, before any route sees it: a declared or
+actual size over ``max_body_bytes`` is answered 413, a body that does not arrive within
+``body_timeout`` seconds 408. Errors are JSON: ``{"error", "kind", "exit_code"}``, the
+shape an MCP tool error carries and the CLI's exit code for the same failure.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import anyio
+from starlette.responses import JSONResponse
+
+from wiki.serve.config import Limits, ServeConfig
+
+OPEN_PATHS = ("/health",)
+"""Paths served without a token (nothing in them names a repository or an entry)."""
+
+
+def problem(status: int, message: str, kind: str, exit_code: int | None = None,
+            **extra: Any) -> JSONResponse:
+    """A JSON error response: one line ``error``, its ``kind`` and the CLI's exit code."""
+    headers = {"WWW-Authenticate": 'Bearer realm="wiki"'} if status == 401 else None
+    return JSONResponse({"error": message, "kind": kind, "exit_code": exit_code, **extra},
+                        status_code=status, headers=headers)
+
+
+class BodyTooLarge(Exception):
+    """The body passed the configured size."""
+
+
+class Guard:
+    """ASGI middleware: authenticate (``scope["wiki.token"]``: the token's spec), then read
+    the whole body within the limits and hand it on to ``app``."""
+
+    def __init__(self, app, config: ServeConfig) -> None:
+        self.app, self.config = app, config
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limits: Limits = self.config.limits
+        if scope["path"] not in OPEN_PATHS:
+            token = self.config.authenticate(_bearer(scope))
+            if token is None:
+                await problem(401, "a valid token is needed: send 'Authorization: Bearer "
+                              "<token>' (tokens are configured by the server's operator)",
+                              "unauthorized")(scope, receive, send)
+                return
+            scope["wiki.token"] = token
+        declared = _content_length(scope)
+        if declared is not None and declared > limits.max_body_bytes:
+            await _too_large(limits)(scope, receive, send)
+            return
+        try:
+            with anyio.fail_after(limits.body_timeout if math.isfinite(limits.body_timeout)
+                                  else None):
+                body, disconnected = await _read_body(receive, limits.max_body_bytes)
+        except TimeoutError:
+            await problem(408, f"the request body did not arrive within "
+                          f"{limits.body_timeout:g} s", "request-timeout")(scope, receive, send)
+            return
+        except BodyTooLarge:
+            await _too_large(limits)(scope, receive, send)
+            return
+        if disconnected:
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+
+def _bearer(scope) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else None
+    return None
+
+
+def _content_length(scope) -> int | None:
+    for key, value in scope.get("headers", ()):
+        if key == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _too_large(limits: Limits) -> JSONResponse:
+    return problem(413, f"the request body is larger than {limits.max_body_bytes} bytes",
+                   "payload-too-large")
+
+
+async def _read_body(receive, limit: int) -> tuple[bytes, bool]:
+    """The whole body (raises :class:`BodyTooLarge` past ``limit`` bytes), and whether the
+    client went away before sending it."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b"", True
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), False
+
+
+def _replay(body: bytes, receive):
+    """A ``receive`` that gives the body once, then waits on the real one (disconnects)."""
+    sent = False
+
+    async def replayed():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
