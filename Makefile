@@ -77,6 +77,7 @@ fuzz: $(STAMP)
 
 eval: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.run --dataset all
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.backends
 	WIKI_DATA="$(DATA)" WIKI_EMBED_MODEL=none $(BIN)/python -m evals.staleness
 	WIKI_DATA="$(DATA)" WIKI_EMBED_MODEL=none $(BIN)/python -m evals.changed
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.ask_gaps

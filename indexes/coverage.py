@@ -41,7 +41,10 @@ def weighted_coverage(matches: Iterable[tuple[int, bool]], n_docs: int) -> float
 def word_matches(index: SearchIndex, word: str, key: str | None = None) -> tuple[int, bool]:
     """``(document frequency, found in document key)`` of one query word, matched by FTS5
     itself (same tokenizer and stemming as the index; a substring scan for space-less
-    scripts)."""
+    scripts). A backend with its own ``word_matches`` (PostgreSQL) answers itself."""
+    own = getattr(index, "word_matches", None)
+    if own is not None:
+        return own(word, key)
     runs = no_space_runs(word)
     if runs:
         condition = " AND ".join("instr(d.title || ' ' || d.aliases || ' ' || d.summary "

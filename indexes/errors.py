@@ -15,3 +15,8 @@ class IndexSchemaError(IndexesError):
 
 class IndexBusyError(IndexesError):
     """Another process held the derived database's write lock for the whole busy timeout."""
+
+
+class IndexUnavailableError(IndexesError):
+    """The configured index database cannot be reached or used (a PostgreSQL URL that
+    does not connect, a server without the pgvector extension)."""

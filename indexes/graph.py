@@ -43,16 +43,18 @@ def edges(conn: sqlite3.Connection, keys: Iterable[str],
 
 
 def expand(conn: sqlite3.Connection, seeds: dict[str, float], kinds: Iterable[str], *,
-           depth: int = 2, decay: float = 0.5,
-           allowed: set[str] | None = None) -> dict[str, tuple[float, int, str]]:
+           depth: int = 2, decay: float = 0.5, allowed: set[str] | None = None,
+           edges_of=edges) -> dict[str, tuple[float, int, str]]:
     """``key -> (score, hops, the seed it came from)`` for documents reachable from
     ``seeds`` (``key -> weight``) within ``depth`` hops along ``kinds``. Documents not in
-    ``allowed`` (when given) are neither scored nor walked through, so filters hold."""
+    ``allowed`` (when given) are neither scored nor walked through, so filters hold.
+    ``edges_of(conn, keys, kinds)``: how edges are read (:func:`edges`, or another
+    backend's reader over its own connection)."""
     kinds = list(kinds)
     best: dict[str, tuple[float, int, str]] = {}
     frontier = {key: (weight, key) for key, weight in seeds.items()}
     for hop in range(1, depth + 1):
-        found = edges(conn, frontier, kinds)
+        found = edges_of(conn, frontier, kinds)
         following: dict[str, tuple[float, str]] = {}
         for key, (weight, origin) in frontier.items():
             for _, target in found.get(key, []):

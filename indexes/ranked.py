@@ -18,10 +18,14 @@ def hits_for(index: SearchIndex, scored: Sequence[tuple[str, float]], *,
     keys = [key for key, _ in scored]
     if not keys:
         return []
-    where, params = (filters or Filters()).sql()
-    rows = {r[0]: r for r in index.conn.execute(
-        "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status FROM docs d "
-        f"WHERE d.{IN_KEYS} AND {where}", [keys_json(keys), *params])}
+    own = getattr(index, "hits_for", None)
+    if own is not None:  # another backend (PostgreSQL) reads its own rows
+        rows = own(keys, filters)
+    else:
+        where, params = (filters or Filters()).sql()
+        rows = {r[0]: r for r in index.conn.execute(
+            "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status FROM docs d "
+            f"WHERE d.{IN_KEYS} AND {where}", [keys_json(keys), *params])}
     hits = [Hit(*rows[key], float(score)) for key, score in scored if key in rows]
     for rank, hit in enumerate(hits, 1):
         hit.rank = rank

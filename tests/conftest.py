@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from pg_fixture import on_postgres, pg_database, pg_url  # noqa: F401 (fixtures)
 from typer.testing import CliRunner
 
 from wiki.ingest.pipeline import ingest

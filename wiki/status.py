@@ -9,6 +9,7 @@ from indexes.vectors import MODEL_KEY
 from wiki.review.proposals import list_proposals
 from wiki.store.derived import COMMIT_KEY, INVALID_KEY, open_derived, sync
 from wiki.store.derived_db import RECOVERED
+from wiki.store.index_url import index_exists, index_location
 from wiki.store.workspace import Wiki
 
 
@@ -61,8 +62,8 @@ def wiki_status(wiki: Wiki) -> WikiStatus:
     snapshot = wiki.snapshot(head)
     info = WikiStatus(wiki.branch, head, None, len(snapshot.entry_paths()),
                       open_proposals=len(list_proposals(wiki)),
-                      database=str(wiki.database_path()))
-    if wiki.database_path().exists():
+                      database=index_location(wiki))
+    if index_exists(wiki):
         opened = open_derived(wiki)
         if opened.state == RECOVERED:  # damaged and set aside: rebuilt, as the notice says
             sync(wiki, opened.index)

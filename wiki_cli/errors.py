@@ -34,6 +34,7 @@ from pathlib import Path
 import typer
 from typer.core import TyperGroup
 
+from indexes.backend import as_index_error
 from indexes.errors import EmptyQueryError, IndexBusyError, IndexesError
 from wiki.errors import (
     AlreadyInitializedError,
@@ -168,6 +169,10 @@ class WikiGroup(TyperGroup):
                 report(f"error: an argument or a file name is not valid UTF-8 text (at "
                        f"'{near}'); wiki takes UTF-8 names, ids, keys and queries")
                 raise typer.Exit(USAGE) from None
+            unavailable = as_index_error(error)
+            if unavailable is not None:  # the index database broke off mid-command
+                report(f"error: {unavailable}")
+                raise typer.Exit(exit_code_for(unavailable)) from None
             storage = storage_error(error, getattr(error, "filename", None) or "a file",
                                     anywhere=True)
             if storage is not None:  # a write the disk refused, wherever it happened

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from wiki.lint.model import WARNING, Finding, LintContext, rule
 from wiki.store.derived import open_index, open_synced
+from wiki.store.index_url import index_exists
 from wiki.store.workspace import Wiki
 
 
@@ -30,7 +31,7 @@ def revalidation_marks(wiki: Wiki, paths: Iterable[str] | None = None, *,
 def needs_revalidation(ctx: LintContext):
     """An entry whose cited file changed in a commit since it was written (marked by
     ``wiki hook``); re-ingest the source or confirm the entry."""
-    if not ctx.wiki.database_path().exists():
+    if not index_exists(ctx.wiki):
         return  # no derived state yet: the hook has marked nothing
     # marks are read as stored; no sync needed for them
     marked = revalidation_marks(ctx.wiki, synced=False)

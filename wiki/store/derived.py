@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from indexes.backend import open_backend
 from indexes.dbfile import borrow_embeddings
 from indexes.documents import Document
 from indexes.faults import DatabaseError
@@ -23,6 +24,7 @@ from wiki.config import CONFIG_PATH, WikiConfig, parse_config
 from wiki.errors import EntryError, NotFoundError, WikiError
 from wiki.knowledge.lifetimes import as_time, dated, iso
 from wiki.store.derived_db import (
+    OK,
     TEMPORARY,
     Opened,
     on_storage_fault,
@@ -30,6 +32,7 @@ from wiki.store.derived_db import (
     recover,
 )
 from wiki.store.gitrepo import committed_at
+from wiki.store.index_url import index_space, index_url
 from wiki.store.storage import is_damaged, storage_error
 from wiki.store.workspace import Wiki
 
@@ -90,7 +93,12 @@ def open_index(wiki: Wiki, *, write: bool = False) -> SearchIndex:
 
 
 def open_derived(wiki: Wiki, *, write: bool = False) -> Opened:
-    """:func:`open_index` with how the database was found (``Opened.state``)."""
+    """:func:`open_index` with how the database was found (``Opened.state``). With an
+    index URL configured (:mod:`wiki.store.index_url`) the index is this wiki's space in
+    that database; raises ``IndexUnavailableError`` when it cannot be reached."""
+    url = index_url(wiki)
+    if url:
+        return Opened(open_backend(url, index_space(wiki)), OK)
     path = wiki.database_path()
     if path.parent.exists() and not path.parent.is_dir():
         raise WikiError(f"{path.parent} exists but is not a directory; remove it "

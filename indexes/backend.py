@@ -1,0 +1,102 @@
+"""``IndexBackend``: what the rest of the code uses of a search index, made explicit.
+
+Two implementations: :class:`indexes.store.SearchIndex` (SQLite, one file per clone, the
+default) and :class:`indexes.pg.store.PgIndex` (PostgreSQL, many wikis in one database).
+Callers above ``indexes`` hold an ``IndexBackend`` and never reach SQL; fusion, rescoring
+and the answer picker run in Python over what these methods return.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, runtime_checkable
+
+from indexes.documents import Document, Hit
+from indexes.errors import IndexesError
+from indexes.filters import Filters
+
+
+@runtime_checkable
+class IndexBackend(Protocol):
+    """The search index interface. ``docs``: typed row reads (:class:`indexes.rows.DocRows`
+    methods); ``vectors``: chunks and embeddings (:class:`indexes.vectors.VectorStore`
+    methods); ``weights``: the lexical column weights (title, aliases, tags, summary, body);
+    ``path``: where it lives, for messages."""
+
+    docs: Any
+    vectors: Any
+    weights: tuple[float, ...]
+    path: Any
+
+    def close(self) -> None: ...
+    def transaction(self) -> AbstractContextManager[None]: ...
+    def get_meta(self, key: str) -> str | None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def content_hashes(self) -> dict[str, str]: ...
+    def count(self, filters: Filters | None = None) -> int: ...
+    def upsert(self, documents: Iterable[Document]) -> int: ...
+    def delete(self, keys: Iterable[str]) -> int: ...
+    def clear(self) -> None: ...
+    def get(self, key: str) -> dict | None: ...
+    def extras(self, keys: Iterable[str]) -> dict[str, dict]: ...
+    def keys_for_doc_id(self, doc_id: str) -> list[str]: ...
+    def mark_sources(self, uris: Iterable[str], commit: str, when: str) -> list[str]: ...
+    def marks(self, keys: Iterable[str] | None = None) -> dict[str, list[dict]]: ...
+    def expand(self, seeds: dict[str, float], kinds: Iterable[str], *, depth: int = 2,
+               decay: float = 0.5,
+               allowed: set[str] | None = None) -> dict[str, tuple[float, int, str]]: ...
+    def search_bm25(self, query: str, *, limit: int = 10,
+                    filters: Filters | None = None) -> list[Hit]: ...
+    def search_trigram(self, query: str, *, limit: int = 10, filters: Filters | None = None,
+                       include_latin: bool = False) -> list[Hit]: ...
+    def allowed_keys(self, filters: Filters | None) -> set[str] | None: ...
+    def excluded_keys(self, filters: Filters | None) -> set[str]: ...
+    def search_names(self, query: str, *, limit: int = 10,
+                     filters: Filters | None = None) -> list[Hit]: ...
+    def search_vector(self, query_vector, model: str, *, limit: int = 10,
+                      filters: Filters | None = None) -> list[Hit]: ...
+    def search(self, query: str, *, limit: int = 10,
+               filters: Filters | None = None) -> list[Hit]: ...
+
+
+def open_backend(url: str, space: str, **options) -> IndexBackend:
+    """The PostgreSQL index of ``space`` at ``url`` (``postgresql://`` or ``postgres://``).
+    Raises :class:`indexes.errors.IndexUnavailableError` when it cannot be reached or the
+    URL names another engine."""
+    from indexes.errors import IndexUnavailableError
+
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise IndexUnavailableError(f"index URL {url!r}: only postgresql:// URLs are "
+                                    "supported (unset it for the SQLite file in the git dir)")
+    try:
+        from indexes.pg.store import PgIndex
+    except ImportError as exc:
+        raise IndexUnavailableError(f"a PostgreSQL index needs psycopg ({exc}); install "
+                                    "wiki with the 'postgres' extra") from None
+    return PgIndex(url, space, **options)
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password (``postgresql://user:***@host/db``), for messages."""
+    head, at, tail = url.rpartition("@")
+    if not at or ":" not in head.split("//", 1)[-1]:
+        return url
+    scheme, _, user = head.partition("//")
+    return f"{scheme}//{user.split(':', 1)[0]}:***@{tail}"
+
+
+def as_index_error(error: BaseException) -> IndexesError | None:
+    """The typed error for a database failure raised while a PostgreSQL index was in use
+    (the server went away, the connection broke): :class:`IndexUnavailableError` with the
+    server's first line; ``None`` for anything else. psycopg is looked at only when it
+    was already imported (an SQLite index never loads it)."""
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None or not isinstance(error, psycopg.OperationalError):
+        return None
+    from indexes.errors import IndexUnavailableError
+
+    words = str(error).strip().splitlines()
+    return IndexUnavailableError("the index database failed: "
+                                 + (words[0] if words else type(error).__name__))

@@ -1,0 +1,176 @@
+"""The lexical legs on PostgreSQL: full-text ranking over the weighted ``tsvector``
+(title A, aliases B, tags and summary C, body D), the alias/title leg and the substring
+path. Every statement is restricted to one space and to the filter condition over
+``wiki_docs d``.
+
+Ranking (``rank``): ``bm25`` (default) computes FTS5's bm25() in SQL from the tsvector's
+positions and weight labels, as FTS5 does it: a term's frequency is the sum of its
+occurrences' column weights, the length is the whole document's (tokens) against the
+space's average, FTS5's idf ``log((N - df + 0.5) / (df + 0.5))`` (at least 1e-6),
+``k1 = 1.2``, ``b = 0.75``;
+``ts_rank:N`` and ``ts_rank_cd:N`` are PostgreSQL's own functions with normalisation
+flags ``N``. The choice is measured in evals/results/backends.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from indexes.documents import Hit, hits_from_rows
+from indexes.names import fold_name, spans
+from indexes.pg.text import TS_CONFIG, fts_input, lexeme_literal, websearch_text
+from indexes.query import substring_terms
+
+K1, B = 1.2, 0.75
+HIT = "d.key, d.doc_id, d.title, d.summary, d.category, d.status"
+
+
+def fts5_idf(df: int, n_docs: int) -> float:
+    """FTS5's bm25() idf: ``log((N - df + 0.5) / (df + 0.5))``, at least 1e-6."""
+    value = math.log((n_docs - df + 0.5) / (df + 0.5)) if n_docs else 0.0
+    return value if value > 0 else 1e-6
+
+
+def class_weights(weights: tuple[float, ...]) -> tuple[float, float, float, float]:
+    """Column weights (title, aliases, tags, summary, body) as the four tsvector weight
+    classes ``(A, B, C, D)``; tags and summary share C (their larger weight)."""
+    title, aliases, tags, summary, body = (list(weights) + [1.0] * 5)[:5]
+    return float(title), float(aliases), float(max(tags, summary)), float(body)
+
+
+def lexemes(conn, query: str) -> tuple[str, list[str]]:
+    """``(tsquery text, distinct query lexemes)`` of ``query`` (as the index stems it)."""
+    text = websearch_text(query)
+    row = conn.execute(
+        "SELECT q::text, coalesce((SELECT array_agg(DISTINCT lexeme ORDER BY lexeme) FROM "
+        "unnest(to_tsvector(%s::regconfig, %s))), '{}') FROM "
+        "websearch_to_tsquery(%s::regconfig, %s) q",
+        (TS_CONFIG, text.replace('"', " ").replace(" or ", " "), TS_CONFIG, text)).fetchone()
+    return row[0], list(row[1])
+
+
+def document_frequencies(conn, space: str, terms: list[str]) -> dict[str, int]:
+    """``lexeme -> number of documents of the space holding it``."""
+    if not terms:
+        return {}
+    rows = conn.execute(
+        "SELECT t.lex, (SELECT count(*) FROM wiki_docs x WHERE x.space = %s AND "
+        "x.fts @@ t.q::tsquery) FROM unnest(%s::text[], %s::text[]) AS t(lex, q)",
+        (space, terms, [lexeme_literal(t) for t in terms])).fetchall()
+    return dict(rows)
+
+
+def search_fulltext(conn, space: str, query: str, where: str, params: list, *, limit: int,
+                    weights: tuple[float, ...], rank: str = "bm25") -> list[Hit]:
+    """Documents matching any query word, best first (raises ``EmptyQueryError``)."""
+    tsquery, terms = lexemes(conn, query)
+    if not tsquery:
+        return []
+    a, b, c, d = class_weights(weights)
+    if rank == "bm25":
+        n_docs, avg_len = conn.execute(
+            "SELECT count(*), coalesce(avg(doc_len), 0) FROM wiki_docs WHERE space = %s",
+            (space,)).fetchone()
+        df = document_frequencies(conn, space, terms)
+        idfs = [fts5_idf(df.get(t, 0), int(n_docs)) for t in terms]
+        score = (
+            "(SELECT coalesce(sum(i.w * tf.f * %s / (tf.f + %s * (1 - %s + %s * d.doc_len / "
+            "%s))), 0) FROM (SELECT u.lexeme, sum(CASE wt WHEN 'A' THEN %s WHEN 'B' THEN %s "
+            "WHEN 'C' THEN %s ELSE %s END) AS f FROM unnest(d.fts) u, unnest(u.weights) wt "
+            "WHERE u.lexeme = ANY(%s) GROUP BY u.lexeme) tf JOIN unnest(%s::text[], "
+            "%s::float8[]) AS i(lex, w) ON i.lex = tf.lexeme)")
+        score_params = [K1 + 1, K1, B, B, max(float(avg_len), 1.0), a, b, c, d, terms,
+                        terms, idfs]
+    else:
+        function, _, flags = rank.partition(":")
+        if function not in ("ts_rank", "ts_rank_cd"):
+            raise ValueError(f"unknown full-text ranking {rank!r}")
+        score = f"{function}(%s::float4[], d.fts, %s::tsquery, %s)"
+        top = max(a, b, c, d, 1e-9)  # ts_rank takes weights in [0, 1]
+        score_params = [[d / top, c / top, b / top, a / top], tsquery, int(flags or 0)]
+    rows = conn.execute(
+        f"SELECT {HIT}, {score} AS s FROM wiki_docs d WHERE d.space = %s AND "
+        f"d.fts @@ %s::tsquery AND {where} ORDER BY s DESC, d.key LIMIT %s",
+        [*score_params, space, tsquery, *params, limit]).fetchall()
+    return hits_from_rows(rows, negate=False)
+
+
+def search_names(conn, space: str, query: str, where: str, params: list, *,
+                 limit: int) -> list[Hit]:
+    """The alias/title leg (:func:`indexes.names.search_names`' ranking)."""
+    candidates = spans(query)
+    if not candidates:
+        return []
+    total = max(len(fold_name(query).split()), 1)
+    rows = conn.execute(
+        f"SELECT {HIT}, n.name, n.kind FROM wiki_names n JOIN wiki_docs d ON "
+        f"d.space = n.space AND d.key = n.key WHERE n.space = %s AND n.name = ANY(%s) "
+        f"AND {where}", [space, list(candidates), *params]).fetchall()
+    best: dict[str, tuple[float, int, Hit]] = {}
+    for key, doc_id, title, summary, category, status, name, kind in rows:
+        score = candidates[name] / total
+        order = 0 if kind == "title" else 1
+        if key not in best or (score, -order) > (best[key][0], -best[key][1]):
+            best[key] = (score, order, Hit(key, doc_id, title, summary, category, status,
+                                           score))
+    ranked = sorted(best.values(), key=lambda item: (-item[0], item[1], item[2].key))
+    hits = [hit for _, _, hit in ranked[:limit]]
+    for number, hit in enumerate(hits, 1):
+        hit.rank = number
+    return hits
+
+
+def search_substrings(conn, space: str, query: str, where: str, params: list, *,
+                      limit: int, include_latin: bool) -> list[Hit]:
+    """Documents containing the query's substring terms (case-insensitive), ranked by how
+    many terms they hold, then by key; empty when no term qualifies."""
+    terms = substring_terms(query, include_latin=include_latin)
+    if not terms:
+        return []
+    found = " + ".join("(strpos(lower(d.title || ' ' || d.aliases || ' ' || d.summary || "
+                       "' ' || d.body), lower(%s)) > 0)::int" for _ in terms)
+    rows = conn.execute(
+        f"SELECT * FROM (SELECT {HIT}, ({found})::float8 AS s FROM wiki_docs d WHERE "
+        f"d.space = %s AND {where}) m WHERE s > 0 ORDER BY s DESC, key LIMIT %s",
+        [*terms, space, *params, limit]).fetchall()
+    return hits_from_rows(rows, negate=False)
+
+
+def word_matches(conn, space: str, word: str, key: str | None) -> tuple[int, bool]:
+    """``(documents of the space holding word, whether document key does)``."""
+    row = conn.execute(
+        "SELECT count(*), coalesce(bool_or(key = %s), false) FROM wiki_docs WHERE space = %s "
+        "AND fts @@ phraseto_tsquery(%s::regconfig, %s)",
+        (key or "", space, TS_CONFIG, fts_input(word))).fetchone()
+    return int(row[0]), bool(row[1]) and key is not None
+
+
+def edges(conn_space, keys, kinds) -> dict[str, list[tuple[str, str]]]:
+    """:func:`indexes.graph.edges` for ``(conn, space)``."""
+    conn, space = conn_space
+    keys, kinds = list(dict.fromkeys(keys)), list(kinds)
+    if not keys or not kinds:
+        return {}
+    rows = conn.execute(
+        "SELECT d.key, r.key, j.value FROM wiki_docs d, jsonb_each(CASE jsonb_typeof("
+        "d.extra->'relations') WHEN 'object' THEN d.extra->'relations' ELSE '{}' END) r, "
+        "jsonb_array_elements_text(CASE jsonb_typeof(r.value) WHEN 'array' THEN r.value "
+        "ELSE jsonb_build_array(r.value) END) j WHERE d.space = %s AND d.key = ANY(%s) "
+        "AND r.key = ANY(%s)", (space, keys, kinds)).fetchall()
+    ids = sorted({str(target) for _, _, target in rows})
+    by_id: dict[str, list[str]] = {}
+    for doc_id, key in conn.execute(
+            "SELECT doc_id, key FROM wiki_docs WHERE space = %s AND doc_id = ANY(%s)",
+            (space, ids)):
+        by_id.setdefault(doc_id, []).append(key)
+    out: dict[str, list[tuple[str, str]]] = {}
+    for key, kind, target in rows:
+        for target_key in by_id.get(str(target), []):
+            out.setdefault(key, []).append((kind, target_key))
+    return out
+
+
+def dumps(value) -> str:
+    """JSON text for a ``jsonb`` parameter."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)

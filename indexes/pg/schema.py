@@ -1,0 +1,58 @@
+"""The PostgreSQL schema of the shared index: every table carries ``space`` (one wiki:
+repository + branch), and every statement of :mod:`indexes.pg.store` filters by it.
+
+The schema is created idempotently (``IF NOT EXISTS``) under an advisory lock, and its
+version is kept in ``wiki_schema``; a newer version than this code knows is refused.
+Embeddings are shared by all spaces (keyed by the text's hash and the model, like the
+SQLite cache): a space reaches them only through its own chunks and sentences.
+"""
+
+from __future__ import annotations
+
+VERSION = 1
+LOCK_SCHEMA = 0x77696B69  # advisory lock key held while creating the schema ("wiki")
+
+DDL = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS wiki_schema (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS wiki_meta (
+    space TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (space, key));
+CREATE TABLE IF NOT EXISTS wiki_docs (
+    space TEXT NOT NULL, key TEXT NOT NULL, doc_id TEXT NOT NULL, title TEXT NOT NULL,
+    aliases TEXT NOT NULL, tags TEXT NOT NULL, summary TEXT NOT NULL, body TEXT NOT NULL,
+    status TEXT NOT NULL, category TEXT NOT NULL, doc_type TEXT NOT NULL,
+    content_hash TEXT NOT NULL, scope TEXT NOT NULL, valid_until TEXT NOT NULL,
+    dated TEXT NOT NULL, extra JSONB NOT NULL, tag_list TEXT[] NOT NULL,
+    fts TSVECTOR NOT NULL, doc_len INTEGER NOT NULL,
+    PRIMARY KEY (space, key));
+CREATE INDEX IF NOT EXISTS wiki_docs_fts ON wiki_docs USING gin (fts);
+CREATE INDEX IF NOT EXISTS wiki_docs_doc_id ON wiki_docs (space, doc_id);
+CREATE TABLE IF NOT EXISTS wiki_names (
+    space TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
+    PRIMARY KEY (space, key, name, kind));
+CREATE INDEX IF NOT EXISTS wiki_names_name ON wiki_names (space, name);
+CREATE TABLE IF NOT EXISTS wiki_chunks (
+    space TEXT NOT NULL, key TEXT NOT NULL, chunk INTEGER NOT NULL, text_hash TEXT NOT NULL,
+    text TEXT NOT NULL, PRIMARY KEY (space, key, chunk));
+CREATE INDEX IF NOT EXISTS wiki_chunks_hash ON wiki_chunks (text_hash);
+CREATE TABLE IF NOT EXISTS wiki_sentences (
+    space TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL, text_hash TEXT NOT NULL,
+    text TEXT NOT NULL, PRIMARY KEY (space, key, n));
+CREATE INDEX IF NOT EXISTS wiki_sentences_hash ON wiki_sentences (text_hash);
+CREATE TABLE IF NOT EXISTS wiki_embeddings (
+    text_hash TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
+    vector VECTOR NOT NULL, PRIMARY KEY (text_hash, model));
+CREATE TABLE IF NOT EXISTS wiki_revalidate (
+    space TEXT NOT NULL, key TEXT NOT NULL, uri TEXT NOT NULL, commit_sha TEXT NOT NULL,
+    marked_at TEXT NOT NULL, PRIMARY KEY (space, key, uri));
+"""
+"""Tables of schema :data:`VERSION`; statements separated by ``;`` at line ends."""
+
+SPACE_TABLES = ("wiki_docs", "wiki_meta", "wiki_names", "wiki_chunks", "wiki_sentences",
+                "wiki_revalidate")
+"""Every table holding one space's rows (``clear`` empties them for the space)."""
+
+
+def statements() -> list[str]:
+    """:data:`DDL` as single statements."""
+    return [s.strip() for s in DDL.split(";\n") if s.strip()]

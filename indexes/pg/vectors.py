@@ -1,0 +1,210 @@
+"""The vector leg on pgvector: chunk and sentence texts per space, embeddings shared by
+every space (keyed by text hash and model, like :mod:`indexes.vectors`), and a partial
+HNSW index (``vector_cosine_ops``) per model and dimension, made when a model is first
+prepared. A document scores the cosine of its best chunk; the HNSW scan runs with
+``hnsw.iterative_scan`` so the space and filter conditions never starve the result."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from psycopg import sql
+
+from indexes.vectors import MAX_SENTENCES, MODEL_KEY, VERSION_KEY, Matrix, text_hash
+
+EF_SEARCH = 200
+"""HNSW candidate list per scan (pgvector's default is 40)."""
+CHUNKS_PER_DOC = 8
+"""Nearest chunks fetched per wanted document before grouping by document."""
+
+
+class PgVectorStore:
+    """Chunks, sentences and embeddings of one ``space`` over a psycopg connection (made by
+    :class:`indexes.pg.store.PgIndex` as ``index.vectors``; same methods as
+    :class:`indexes.vectors.VectorStore`)."""
+
+    def __init__(self, conn, space: str, get_meta, set_meta):
+        self.conn, self.space = conn, space
+        self.get_meta, self.set_meta = get_meta, set_meta
+        self._matrix: dict[str, Matrix] = {}
+
+    def _bump(self) -> None:
+        self.set_meta(VERSION_KEY, str(int(self.get_meta(VERSION_KEY) or 0) + 1))
+
+    def replace_many(self, items: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
+        """Store ``(key, chunk texts, sentence texts)`` of many documents in one batch."""
+        keys = [key for key, _, _ in items]
+        if not keys:
+            return
+        self.conn.execute("DELETE FROM wiki_chunks WHERE space = %s AND key = ANY(%s)",
+                          (self.space, keys))
+        self.conn.execute("DELETE FROM wiki_sentences WHERE space = %s AND key = ANY(%s)",
+                          (self.space, keys))
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO wiki_chunks(space, key, chunk, text_hash, text) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                [(self.space, key, i, text_hash(t), t) for key, chunks, _ in items
+                 for i, t in enumerate(chunks)])
+            cur.executemany(
+                "INSERT INTO wiki_sentences(space, key, n, text_hash, text) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                [(self.space, key, i, text_hash(t), t) for key, _, texts in items
+                 for i, t in enumerate(texts[:MAX_SENTENCES])])
+        self._bump()
+
+    def replace_chunks(self, key: str, chunks: Sequence[str]) -> None:
+        """Store the chunk texts of document ``key`` (embeddings are added later)."""
+        self.conn.execute("DELETE FROM wiki_chunks WHERE space = %s AND key = %s",
+                          (self.space, key))
+        with self.conn.cursor() as cur:
+            cur.executemany("INSERT INTO wiki_chunks(space, key, chunk, text_hash, text) "
+                            "VALUES (%s, %s, %s, %s, %s)",
+                            [(self.space, key, i, text_hash(t), t) for i, t in enumerate(chunks)])
+        self._bump()
+
+    def sentence_vectors(self, keys: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        """``text_hash -> vector`` of the stored sentences of documents ``keys``."""
+        keys = list(keys)
+        if not keys:
+            return {}
+        rows = self.conn.execute(
+            "SELECT DISTINCT s.text_hash, e.vector FROM wiki_sentences s JOIN "
+            "wiki_embeddings e ON e.text_hash = s.text_hash AND e.model = %s "
+            "WHERE s.space = %s AND s.key = ANY(%s)", (model, self.space, keys))
+        return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+
+    def delete(self, keys: Iterable[str]) -> None:
+        """Forget the chunks and sentences of these documents (embeddings stay)."""
+        keys = list(keys)
+        if keys:
+            for table in ("wiki_chunks", "wiki_sentences"):
+                self.conn.execute(sql.SQL("DELETE FROM {} WHERE space = %s AND key = ANY(%s)")
+                                  .format(sql.Identifier(table)), (self.space, keys))
+            self._bump()
+
+    def _texts(self) -> str:
+        return ("(SELECT text_hash, text, 1 AS chunk FROM wiki_chunks WHERE space = %(space)s "
+                "UNION ALL SELECT text_hash, text, 0 FROM wiki_sentences WHERE space = %(space)s)")
+
+    def pending(self, model: str) -> list[tuple[str, str]]:
+        """``(text_hash, text)`` of this space's texts with no vector for ``model``."""
+        return self.conn.execute(
+            f"SELECT DISTINCT c.text_hash, c.text FROM {self._texts()} c WHERE NOT EXISTS "
+            "(SELECT 1 FROM wiki_embeddings e WHERE e.text_hash = c.text_hash AND "
+            "e.model = %(model)s) ORDER BY c.text_hash",
+            {"space": self.space, "model": model}).fetchall()
+
+    def pending_split(self, model: str) -> tuple[int, int]:
+        """``(chunk texts, sentence texts)`` with no vector for ``model`` (a text that is
+        both counted as a chunk)."""
+        row = self.conn.execute(
+            f"SELECT coalesce(sum(chunk), 0), coalesce(sum(1 - chunk), 0) FROM (SELECT "
+            f"c.text_hash, max(c.chunk) AS chunk FROM {self._texts()} c WHERE NOT EXISTS "
+            "(SELECT 1 FROM wiki_embeddings e WHERE e.text_hash = c.text_hash AND "
+            "e.model = %(model)s) GROUP BY c.text_hash) k",
+            {"space": self.space, "model": model}).fetchone()
+        return int(row[0]), int(row[1])
+
+    def _count(self, table: str, model: str) -> tuple[int, int]:
+        row = self.conn.execute(sql.SQL(
+            "SELECT count(*), count(e.text_hash) FROM {} c LEFT JOIN wiki_embeddings e ON "
+            "e.text_hash = c.text_hash AND e.model = %s WHERE c.space = %s").format(
+                sql.Identifier(table)), (model, self.space)).fetchone()
+        return int(row[0]), int(row[1])
+
+    def counts(self, model: str) -> tuple[int, int]:
+        """``(chunks, chunks with a vector for model)``."""
+        return self._count("wiki_chunks", model)
+
+    def sentence_counts(self, model: str) -> tuple[int, int]:
+        """``(answer sentences, answer sentences with a vector for model)``."""
+        return self._count("wiki_sentences", model)
+
+    def prepare_model(self, model: str, dim: int) -> bool:
+        """Record ``model:dim`` for this space and make sure its HNSW index exists; returns
+        True when the recorded model changed. Other models' vectors stay (other spaces
+        may use them); searches only ever read ``model``'s."""
+        label = f"{model}:{dim}"
+        if self.get_meta(MODEL_KEY) == label:
+            return False
+        name = "wiki_emb_hnsw_" + hashlib.sha256(label.encode()).hexdigest()[:12]
+        self.conn.execute(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON wiki_embeddings USING hnsw "
+            "((vector::vector({})) vector_cosine_ops) WHERE model = {} AND dim = {}").format(
+                sql.Identifier(name), sql.Literal(int(dim)), sql.Literal(model),
+                sql.Literal(int(dim))))
+        self.set_meta(MODEL_KEY, label)
+        self._bump()
+        return True
+
+    def drop_damaged(self, model: str, dim: int) -> int:
+        """Delete the vectors of ``model`` whose dimension is not ``dim``; returns how many."""
+        deleted = self.conn.execute(
+            "DELETE FROM wiki_embeddings WHERE model = %s AND (dim <> %s OR "
+            "vector_dims(vector) <> %s)", (model, dim, dim)).rowcount
+        if deleted:
+            self._bump()
+        return deleted
+
+    def store(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        """Save one vector per text hash (``vectors``: ``(len(hashes), dim)`` float32)."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO wiki_embeddings(text_hash, model, dim, vector) VALUES "
+                "(%s, %s, %s, %s) ON CONFLICT (text_hash, model) DO UPDATE SET "
+                "dim = excluded.dim, vector = excluded.vector",
+                [(h, model, int(vectors.shape[1]), v)
+                 for h, v in zip(hashes, vectors, strict=True)])
+        self._bump()
+
+    def matrix(self, model: str, dim: int) -> Matrix:
+        """Every chunk vector of ``model`` in this space, grouped by document (cached until
+        the store changes); raises ``ValueError`` for a vector of another dimension."""
+        version = f"{self.get_meta(VERSION_KEY) or 0}:{model}"
+        cached = self._matrix.get(model)
+        if cached is not None and cached.version == version:
+            return cached
+        rows = self.conn.execute(
+            "SELECT c.key, e.dim, e.vector FROM wiki_chunks c JOIN wiki_embeddings e "
+            "ON e.text_hash = c.text_hash AND e.model = %s WHERE c.space = %s "
+            "ORDER BY c.key, c.chunk", (model, self.space)).fetchall()
+        keys: list[str] = []
+        starts: list[int] = []
+        vectors = []
+        for number, (key, row_dim, vector) in enumerate(rows):
+            if row_dim != dim:
+                raise ValueError(f"stored vector of {key} has {row_dim} dimensions, the "
+                                 f"model {model} gives {dim}; rebuild the index")
+            if not keys or keys[-1] != key:
+                keys.append(key)
+                starts.append(number)
+            vectors.append(np.asarray(vector, dtype=np.float32))
+        array = np.vstack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
+        matrix = Matrix(keys, np.array(starts + [len(vectors)], dtype=np.int64), array, version)
+        self._matrix = {model: matrix}
+        return matrix
+
+    def search(self, query_vector, model: str, *, where: str, params: list,
+               limit: int) -> list[tuple[str, float]]:
+        """``(key, cosine of the best chunk)`` of the ``limit`` nearest documents of this
+        space passing the condition ``where`` over ``wiki_docs d``, best first."""
+        query_vector = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        dim = int(query_vector.shape[0])
+        wanted = max(limit * CHUNKS_PER_DOC, 100)
+        with self.conn.transaction():
+            self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, wanted)}")
+            self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            rows = self.conn.execute(sql.SQL(
+                "SELECT key, min(dist) AS best FROM (SELECT c.key, "
+                "e.vector::vector({dim}) <=> %s::vector({dim}) AS dist "
+                "FROM wiki_embeddings e JOIN wiki_chunks c ON c.text_hash = e.text_hash "
+                "AND c.space = %s JOIN wiki_docs d ON d.space = c.space AND d.key = c.key "
+                "WHERE e.model = %s AND e.dim = {dim} AND " + where +
+                " ORDER BY e.vector::vector({dim}) <=> %s::vector({dim}) LIMIT %s) near "
+                "GROUP BY key ORDER BY best, key LIMIT %s").format(dim=sql.Literal(dim)),
+                [query_vector, self.space, model, *params, query_vector, wanted, limit]).fetchall()
+        return [(key, 1.0 - float(dist)) for key, dist in rows]
