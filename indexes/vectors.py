@@ -109,6 +109,11 @@ class VectorStore:
             [(key, i, text_hash(t), t) for i, t in enumerate(chunks)])
         self._bump()
 
+    def chunk_keys(self) -> list[tuple[str, str]]:
+        """``(document key, text hash)`` of every stored chunk, by key and position."""
+        return self.conn.execute(
+            "SELECT key, text_hash FROM chunks ORDER BY key, chunk").fetchall()
+
     def replace_sentences(self, key: str, texts: Sequence[str]) -> None:
         """Store the answer sentences of document ``key`` (embedded with the chunks)."""
         self.conn.execute("DELETE FROM sentences WHERE key = ?", (key,))

@@ -65,6 +65,12 @@ class PgVectorStore:
                             [(self.space, key, i, text_hash(t), t) for i, t in enumerate(chunks)])
         self._bump()
 
+    def chunk_keys(self) -> list[tuple[str, str]]:
+        """``(document key, text hash)`` of every stored chunk, by key and position."""
+        return [tuple(row) for row in self.conn.execute(
+            "SELECT key, text_hash FROM wiki_chunks WHERE space = %s ORDER BY key, chunk",
+            (self.space,)).fetchall()]
+
     def sentence_vectors(self, keys: Sequence[str], model: str) -> dict[str, np.ndarray]:
         """``text_hash -> vector`` of the stored sentences of documents ``keys``."""
         keys = list(keys)
