@@ -19,7 +19,7 @@ import math
 
 from indexes.documents import Hit, hits_from_rows
 from indexes.names import fold_name, spans
-from indexes.pg.text import TS_CONFIG, fts_input, lexeme_literal, websearch_text
+from indexes.pg.text import TS_CONFIG, fts_input, websearch_text
 from indexes.query import substring_terms
 
 K1, B = 1.2, 0.75
@@ -51,19 +51,22 @@ def lexemes(conn, query: str) -> tuple[str, list[str]]:
 
 
 def document_frequencies(conn, space: str, terms: list[str]) -> dict[str, int]:
-    """``lexeme -> number of documents of the space holding it``."""
+    """``lexeme -> number of documents of the space holding it`` (from the postings)."""
     if not terms:
         return {}
-    rows = conn.execute(
-        "SELECT t.lex, (SELECT count(*) FROM wiki_docs x WHERE x.space = %s AND "
-        "x.fts @@ t.q::tsquery) FROM unnest(%s::text[], %s::text[]) AS t(lex, q)",
-        (space, terms, [lexeme_literal(t) for t in terms])).fetchall()
-    return dict(rows)
+    return dict(conn.execute(
+        "SELECT lexeme, count(*) FROM wiki_terms WHERE space = %s AND lexeme = ANY(%s) "
+        "GROUP BY lexeme", (space, terms)).fetchall())
 
 
 def search_fulltext(conn, space: str, query: str, where: str, params: list, *, limit: int,
                     weights: tuple[float, ...], rank: str = "bm25") -> list[Hit]:
-    """Documents matching any query word, best first (raises ``EmptyQueryError``)."""
+    """Documents matching any query word, best first (raises ``EmptyQueryError``).
+
+    ``bm25`` reads the postings of the query's lexemes (``wiki_terms``) and sums
+    ``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len / avg_len))`` per document, ``f``
+    the weighted occurrences; a query holding a phrase (two words as one, ``<->``) also
+    requires the document to match the phrase, as FTS5's MATCH does."""
     tsquery, terms = lexemes(conn, query)
     if not tsquery:
         return []
@@ -74,25 +77,27 @@ def search_fulltext(conn, space: str, query: str, where: str, params: list, *, l
             (space,)).fetchone()
         df = document_frequencies(conn, space, terms)
         idfs = [fts5_idf(df.get(t, 0), int(n_docs)) for t in terms]
-        score = (
-            "(SELECT coalesce(sum(i.w * tf.f * %s / (tf.f + %s * (1 - %s + %s * d.doc_len / "
-            "%s))), 0) FROM (SELECT u.lexeme, sum(CASE wt WHEN 'A' THEN %s WHEN 'B' THEN %s "
-            "WHEN 'C' THEN %s ELSE %s END) AS f FROM unnest(d.fts) u, unnest(u.weights) wt "
-            "WHERE u.lexeme = ANY(%s) GROUP BY u.lexeme) tf JOIN unnest(%s::text[], "
-            "%s::float8[]) AS i(lex, w) ON i.lex = tf.lexeme)")
-        score_params = [K1 + 1, K1, B, B, max(float(avg_len), 1.0), a, b, c, d, terms,
-                        terms, idfs]
-    else:
-        function, _, flags = rank.partition(":")
-        if function not in ("ts_rank", "ts_rank_cd"):
-            raise ValueError(f"unknown full-text ranking {rank!r}")
-        score = f"{function}(%s::float4[], d.fts, %s::tsquery, %s)"
-        top = max(a, b, c, d, 1e-9)  # ts_rank takes weights in [0, 1]
-        score_params = [[d / top, c / top, b / top, a / top], tsquery, int(flags or 0)]
+        phrase = " AND d.fts @@ %s::tsquery" if "<->" in tsquery else ""
+        rows = conn.execute(
+            f"SELECT {HIT}, s.score FROM (SELECT t.key, sum(i.w * t.f * %s / (t.f + %s * "
+            "(1 - %s + %s * t.doc_len / %s))) AS score FROM (SELECT key, lexeme, doc_len, "
+            "fa * %s + fb * %s + fc * %s + fd * %s AS f FROM wiki_terms WHERE space = %s AND "
+            "lexeme = ANY(%s)) t JOIN unnest(%s::text[], %s::float8[]) AS i(lex, w) ON "
+            "i.lex = t.lexeme GROUP BY t.key) s JOIN wiki_docs d ON d.space = %s AND "
+            f"d.key = s.key WHERE {where}{phrase} ORDER BY s.score DESC, d.key LIMIT %s",
+            [K1 + 1, K1, B, B, max(float(avg_len), 1.0), a, b, c, d, space, terms, terms,
+             idfs, space, *params, *([tsquery] if phrase else []), limit]).fetchall()
+        return hits_from_rows(rows, negate=False)
+    function, _, flags = rank.partition(":")
+    if function not in ("ts_rank", "ts_rank_cd"):
+        raise ValueError(f"unknown full-text ranking {rank!r}")
+    top = max(a, b, c, d, 1e-9)  # ts_rank takes weights in [0, 1]
     rows = conn.execute(
-        f"SELECT {HIT}, {score} AS s FROM wiki_docs d WHERE d.space = %s AND "
-        f"d.fts @@ %s::tsquery AND {where} ORDER BY s DESC, d.key LIMIT %s",
-        [*score_params, space, tsquery, *params, limit]).fetchall()
+        f"SELECT {HIT}, {function}(%s::float4[], d.fts, %s::tsquery, %s) AS s FROM wiki_docs "
+        f"d WHERE d.space = %s AND d.fts @@ %s::tsquery AND {where} ORDER BY s DESC, d.key "
+        "LIMIT %s",
+        [[d / top, c / top, b / top, a / top], tsquery, int(flags or 0), space, tsquery,
+         *params, limit]).fetchall()
     return hits_from_rows(rows, negate=False)
 
 

@@ -9,7 +9,7 @@ SQLite cache): a space reaches them only through its own chunks and sentences.
 
 from __future__ import annotations
 
-VERSION = 1
+VERSION = 2
 LOCK_SCHEMA = 0x77696B69  # advisory lock key held while creating the schema ("wiki")
 
 DDL = """
@@ -42,6 +42,10 @@ CREATE INDEX IF NOT EXISTS wiki_sentences_hash ON wiki_sentences (text_hash);
 CREATE TABLE IF NOT EXISTS wiki_embeddings (
     text_hash TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
     vector VECTOR NOT NULL, PRIMARY KEY (text_hash, model));
+CREATE TABLE IF NOT EXISTS wiki_terms (
+    space TEXT NOT NULL, key TEXT NOT NULL, lexeme TEXT NOT NULL,
+    fa REAL NOT NULL, fb REAL NOT NULL, fc REAL NOT NULL, fd REAL NOT NULL,
+    doc_len INTEGER NOT NULL, PRIMARY KEY (space, lexeme, key));
 CREATE TABLE IF NOT EXISTS wiki_revalidate (
     space TEXT NOT NULL, key TEXT NOT NULL, uri TEXT NOT NULL, commit_sha TEXT NOT NULL,
     marked_at TEXT NOT NULL, PRIMARY KEY (space, key, uri));
@@ -49,8 +53,32 @@ CREATE TABLE IF NOT EXISTS wiki_revalidate (
 """Tables of schema :data:`VERSION`; statements separated by ``;`` at line ends."""
 
 SPACE_TABLES = ("wiki_docs", "wiki_meta", "wiki_names", "wiki_chunks", "wiki_sentences",
-                "wiki_revalidate")
+                "wiki_terms", "wiki_revalidate")
 """Every table holding one space's rows (``clear`` empties them for the space)."""
+
+
+POSTINGS = """
+INSERT INTO wiki_terms(space, key, lexeme, fa, fb, fc, fd, doc_len)
+SELECT d.space, d.key, u.lexeme, count(*) FILTER (WHERE wt = 'A'),
+       count(*) FILTER (WHERE wt = 'B'), count(*) FILTER (WHERE wt = 'C'),
+       count(*) FILTER (WHERE wt = 'D'), d.doc_len
+FROM wiki_docs d, unnest(d.fts) u, unnest(u.weights) wt
+WHERE d.space = %s AND d.key = ANY(%s) GROUP BY d.space, d.key, u.lexeme, d.doc_len
+"""
+"""The postings of documents ``key = ANY(%s)`` of one space: for each (document, lexeme)
+its occurrences per weight class (title A, aliases B, tags and summary C, body D) and the
+document's length, so BM25 reads only the query's lexemes' rows (an inverted index, as
+FTS5 keeps one) instead of every matching document's whole tsvector."""
+
+BACKFILL = """
+INSERT INTO wiki_terms(space, key, lexeme, fa, fb, fc, fd, doc_len)
+SELECT d.space, d.key, u.lexeme, count(*) FILTER (WHERE wt = 'A'),
+       count(*) FILTER (WHERE wt = 'B'), count(*) FILTER (WHERE wt = 'C'),
+       count(*) FILTER (WHERE wt = 'D'), d.doc_len
+FROM wiki_docs d, unnest(d.fts) u, unnest(u.weights) wt
+GROUP BY d.space, d.key, u.lexeme, d.doc_len ON CONFLICT DO NOTHING
+"""
+"""The postings of every document (a schema 1 database, which had none)."""
 
 
 def statements() -> list[str]:

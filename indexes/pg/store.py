@@ -25,7 +25,14 @@ from indexes.names import fold_name
 from indexes.pg import ranking
 from indexes.pg.filters import pg_sql
 from indexes.pg.rows import HIT_COLUMNS, PgDocRows
-from indexes.pg.schema import LOCK_SCHEMA, SPACE_TABLES, VERSION, statements
+from indexes.pg.schema import (
+    BACKFILL,
+    LOCK_SCHEMA,
+    POSTINGS,
+    SPACE_TABLES,
+    VERSION,
+    statements,
+)
 from indexes.pg.text import TS_CONFIG, fts_input, word_count
 from indexes.pg.vectors import PgVectorStore
 from indexes.query import normalize
@@ -84,6 +91,9 @@ class PgIndex:
                 elif found > VERSION:
                     raise IndexSchemaError(f"{self.path}: schema version {found} is newer "
                                            f"than this wiki ({VERSION}); upgrade wiki")
+                elif found < VERSION:  # 1 -> 2: the postings BM25 reads
+                    self.conn.execute(BACKFILL)
+                    self.conn.execute("UPDATE wiki_schema SET version = %s", (VERSION,))
         except psycopg.Error as exc:
             self.conn.close()
             raise IndexUnavailableError(f"{self.path}: cannot prepare the index schema: "
@@ -151,9 +161,10 @@ class PgIndex:
             cur.executemany(
                 f"INSERT INTO wiki_docs({names}, fts) VALUES ({values}, {FTS_VALUE}) "
                 f"ON CONFLICT (space, key) DO UPDATE SET {updates}", rows)
-            for table in ("wiki_revalidate", "wiki_names"):
+            for table in ("wiki_revalidate", "wiki_names", "wiki_terms"):
                 cur.execute(f"DELETE FROM {table} WHERE space = %s AND key = ANY(%s)",
                             (self.space, keys))
+            cur.execute(POSTINGS, (self.space, keys))
             cur.executemany("INSERT INTO wiki_names(space, key, name, kind) VALUES "
                             "(%s, %s, %s, %s) ON CONFLICT DO NOTHING",
                             [(self.space, row["key"], name, kind) for row in rows
@@ -189,7 +200,7 @@ class PgIndex:
         keys = list(keys)
         if keys:
             with self.transaction():
-                for table in ("wiki_docs", "wiki_names", "wiki_revalidate"):
+                for table in ("wiki_docs", "wiki_names", "wiki_terms", "wiki_revalidate"):
                     self.conn.execute(f"DELETE FROM {table} WHERE space = %s AND "
                                       "key = ANY(%s)", (self.space, keys))
                 self.vectors.delete(keys)

@@ -18,6 +18,10 @@ EF_SEARCH = 200
 """HNSW candidate list per scan (pgvector's default is 40)."""
 CHUNKS_PER_DOC = 8
 """Nearest chunks fetched per wanted document before grouping by document."""
+EXACT_DOCS = 5_000
+"""At most this many reachable documents: exact distances, no HNSW scan."""
+EXACT_SHARE = 0.25
+"""Reachable documents under this share of all stored vectors: exact distances too."""
 
 
 class PgVectorStore:
@@ -197,20 +201,38 @@ class PgVectorStore:
     def search(self, query_vector, model: str, *, where: str, params: list,
                limit: int) -> list[tuple[str, float]]:
         """``(key, cosine of the best chunk)`` of the ``limit`` nearest documents of this
-        space passing the condition ``where`` over ``wiki_docs d``, best first."""
+        space passing the condition ``where`` over ``wiki_docs d``, best first.
+
+        The HNSW index covers every space's embeddings, so a search that may reach only
+        a small part of them (one space of many, or a narrow filter) would make the
+        iterative scan walk most of the graph: when the documents it may reach are at most
+        :data:`EXACT_DOCS`, or under :data:`EXACT_SHARE` of the stored vectors, the
+        distances are computed exactly over those documents' chunks instead (pgvector's
+        advice for selective filters)."""
         query_vector = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         dim = int(query_vector.shape[0])
         wanted = max(limit * CHUNKS_PER_DOC, 100)
+        reachable = self.conn.execute(
+            "SELECT count(*) FROM wiki_docs d WHERE d.space = %s AND " + where,
+            [self.space, *params]).fetchone()[0]
+        stored = self.conn.execute(
+            "SELECT greatest(reltuples, 0) FROM pg_class WHERE relname = 'wiki_embeddings'"
+        ).fetchone()
+        exact = reachable <= EXACT_DOCS or reachable < EXACT_SHARE * float(stored[0] or 0)
+        # "+ 0" keeps the planner off the HNSW index: an exact scan of the reachable rows
+        order = "(e.vector::vector({dim}) <=> %s::vector({dim})) + 0" if exact else \
+            "e.vector::vector({dim}) <=> %s::vector({dim})"
         with self.conn.transaction():
-            self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, wanted)}")
-            self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            if not exact:
+                self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, wanted)}")
+                self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             rows = self.conn.execute(sql.SQL(
                 "SELECT key, min(dist) AS best FROM (SELECT c.key, "
                 "e.vector::vector({dim}) <=> %s::vector({dim}) AS dist "
                 "FROM wiki_embeddings e JOIN wiki_chunks c ON c.text_hash = e.text_hash "
                 "AND c.space = %s JOIN wiki_docs d ON d.space = c.space AND d.key = c.key "
                 "WHERE e.model = %s AND e.dim = {dim} AND " + where +
-                " ORDER BY e.vector::vector({dim}) <=> %s::vector({dim}) LIMIT %s) near "
+                " ORDER BY " + order + " LIMIT %s) near "
                 "GROUP BY key ORDER BY best, key LIMIT %s").format(dim=sql.Literal(dim)),
                 [query_vector, self.space, model, *params, query_vector, wanted, limit]).fetchall()
         return [(key, 1.0 - float(dist)) for key, dist in rows]
