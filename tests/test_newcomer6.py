@@ -102,3 +102,26 @@ def test_demo_dir_keeps_the_demo_repository_and_refuses_a_full_folder(tmp_path: 
                            cwd=tmp_path)
     assert again.returncode == 2 and "not empty" in again.stderr
     assert Wiki(kept / "repo").head() is not None
+
+
+# -- wiki serve token: its stderr is TOML, to append to the config as it is -------------------
+
+def test_token_stderr_appends_to_the_config_file_as_it_is(tmp_path: Path) -> None:
+    """docs/serve.md shows the hash lines going into the file; the line before them was
+    prose, so `wiki serve token ... 2>> serve.toml` made a file that failed to load."""
+    from typer.testing import CliRunner
+
+    from wiki.serve.config import load_config
+    from wiki_cli.app import app
+
+    (tmp_path / "demo").mkdir()
+    subprocess.run(["git", "init", "-q", str(tmp_path / "demo")], check=True)
+    config = tmp_path / "serve.toml"
+    config.write_text('[repos.demo]\npath = "demo"\n', encoding="utf-8")
+    made = CliRunner().invoke(app, ["serve", "token", "agents", "--repo", "demo", "--rights",
+                                    "propose", "--author", "Team agents <agents@example.com>"])
+    assert made.exit_code == 0, made.output
+    with config.open("a", encoding="utf-8") as out:
+        out.write(made.stderr)
+    token = load_config(config).authenticate(made.stdout.strip())
+    assert token is not None and token.may_propose and token.name == "agents"
