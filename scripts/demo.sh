@@ -4,11 +4,22 @@
 #   DEMO_CORPUS unset          -> this project's README.md and docs/ (not the design log)
 #   DEMO_CORPUS=<handbook dir> -> the 18F handbook bundle at its checkpoint commit
 #   DEMO_CORPUS=<folder>       -> any folder of markdown
+#   DEMO_DIR=<new folder>      -> keep the demo repository there (for `wiki serve`, more
+#                                 questions); by default it is a temp folder, removed at exit
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 WIKI="${WIKI:-$here/.venv/bin/wiki}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+if [ -n "${DEMO_DIR:-}" ]; then
+  if [ -e "$DEMO_DIR" ] && [ -n "$(ls -A "$DEMO_DIR")" ]; then
+    echo "demo: DEMO_DIR=$DEMO_DIR exists and is not empty; give a new folder" >&2
+    exit 2
+  fi
+  mkdir -p "$DEMO_DIR"
+  work="$(cd "$DEMO_DIR" && pwd)"
+else
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+fi
 export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME="Ada Author" GIT_AUTHOR_EMAIL="ada@example.com"
 export GIT_COMMITTER_NAME="Ada Author" GIT_COMMITTER_EMAIL="ada@example.com"
 
@@ -74,3 +85,7 @@ for q in "${questions[@]}"; do
   echo "\$ wiki ask \"$q\""
   "$WIKI" ask "$q" || echo "(exit $?: evidence gap)"
 done
+if [ -n "${DEMO_DIR:-}" ]; then
+  echo
+  echo "the demo repository is kept in $work/repo (its wiki branch: wiki)" >&2
+fi

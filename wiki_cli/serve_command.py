@@ -92,7 +92,7 @@ def token(
         print_json({"token": secret, "hash": token_hash(secret), "config": "\n".join(lines)})
         return
     out.print(secret, highlight=False, markup=False)
-    report("add to the server's config file (it keeps only the hash):\n" + "\n".join(lines))
+    report("# add to the server's config file (it keeps only the hash):\n" + "\n".join(lines))
 
 
 def _toml(text: str) -> str:

@@ -273,7 +273,8 @@ def _at_commit(tools: WikiTools, body, wanted: str | None, **kwargs) -> dict[str
     head = tools.wiki().require_head()
     if wanted is not None and not head.startswith(wanted):
         raise RefMovedError(f"the wiki branch is at {head[:12]}, not at the requested "
-                            f"commit {wanted}: ask again without X-Wiki-Commit, or with it")
+                            f"commit {wanted}: ask again with X-Wiki-Commit: {head[:12]} (or "
+                            f"without it) for the answer at the head")
     result = body(**kwargs)
     commit = result.get("commit") or result.get("head") or head
     return {**result, "commit": commit}

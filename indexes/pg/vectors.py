@@ -24,6 +24,13 @@ EXACT_SHARE = 0.25
 """Reachable documents under this share of all stored vectors: exact distances too."""
 
 
+def as_array(value) -> np.ndarray:
+    """A ``vector`` column's value as a float32 array of its dimension. pgvector's psycopg
+    loader gives its own ``Vector`` object (0.5+), which numpy cannot read directly."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.array(to_numpy() if to_numpy is not None else value, dtype=np.float32)
+
+
 class PgVectorStore:
     """Chunks, sentences and embeddings of one ``space`` over a psycopg connection (made by
     :class:`indexes.pg.store.PgIndex` as ``index.vectors``; same methods as
@@ -84,7 +91,7 @@ class PgVectorStore:
             "SELECT DISTINCT s.text_hash, e.vector FROM wiki_sentences s JOIN "
             "wiki_embeddings e ON e.text_hash = s.text_hash AND e.model = %s "
             "WHERE s.space = %s AND s.key = ANY(%s)", (model, self.space, keys))
-        return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+        return {h: as_array(v) for h, v in rows}
 
     def delete(self, keys: Iterable[str]) -> None:
         """Forget the chunks and sentences of these documents (embeddings stay)."""
@@ -192,7 +199,7 @@ class PgVectorStore:
             if not keys or keys[-1] != key:
                 keys.append(key)
                 starts.append(number)
-            vectors.append(np.asarray(vector, dtype=np.float32))
+            vectors.append(as_array(vector))
         array = np.vstack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
         matrix = Matrix(keys, np.array(starts + [len(vectors)], dtype=np.int64), array, version)
         self._matrix = {model: matrix}
