@@ -35,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from indexes.errors import IndexUnavailableError
 from wiki.errors import RefMovedError, UsageError
 from wiki.serve.config import RepoSpec, ServeConfig, TokenSpec
 from wiki_cli import __version__
@@ -282,9 +283,10 @@ def _at_commit(tools: WikiTools, body, wanted: str | None, **kwargs) -> dict[str
 def _failure(failed: ToolFailure) -> JSONResponse:
     error = failed.error
     code = INTERNAL if failed.internal else exit_code_for(error)
+    status = 503 if isinstance(error, IndexUnavailableError) else HTTP_STATUS.get(code, 500)
     message = (f"internal error: {type(error).__name__}: {error} (please report it)"
                if failed.internal else str(error))
-    return problem(HTTP_STATUS.get(code, 500), mask_secrets(message), type(error).__name__,
+    return problem(status, mask_secrets(message), type(error).__name__,
                    code, notices=failed.notices)
 
 
