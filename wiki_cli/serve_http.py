@@ -234,6 +234,8 @@ async def _arguments(request: Request, tool: str) -> dict[str, Any]:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"the request body is not JSON: {exc}") from None
+    except RecursionError:
+        raise UsageError("the request body is nested too deeply to read") from None
     if not isinstance(data, dict):
         raise UsageError("the request body must be a JSON object of the tool's arguments")
     return data

@@ -1,0 +1,193 @@
+"""Breaking ``wiki serve`` on purpose, on 127.0.0.1 in scratch repositories: token
+tricks, repository names and entry ids built to slip past a scope, malformed and hostile
+bodies (deep nesting, JSON-RPC that is not), method confusion and config files an operator
+gets wrong. Every answer must be a clean 4xx (never 500), never cross a token's scope, and
+never propose or approve with a read token."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import git, ingest_and_land, write
+from serve_helpers import OTHER_TOKEN, READ_TOKEN, WRITE_TOKEN, running, write_config
+
+from wiki.errors import ConfigError
+from wiki.serve.config import load_config, token_hash
+from wiki.store.workspace import Wiki
+
+
+def _auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def two(wiki: Wiki, repo: Path, tmp_path: Path) -> Path:
+    """``handbook`` (one entry) and ``ops`` (one entry): the config file."""
+    write(repo / "docs" / "leave.md", "# Annual leave\n\nLeave is requested in HR Links.\n")
+    ingest_and_land(wiki, repo / "docs")
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    git(ops, "init", "-q", "-b", "main")
+    write(ops / "README.md", "# ops\n")
+    git(ops, "add", "README.md")
+    git(ops, "commit", "-q", "-m", "first")
+    ops_wiki = Wiki(ops)
+    ops_wiki.init()
+    write(ops / "runbooks" / "pager.md", "# Pager\n\nThe pager rotation changes on Mondays.\n")
+    ingest_and_land(ops_wiki, ops / "runbooks")
+    return write_config(tmp_path / "serve.toml", {"handbook": repo, "ops": ops},
+                        extra_server="max_body_bytes = 200000\nbody_timeout = 2")
+
+
+def _rpc(method: str, params=None, ident=1) -> dict:
+    message = {"jsonrpc": "2.0", "id": ident, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+
+
+def test_hostile_requests_get_clean_answers(two: Path) -> None:
+    with running(two) as base, httpx.Client(base_url=base, timeout=60) as client:
+        read, other = _auth(READ_TOKEN), _auth(OTHER_TOKEN)
+        statuses = {}
+
+        def check(name, response, allowed):
+            statuses[name] = response.status_code
+            assert response.status_code in allowed, (name, response.status_code,
+                                                      response.text[:300])
+            assert response.status_code != 500
+
+        deep = "[" * 50000 + "]" * 50000
+        check("deep json", client.post("/v1/repos/handbook/search", headers=read,
+                                       content=f'{{"query": {deep}}}'), {400})
+        check("deep object", client.post("/v1/repos/handbook/search", headers=read,
+                                         content='{"a":' * 20000 + "1" + "}" * 20000), {400})
+        check("deep args", client.post("/v1/repos/handbook/search", headers=read,
+                                       json={"query": "leave", "tags": _nested(200)}), {400})
+        check("nul query", client.post("/v1/repos/handbook/search", headers=read,
+                                       json={"query": "leave\x00"}), {200, 400})
+        check("bad utf-8", client.post("/v1/repos/handbook/search", headers=read,
+                                       content=b'{"query": "\xff\xfe"}'), {400})
+        check("lone surrogate", client.post("/v1/repos/handbook/search", headers=read,
+                                            content=b'{"query": "\\udcff"}'), {400})
+        check("huge limit", client.post("/v1/repos/handbook/search", headers=read,
+                                        json={"query": "leave", "limit": 10**12}), {400})
+        check("float limit", client.post("/v1/repos/handbook/search", headers=read,
+                                         json={"query": "leave", "limit": 1e308}), {400})
+        for target in ("..%2F..%2F..%2Fetc%2Fpasswd", "%00", "a%00b", "x" * 5000,
+                       "%ff%fe", "..", ".git/config", "%2e%2e/%2e%2e/README.md",
+                       "docs/../../README.md", "%0a%0d"):
+            check(f"entry {target[:20]}", client.get(f"/v1/repos/handbook/entries/{target}",
+                                                     headers=read), {400, 404})
+        for name in ("HANDBOOK", "handbook%2F", "handbook%00", "%2e%2e", "..%2Fhandbook",
+                     "handbook%20", "ｈａｎｄｂｏｏｋ", "*"):
+            check(f"repo {name}", client.post(f"/v1/repos/{name}/search", headers=other,
+                                              json={"query": "leave"}), {404})
+            check(f"mcp {name}", client.post(f"/v1/repos/{name}/mcp", headers={
+                **other, **MCP_HEADERS}, json=_rpc("tools/list")), {404})
+        for method, path in (("PUT", "/v1/repos/handbook/search"),
+                             ("GET", "/v1/repos/handbook/search"),
+                             ("POST", "/health"), ("DELETE", "/v1/repos/handbook/status"),
+                             ("POST", "/v1/repos/handbook/approve"),
+                             ("POST", "/v1/repos/handbook/reject"),
+                             ("TRACE", "/v1/repos"), ("OPTIONS", "/v1/repos/handbook/mcp")):
+            check(f"{method} {path}", client.request(method, path, headers=read),
+                  {401, 404, 405})
+        for header in ("Bearer", "bearer", "Basic " + READ_TOKEN,
+                       "Bearer " + READ_TOKEN.upper(), "Bearer " + READ_TOKEN + "x",
+                       "Bearer " + READ_TOKEN[:-1]):
+            check(f"auth {header[:12]}", client.get("/v1/repos", headers={
+                "Authorization": header}), {401})
+        check("health", client.get("/health"), {200})
+
+
+def _nested(depth: int):
+    value: list = ["x"]
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_malformed_mcp_messages_are_protocol_errors(two: Path) -> None:
+    with running(two) as base, httpx.Client(base_url=base, timeout=60) as client:
+        url = "/v1/repos/handbook/mcp"
+        headers = {**_auth(READ_TOKEN), **MCP_HEADERS}
+        bodies = [b"", b"not json", b"[]", b"{}", b"null", b'{"jsonrpc": "1.0"}',
+                  b'{"jsonrpc":"2.0","id":1,"method":' + b"[" * 30000 + b"]" * 30000 + b"}",
+                  b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1,2]}',
+                  b'{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}']
+        for body in bodies:
+            answer = client.post(url, headers=headers, content=body)
+            assert answer.status_code < 500, (body[:60], answer.status_code, answer.text[:300])
+        for name, arguments in (("propose", {"kind": "new", "content": "# x\n\nbody\n"}),
+                                ("approve", {"name": "x"}), ("search", "not a dict"),
+                                ("search", {"query": "leave", "tags": _nested(300)}),
+                                ("search", {"query": "leave\x00"}),
+                                ("get", {"target": "../../etc/passwd"})):
+            answer = client.post(url, headers=headers, json=_rpc(
+                "tools/call", {"name": name, "arguments": arguments}))
+            assert answer.status_code < 500, (name, answer.status_code, answer.text[:300])
+            reply = answer.json() if answer.status_code == 200 else {}
+            if name in ("propose", "approve"):
+                assert "error" in reply or reply.get("result", {}).get("isError"), reply
+        listed = client.post(url, headers=headers, json=_rpc("tools/list")).json()
+        assert {t["name"] for t in listed["result"]["tools"]} == {"search", "ask", "get",
+                                                                   "lint"}
+        assert not [b for b in git_branches(two) if "proposal" in b]
+
+
+def git_branches(config: Path) -> list[str]:
+    repos = load_config(config).repos
+    return [line for spec in repos.values()
+            for line in git(spec.path, "branch", "--list", "--format=%(refname)").split()]
+
+
+def _config(tmp_path: Path, repo: Path, tokens: str, server: str = "") -> Path:
+    path = tmp_path / "serve.toml"
+    path.write_text(f"[server]\n{server}\n[repos.handbook]\npath = {str(repo)!r}\n{tokens}",
+                    encoding="utf-8")
+    return path
+
+
+def _token(name: str, secret: str, rights: str = "read", author: str = "") -> str:
+    lines = ["[[tokens]]", f'name = "{name}"', f'hash = "{token_hash(secret)}"',
+             'repos = ["*"]', f'rights = "{rights}"']
+    if author:
+        lines.append(f'author = "{author}"')
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(("tokens", "server", "words"), [
+    (_token("agents", "wk_a" * 10, "propose", "Ann <ann@example.com>")
+     + _token("agents", "wk_b" * 10, "propose", "Bob <bob@example.com>"), "",
+     "token 'agents' is named twice"),
+    (_token("one", "wk_same" * 6) + _token("two", "wk_same" * 6, "propose",
+                                           "Bob <bob@example.com>"), "",
+     "the same hash as token 'one'"),
+    ("", "request_timeout = nan", "request_timeout"),
+    ("", "body_timeout = nan", "body_timeout"),
+    ("", "fetch_interval = nan", "fetch_interval"),
+])
+def test_config_faults_are_one_line(tmp_path: Path, wiki: Wiki, tokens: str, server: str,
+                                    words: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(_config(tmp_path, wiki.root, tokens, server))
+    assert words in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_write_token_sees_only_its_own_repository_for_propose(two: Path) -> None:
+    """The propose token names handbook only: ops is 404 to it, even over MCP."""
+    with running(two) as base, httpx.Client(base_url=base, timeout=60) as client:
+        headers = {**_auth(WRITE_TOKEN), **MCP_HEADERS}
+        answer = client.post("/v1/repos/ops/mcp", headers=headers, json=_rpc("tools/list"))
+        assert answer.status_code == 404
+        answer = client.post("/v1/repos/ops/propose", headers=_auth(WRITE_TOKEN),
+                             json={"kind": "new", "content": "# x\n\nbody\n"})
+        assert answer.status_code == 404
