@@ -191,3 +191,51 @@ def test_write_token_sees_only_its_own_repository_for_propose(two: Path) -> None
         answer = client.post("/v1/repos/ops/propose", headers=_auth(WRITE_TOKEN),
                              json={"kind": "new", "content": "# x\n\nbody\n"})
         assert answer.status_code == 404
+
+
+def test_calls_waiting_for_a_busy_repository_hold_no_threads(two: Path) -> None:
+    """60 calls queued behind a held handbook lock (more than the worker threads): ops,
+    /health and the listing still answer, the queued calls end in 504, and those that
+    timed out while waiting for their turn left no thread behind (each would otherwise
+    block a thread until the lock frees, then run its search for nobody)."""
+    import threading
+
+    import anyio
+
+    from wiki_cli.serve_http import build_app
+
+    text = two.read_text(encoding="utf-8").replace("[server]", "[server]\nrequest_timeout = 3")
+    two.write_text(text, encoding="utf-8")
+    app = build_app(load_config(two), warm=False)
+    held = app.app.served["handbook"].tools.lock
+    answers: dict[str, list[int]] = {"handbook": [], "ops": [], "health": [], "repos": []}
+
+    async def main(base: str) -> None:
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=0)
+        async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
+            async def call(kind: str, method: str, path: str, body=None) -> None:
+                response = await client.request(method, path, headers=_auth(READ_TOKEN),
+                                                json=body)
+                answers[kind].append(response.status_code)
+
+            async with anyio.create_task_group() as group:
+                for _ in range(60):
+                    group.start_soon(call, "handbook", "POST", "/v1/repos/handbook/search",
+                                     {"query": "leave"})
+                await anyio.sleep(0.5)  # let them queue (not an assertion on time)
+                await call("health", "GET", "/health")
+                await call("ops", "POST", "/v1/repos/ops/search", {"query": "pager"})
+                await call("repos", "GET", "/v1/repos")
+
+    held.acquire()
+    try:
+        with running(two, app=app) as base:
+            before = threading.active_count()
+            anyio.run(main, base)
+            left = threading.active_count() - before
+    finally:
+        held.release()
+    assert answers["health"] == [200] and answers["ops"] == [200], answers
+    assert answers["repos"] == [200], answers
+    assert set(answers["handbook"]) == {504}, answers
+    assert left <= 5, f"{left} threads left behind by calls that timed out"

@@ -66,6 +66,8 @@ class Served:
     writers: dict[str, WikiTools] = field(default_factory=dict)
     mcp: dict[str, Any] = field(default_factory=dict)
     fetched: dict[str, Any] = field(default_factory=dict)
+    turn: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(1))
+    """REST calls wait for their turn here, holding no worker thread (:func:`_in_turn`)."""
 
     def tools_for(self, token: TokenSpec) -> WikiTools:
         """The tools a token's calls run on (its author's, when it may propose)."""
@@ -184,8 +186,9 @@ async def _repos(served: dict[str, Served], request: Request) -> JSONResponse:
 
 async def _rest(served: dict[str, Served], limit: float, tool: str,
                 request: Request) -> JSONResponse:
-    """One REST call: scope and rights, the arguments, then the tool body under the
-    repository's lock within the time limit."""
+    """One REST call: scope and rights, the arguments, then, in the repository's turn
+    (waited for without a worker thread), the tool body under its lock, all within the
+    time limit."""
     token: TokenSpec = request.scope["wiki.token"]
     name = request.path_params["name"]
     repo = served.get(name)
@@ -208,14 +211,45 @@ async def _rest(served: dict[str, Served], limit: float, tool: str,
     call = partial(_at_commit, tools, _body(tools, tool), wanted)
     try:
         with anyio.fail_after(limit):
-            result = await anyio.to_thread.run_sync(run_tool, tools, call, kwargs,
-                                                    abandon_on_cancel=True)
+            result = await _in_turn(repo, partial(run_tool, tools, call, kwargs))
     except TimeoutError:
         return problem(504, f"the call did not finish within {limit:g} s (it may still "
                        "complete on the server)", "gateway-timeout")
     except ToolFailure as failed:
         return _failure(failed)
     return JSONResponse(result, headers={"X-Wiki-Commit": result.get("commit") or ""})
+
+
+async def _in_turn(repo: Served, work):
+    """``work()`` in a worker thread once it is ``repo``'s turn. Waiting holds no thread,
+    so calls queued behind a slow one cannot use up the workers that other repositories
+    need; a call cancelled (timed out) before its thread starts never runs, and one
+    cancelled while running keeps the turn until its thread ends, so abandoned threads
+    never pile up behind the repository's lock."""
+    state = threading.Lock()
+    started = dropped = False
+
+    def run():
+        nonlocal started
+        with state:
+            if dropped:
+                return None
+            started = True
+        try:
+            return work()
+        finally:
+            with contextlib.suppress(RuntimeError):  # the server stopped meanwhile
+                anyio.from_thread.run_sync(repo.turn.release)
+
+    await repo.turn.acquire()
+    try:
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except BaseException:
+        with state:
+            if not started:
+                dropped = True
+                repo.turn.release()
+        raise
 
 
 async def _arguments(request: Request, tool: str) -> dict[str, Any]:
