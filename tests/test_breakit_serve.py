@@ -239,3 +239,49 @@ def test_calls_waiting_for_a_busy_repository_hold_no_threads(two: Path) -> None:
     assert answers["repos"] == [200], answers
     assert set(answers["handbook"]) == {504}, answers
     assert left <= 5, f"{left} threads left behind by calls that timed out"
+
+
+@pytest.mark.parametrize(("where", "words"), [
+    ("nul", "handbook"),
+    ("missing", "handbook"), ("branch", "handbook"),
+])
+def test_a_repository_the_server_cannot_open_is_one_line_at_start(
+        tmp_path: Path, wiki: Wiki, runner, where: str, words: str) -> None:
+    from wiki_cli.app import app
+
+    target = {"file": str(wiki.root / "README.md"), "nul": str(wiki.root) + "\\u0000x",
+              "locked": str(tmp_path / "locked"), "missing": str(tmp_path / "nowhere"),
+              "branch": str(wiki.root)}[where]
+    (tmp_path / "locked").mkdir(mode=0)
+    extra = 'branch = "no/such\\u0000branch"\n' if where == "branch" else ""
+    config = tmp_path / "serve.toml"
+    config.write_text(f'[repos.handbook]\npath = "{target}"\n{extra}', encoding="utf-8")
+    try:
+        result = runner.invoke(app, ["serve", "--config", str(config)])
+    finally:
+        (tmp_path / "locked").chmod(0o700)
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path, wiki: Wiki, runner) -> None:
+    """uvicorn exits 3 (the CLI's "evidence gap") after a log line when it cannot bind."""
+    import socket
+
+    from wiki_cli.app import app
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    config = tmp_path / "serve.toml"
+    config.write_text(f"[server]\nport = {port}\n[repos.handbook]\npath = {str(wiki.root)!r}\n"
+                      + _token("reader", READ_TOKEN), encoding="utf-8")
+    try:
+        result = runner.invoke(app, ["serve", "--config", str(config)])
+    finally:
+        taken.close()
+    assert result.exit_code == 2, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("error: cannot listen on 127.0.0.1:") and "in use" in last, last

@@ -386,7 +386,35 @@ def run(config: ServeConfig) -> None:
 
     from wiki.answering.embed_settings import resolve_spec
 
+    sock = listening_socket(config.host, config.port)
     spec = replace(resolve_spec(notify=lambda line: log.info("%s", line)), server="off")
-    uvicorn.run(build_app(config, spec), host=config.host, port=config.port,
-                log_level="info", timeout_keep_alive=5, h11_max_incomplete_event_size=16384,
-                server_header=False)
+    settings = uvicorn.Config(build_app(config, spec), host=config.host, port=config.port,
+                              log_level="info", timeout_keep_alive=5,
+                              h11_max_incomplete_event_size=16384, server_header=False)
+    try:
+        uvicorn.Server(settings).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def listening_socket(host: str, port: int):
+    """A TCP socket bound to ``host``:``port`` (IPv4 or IPv6, as the address is). Raises
+    :class:`ConfigError` naming the address when it cannot be had (in use, not this
+    machine's, a port below 1024 without the right), before any model is loaded."""
+    import socket
+
+    from wiki.errors import ConfigError
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: "
+                          f"{exc.strerror or exc}") from None
+    return sock

@@ -10,8 +10,8 @@ token's ``author``). No right approves: approving is a person's act with ``wiki 
 from __future__ import annotations
 
 import hashlib
-import math
 import hmac
+import math
 import re
 import secrets
 import tomllib
@@ -210,8 +210,10 @@ def _repo(name: str, spec: Any, path: Path) -> RepoSpec:
         raise ConfigError(f"{where} must be a table")
     _known(spec, {"path", "branch", "remote"}, where)
     for key in ("path", "branch", "remote"):
-        if key in spec and (not isinstance(spec[key], str) or not spec[key].strip()):
-            raise ConfigError(f"{where}: {key} = {spec[key]!r} is not a non-empty string")
+        if key in spec and (not isinstance(spec[key], str) or not spec[key].strip()
+                            or "\x00" in spec[key]):
+            raise ConfigError(f"{where}: {key} = {spec[key]!r} is not a non-empty string "
+                              "(without NUL characters)")
     if "path" not in spec:
         raise ConfigError(f"{where}: path is missing (the git repository to serve)")
     where_to = Path(spec["path"]).expanduser()
