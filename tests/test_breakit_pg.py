@@ -144,3 +144,30 @@ def test_password_in_index_url_never_shown(landed: Wiki, cli, monkeypatch, url: 
     assert PASSWORD not in str(failed.value.error)
     assert not failed.value.internal
 
+
+
+def test_a_password_in_a_working_url_is_never_served_or_logged(
+        landed: Wiki, repo: Path, on_postgres: str, monkeypatch, tmp_path, caplog, cli) -> None:
+    """A URL that connects and carries a password (trust auth ignores it): status, search
+    and the server's answers and logs show ``***`` where the password was."""
+    import logging
+
+    url = f"{on_postgres}&password={PASSWORD}"
+    monkeypatch.setenv("WIKI_INDEX_URL", url)
+    for args in (["status"], ["status", "--json"], ["search", "leave", "--json"],
+                 ["index", "--rebuild"], ["doctor"]):
+        result = cli(*args)
+        assert PASSWORD not in result.output, (args, result.output)
+    config = write_config(tmp_path / "serve.toml", {"handbook": repo})
+    caplog.set_level(logging.DEBUG)
+    with running(config, warm=True) as base:
+        auth = {"Authorization": f"Bearer {READ_TOKEN}"}
+        bodies = [httpx.get(f"{base}/v1/repos/handbook/status", headers=auth, timeout=60),
+                  httpx.get(f"{base}/v1/repos", headers=auth, timeout=60),
+                  httpx.post(f"{base}/v1/repos/handbook/search", headers=auth, timeout=60,
+                             json={"query": "leave", "explain": True})]
+    for answer in bodies:
+        assert answer.status_code == 200, answer.text
+        assert PASSWORD not in answer.text
+    assert "password=***" in bodies[0].text
+    assert PASSWORD not in caplog.text and READ_TOKEN not in caplog.text

@@ -42,7 +42,7 @@ from wiki_cli import __version__
 from wiki_cli.errors import CONFLICT, FINDINGS, INTERNAL, REFUSED, STORAGE, USAGE, exit_code_for
 from wiki_cli.inert import mask_secrets
 from wiki_cli.mcp_server import WikiTools, build_server, review_refusal
-from wiki_cli.serve_guard import Guard, problem
+from wiki_cli.serve_guard import Guard, in_turn, listening_socket, problem
 from wiki_cli.tool_calls import ToolFailure, run_tool
 
 log = logging.getLogger("wiki.serve")
@@ -67,7 +67,8 @@ class Served:
     mcp: dict[str, Any] = field(default_factory=dict)
     fetched: dict[str, Any] = field(default_factory=dict)
     turn: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(1))
-    """REST calls wait for their turn here, holding no worker thread (:func:`_in_turn`)."""
+    """REST calls wait for their turn here, holding no worker thread
+    (:func:`wiki_cli.serve_guard.in_turn`)."""
 
     def tools_for(self, token: TokenSpec) -> WikiTools:
         """The tools a token's calls run on (its author's, when it may propose)."""
@@ -211,45 +212,13 @@ async def _rest(served: dict[str, Served], limit: float, tool: str,
     call = partial(_at_commit, tools, _body(tools, tool), wanted)
     try:
         with anyio.fail_after(limit):
-            result = await _in_turn(repo, partial(run_tool, tools, call, kwargs))
+            result = await in_turn(repo.turn, partial(run_tool, tools, call, kwargs))
     except TimeoutError:
         return problem(504, f"the call did not finish within {limit:g} s (it may still "
                        "complete on the server)", "gateway-timeout")
     except ToolFailure as failed:
         return _failure(failed)
     return JSONResponse(result, headers={"X-Wiki-Commit": result.get("commit") or ""})
-
-
-async def _in_turn(repo: Served, work):
-    """``work()`` in a worker thread once it is ``repo``'s turn. Waiting holds no thread,
-    so calls queued behind a slow one cannot use up the workers that other repositories
-    need; a call cancelled (timed out) before its thread starts never runs, and one
-    cancelled while running keeps the turn until its thread ends, so abandoned threads
-    never pile up behind the repository's lock."""
-    state = threading.Lock()
-    started = dropped = False
-
-    def run():
-        nonlocal started
-        with state:
-            if dropped:
-                return None
-            started = True
-        try:
-            return work()
-        finally:
-            with contextlib.suppress(RuntimeError):  # the server stopped meanwhile
-                anyio.from_thread.run_sync(repo.turn.release)
-
-    await repo.turn.acquire()
-    try:
-        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
-    except BaseException:
-        with state:
-            if not started:
-                dropped = True
-                repo.turn.release()
-        raise
 
 
 async def _arguments(request: Request, tool: str) -> dict[str, Any]:
@@ -395,26 +364,3 @@ def run(config: ServeConfig) -> None:
         uvicorn.Server(settings).run(sockets=[sock])
     finally:
         sock.close()
-
-
-def listening_socket(host: str, port: int):
-    """A TCP socket bound to ``host``:``port`` (IPv4 or IPv6, as the address is). Raises
-    :class:`ConfigError` naming the address when it cannot be had (in use, not this
-    machine's, a port below 1024 without the right), before any model is loaded."""
-    import socket
-
-    from wiki.errors import ConfigError
-
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc}") from None
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(f"cannot listen on {host}:{port}: "
-                          f"{exc.strerror or exc}") from None
-    return sock
