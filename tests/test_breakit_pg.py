@@ -171,3 +171,19 @@ def test_a_password_in_a_working_url_is_never_served_or_logged(
         assert PASSWORD not in answer.text
     assert "password=***" in bodies[0].text
     assert PASSWORD not in caplog.text and READ_TOKEN not in caplog.text
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"query": "leave", "as_of": "not a date"}, {"query": "leave", "as_of": "99999-01-01"},
+    {"query": "leave", "as_of": "2020-02-30"}, {"query": "leave", "as_of": "\x00"},
+    {"query": "leave", "limit": 0}, {"query": "leave", "limit": -1},
+    {"query": "leave", "category": "../.."}, {"query": "leave", "legs": ["vector"]},
+    {"query": "leave", "include_superseded": True, "scope": "%"},
+    {"query": "'" * 5000}, {"query": "leave " * 3000},
+])
+def test_odd_search_arguments_on_postgres(landed: Wiki, kwargs: dict) -> None:
+    tools = WikiTools(landed.root, None)
+    try:
+        run_tool(tools, tools.search, kwargs)
+    except ToolFailure as failed:
+        assert not failed.internal, failed.error

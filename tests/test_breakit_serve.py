@@ -285,3 +285,15 @@ def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path, wiki: Wiki, runner
     assert result.exit_code == 2, result.output
     last = result.output.strip().splitlines()[-1]
     assert last.startswith("error: cannot listen on 127.0.0.1:") and "in use" in last, last
+
+
+def test_mcp_get_does_not_open_an_endless_stream(two: Path) -> None:
+    """GET on the stateless MCP endpoint opened an event stream that never ended (a token
+    holder could hold any number of connections); it is 405 now, as are the others."""
+    with running(two) as base, httpx.Client(base_url=base, timeout=20) as client:
+        headers = {**_auth(READ_TOKEN), **MCP_HEADERS}
+        for method in ("GET", "DELETE", "PUT", "PATCH"):
+            answer = client.request(method, "/v1/repos/handbook/mcp", headers=headers)
+            assert answer.status_code == 405, (method, answer.text)
+        listed = client.post("/v1/repos/handbook/mcp", headers=headers, json=_rpc("tools/list"))
+        assert listed.status_code == 200

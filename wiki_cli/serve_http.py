@@ -134,7 +134,9 @@ def _served(repo: RepoSpec, config: ServeConfig, spec) -> Served:
 
 class _Dispatch:
     """``/v1/repos/{name}/mcp`` to that repository's MCP app for the caller's token
-    (read-only or the token's own), every other path to the REST app."""
+    (read-only or the token's own), every other path to the REST app. Only POST reaches
+    the MCP app: in stateless mode a GET would open an event stream that nothing ever
+    writes to and nothing ever closes, one held connection per request."""
 
     def __init__(self, rest, served: dict[str, Served]) -> None:
         self.rest, self.served = rest, served
@@ -148,6 +150,11 @@ class _Dispatch:
         repo = self.served.get(match[1])
         if repo is None or not token.may_use(match[1]):
             await _no_repo(match[1])(scope, receive, send)
+            return
+        if scope["method"] != "POST":  # stateless: no stream for the server to push on
+            await problem(405, f"{scope['method']} is not allowed on {scope['path']}: this "
+                          "MCP endpoint is stateless, POST each JSON-RPC message",
+                          "method-not-allowed")(scope, receive, send)
             return
         app = repo.mcp[token.name if token.may_propose else READ_KEY]
         await app(scope, receive, send)
