@@ -297,3 +297,48 @@ def test_mcp_get_does_not_open_an_endless_stream(two: Path) -> None:
             assert answer.status_code == 405, (method, answer.text)
         listed = client.post("/v1/repos/handbook/mcp", headers=headers, json=_rpc("tools/list"))
         assert listed.status_code == 200
+
+
+def test_mcp_calls_queued_on_a_busy_repository_hold_no_threads(two: Path) -> None:
+    """60 MCP tool calls queued behind a held handbook lock: a REST call to ops still gets
+    a worker thread and answers (before, the queued calls took every worker and ops got
+    504), and the queued calls hold no threads while they wait."""
+    import threading
+
+    import anyio
+
+    from wiki_cli.serve_http import build_app
+
+    text = two.read_text(encoding="utf-8").replace("[server]", "[server]\nrequest_timeout = 20")
+    two.write_text(text, encoding="utf-8")
+    app = build_app(load_config(two), warm=False)
+    held = app.app.served["handbook"].tools.lock
+    codes: dict[str, list] = {"mcp": [], "ops": []}
+
+    async def main(base: str) -> None:
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=0)
+        async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
+            async def mcp() -> None:
+                answer = await client.post("/v1/repos/handbook/mcp", headers={
+                    **_auth(READ_TOKEN), **MCP_HEADERS}, json=_rpc(
+                    "tools/call", {"name": "search", "arguments": {"query": "leave"}}))
+                codes["mcp"].append((answer.status_code,
+                                     answer.json()["result"].get("isError")))
+
+            async with anyio.create_task_group() as group:
+                for _ in range(60):
+                    group.start_soon(mcp)
+                await anyio.sleep(0.5)  # let them queue (not an assertion on time)
+                codes["waiting threads"] = threading.active_count() - before
+                ops = await client.post("/v1/repos/ops/search", headers=_auth(READ_TOKEN),
+                                        json={"query": "pager"})
+                codes["ops"].append(ops.status_code)
+                await anyio.to_thread.run_sync(held.release)
+
+    held.acquire()
+    with running(two, app=app) as base:
+        before = threading.active_count()
+        anyio.run(main, base)
+    assert codes["ops"] == [200], codes
+    assert codes["mcp"] == [(200, False)] * 60, codes["mcp"][:3]
+    assert codes["waiting threads"] <= 5, codes["waiting threads"]

@@ -67,7 +67,7 @@ class Served:
     mcp: dict[str, Any] = field(default_factory=dict)
     fetched: dict[str, Any] = field(default_factory=dict)
     turn: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(1))
-    """REST calls wait for their turn here, holding no worker thread
+    """REST and MCP calls wait for their turn here, holding no worker thread
     (:func:`wiki_cli.serve_guard.in_turn`)."""
 
     def tools_for(self, token: TokenSpec) -> WikiTools:
@@ -124,7 +124,8 @@ def _served(repo: RepoSpec, config: ServeConfig, spec) -> Served:
             served.writers[token.name] = WikiTools(repo.path, repo.branch, tools.spec,
                                                    author=token.author, lock=tools.lock)
     for key, each in [(READ_KEY, tools), *served.writers.items()]:
-        server, _ = build_server(repo.path, repo.branch, tools=each, read_only=key == READ_KEY)
+        server, _ = build_server(repo.path, repo.branch, tools=each, read_only=key == READ_KEY,
+                                 turn=served.turn)
         server.streamable_http_app(stateless_http=True, json_response=True, host=config.host,
                                    max_request_body_size=config.limits.max_body_bytes)
         app = StreamableHTTPASGIApp(server.session_manager)
