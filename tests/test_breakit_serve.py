@@ -342,3 +342,16 @@ def test_mcp_calls_queued_on_a_busy_repository_hold_no_threads(two: Path) -> Non
     assert codes["ops"] == [200], codes
     assert codes["mcp"] == [(200, False)] * 60, codes["mcp"][:3]
     assert codes["waiting threads"] <= 5, codes["waiting threads"]
+
+
+def test_a_huge_question_does_not_grow_the_gap_log_by_its_size(two: Path, wiki: Wiki) -> None:
+    """Each unanswerable question appended its whole size to gaps.jsonl (900 KB a call under
+    the default body limit: a read token could fill the server's disk); the record keeps
+    the question's first 2,000 characters."""
+    question = "zebra1 " * 25_000  # 175 KB, under this config's 200 KB body limit
+    with running(two) as base:
+        answer = httpx.post(f"{base}/v1/repos/handbook/ask", headers=_auth(READ_TOKEN),
+                            json={"question": question}, timeout=120)
+    assert answer.status_code == 200, answer.text[:200]
+    assert answer.json()["gap"] is True
+    assert (wiki.state_dir / "gaps.jsonl").stat().st_size < 5_000
