@@ -8,7 +8,9 @@ and the answer picker run in Python over what these methods return.
 
 from __future__ import annotations
 
+import re
 import sys
+import urllib.parse
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
@@ -68,7 +70,7 @@ def open_backend(url: str, space: str, **options) -> IndexBackend:
     from indexes.errors import IndexUnavailableError
 
     if not url.startswith(("postgresql://", "postgres://")):
-        raise IndexUnavailableError(f"index URL {url!r}: only postgresql:// URLs are "
+        raise IndexUnavailableError(f"index URL {redacted(url)!r}: only postgresql:// URLs are "
                                     "supported (unset it for the SQLite file in the git dir)")
     try:
         from indexes.pg.store import PgIndex
@@ -79,7 +81,9 @@ def open_backend(url: str, space: str, **options) -> IndexBackend:
 
 
 def redacted(url: str) -> str:
-    """``url`` without its password (``postgresql://user:***@host/db``), for messages."""
+    """``url`` without its password (``postgresql://user:***@host/db``, and a
+    ``password=`` query parameter as ``password=***``), for messages."""
+    url = _QUERY_PASSWORD.sub(r"\1***", url)
     head, at, tail = url.rpartition("@")
     if not at or ":" not in head.split("//", 1)[-1]:
         return url
@@ -87,16 +91,41 @@ def redacted(url: str) -> str:
     return f"{scheme}//{user.split(':', 1)[0]}:***@{tail}"
 
 
+_QUERY_PASSWORD = re.compile(r"((?:^|[?&\s])password=)[^&\s]*", re.IGNORECASE)
+_USER_PASSWORD = re.compile(r"^[a-z][a-z0-9+.-]*://[^/@?#:]*:(.*)@", re.IGNORECASE)
+
+
+def scrubbed(message: str, url: str) -> str:
+    """``message`` (a database driver's, which may quote parts of ``url``) with every
+    password ``url`` holds replaced by ``***``: the URL's own, whole or in part (a driver
+    may quote just the token it could not parse), and a ``password=`` parameter's."""
+    found = [m[1] for m in (_USER_PASSWORD.match(url),) if m and m[1]]
+    found += re.findall(r"(?:^|[?&\s])password=([^&\s]*)", url, re.IGNORECASE)
+    for secret in sorted({s for s in found if s}, key=len, reverse=True):
+        pieces = [secret, urllib.parse.unquote(secret),
+                  *(p for p in re.split(r"%[0-9A-Fa-f]{0,2}", secret) if len(p) >= 4)]
+        for piece in pieces:  # a driver may quote the token it could not parse, decoded
+            message = message.replace(piece, "***")
+    return _QUERY_PASSWORD.sub(r"\1***", message)
+
+
 def as_index_error(error: BaseException) -> IndexesError | None:
     """The typed error for a database failure raised while a PostgreSQL index was in use
-    (the server went away, the connection broke): :class:`IndexUnavailableError` with the
-    server's first line; ``None`` for anything else. psycopg is looked at only when it
-    was already imported (an SQLite index never loads it)."""
+    (the server went away, the connection broke, a lock or statement timeout of the
+    URL's ``options`` ran out): :class:`IndexUnavailableError` with the server's first
+    line; text the database cannot hold (a NUL character in a query, a filter or an
+    entry): :class:`IndexTextError`; ``None`` for anything else (a bug). psycopg is
+    looked at only when it was already imported (an SQLite index never loads it)."""
     psycopg = sys.modules.get("psycopg")
-    if psycopg is None or not isinstance(error, psycopg.OperationalError):
+    if psycopg is None or not isinstance(error, psycopg.Error):
         return None
-    from indexes.errors import IndexUnavailableError
+    from indexes.errors import IndexTextError, IndexUnavailableError
 
     words = str(error).strip().splitlines()
-    return IndexUnavailableError("the index database failed: "
-                                 + (words[0] if words else type(error).__name__))
+    first = words[0] if words else type(error).__name__
+    if isinstance(error, psycopg.DataError) and "NUL" in first:
+        return IndexTextError("text with a NUL character (\\x00) cannot be searched or "
+                              "stored in the PostgreSQL index: remove it")
+    if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
+        return IndexUnavailableError("the index database failed: " + first)
+    return None

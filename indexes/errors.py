@@ -20,3 +20,7 @@ class IndexBusyError(IndexesError):
 class IndexUnavailableError(IndexesError):
     """The configured index database cannot be reached or used (a PostgreSQL URL that
     does not connect, a server without the pgvector extension)."""
+
+
+class IndexTextError(IndexesError):
+    """Text the index database cannot hold or search (PostgreSQL: a NUL character)."""

@@ -338,11 +338,13 @@ TOOLS = {"search": ("Search the wiki", READ_ONLY), "ask": ("Ask the wiki", READ_
 
 def build_server(repo: Path, branch: str | None = None, spec=None, *,
                  tools: WikiTools | None = None,
-                 read_only: bool = False) -> tuple[WikiMCPServer, WikiTools]:
+                 read_only: bool = False, turn=None) -> tuple[WikiMCPServer, WikiTools]:
     """The MCP server for the wiki of ``repo`` (and ``branch``), and its tools object;
     ``spec`` (an ``EmbedderSpec``, default: the environment's) is every tool call's.
     ``tools``: serve this tools object (its repository, author and lock) instead of a new
-    one; ``read_only``: no ``propose`` tool (a call to it is refused)."""
+    one; ``read_only``: no ``propose`` tool (a call to it is refused); ``turn``: an
+    ``anyio.Semaphore(1)`` each call waits for without a worker thread
+    (:func:`wiki_cli.serve_guard.in_turn`; ``wiki serve``, shared with its REST calls)."""
     tools = tools or WikiTools(repo, branch, spec)
     server = WikiMCPServer("wiki", version=__version__, instructions=INSTRUCTIONS,
                            log_level="WARNING")
@@ -350,14 +352,15 @@ def build_server(repo: Path, branch: str | None = None, spec=None, *,
     for name, (title, hints) in TOOLS.items():
         if read_only and name == "propose":
             continue
-        server.add_tool(_guarded(tools, getattr(tools, name)), name=name, title=title,
+        server.add_tool(_guarded(tools, getattr(tools, name), turn), name=name, title=title,
                         annotations=hints)
     return server, tools
 
 
-def _guarded(tools: WikiTools, method):
+def _guarded(tools: WikiTools, method, turn=None):
     """``method`` run by :func:`run_tool`, with its failures as tool errors: an entry that
-    landed with a secret does not hand it to an agent."""
+    landed with a secret does not hand it to an agent. With ``turn``, an async tool that
+    waits for it without a worker thread."""
 
     @functools.wraps(method)
     def call(**kwargs):
@@ -367,7 +370,12 @@ def _guarded(tools: WikiTools, method):
             make = _internal_result if failed.internal else _error_result
             return make(failed.error, failed.notices)
 
-    return call
+    @functools.wraps(method)
+    async def in_its_turn(**kwargs):
+        from wiki_cli.serve_guard import in_turn
+        return await in_turn(turn, functools.partial(call, **kwargs))
+
+    return call if turn is None else in_its_turn
 
 
 def serve(repo: Path, branch: str | None = None) -> None:

@@ -3,13 +3,17 @@
 Every path but ``/health`` needs ``Authorization: Bearer <token>`` matching a configured
 token's hash (else 401). The body is read here, before any route sees it: a declared or
 actual size over ``max_body_bytes`` is answered 413, a body that does not arrive within
-``body_timeout`` seconds 408. Errors are JSON: ``{"error", "kind", "exit_code"}``, the
+``body_timeout`` seconds 408. A REST call waits for its repository's turn without a
+worker thread (:func:`in_turn`); the listening socket is bound before anything loads
+(:func:`listening_socket`). Errors are JSON: ``{"error", "kind", "exit_code"}``, the
 shape an MCP tool error carries and the CLI's exit code for the same failure.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from typing import Any
 
 import anyio
@@ -125,3 +129,58 @@ def _replay(body: bytes, receive):
         return await receive()
 
     return replayed
+
+
+async def in_turn(turn, work):
+    """``work()`` in a worker thread once ``turn`` (one repository's
+    ``anyio.Semaphore(1)``) is had; returns its result. Waiting holds no thread, so calls
+    queued behind a slow one cannot use up the workers other repositories need. A call
+    cancelled (timed out) before its thread starts never runs; one cancelled while
+    running keeps the turn until its thread ends, so abandoned threads never pile up."""
+    state = threading.Lock()
+    started = dropped = False
+
+    def run():
+        nonlocal started
+        with state:
+            if dropped:
+                return None
+            started = True
+        try:
+            return work()
+        finally:
+            with contextlib.suppress(RuntimeError):  # the server stopped meanwhile
+                anyio.from_thread.run_sync(turn.release)
+
+    await turn.acquire()
+    try:
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except BaseException:
+        with state:
+            if not started:
+                dropped = True
+                turn.release()
+        raise
+
+
+def listening_socket(host: str, port: int):
+    """A TCP socket bound to ``host``:``port`` (IPv4 or IPv6, as the address is). Raises
+    :class:`ConfigError` naming the address when it cannot be had (in use, not this
+    machine's, a port below 1024 without the right), before any model is loaded."""
+    import socket
+
+    from wiki.errors import ConfigError
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: "
+                          f"{exc.strerror or exc}") from None
+    return sock

@@ -35,13 +35,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from indexes.errors import IndexUnavailableError
 from wiki.errors import RefMovedError, UsageError
 from wiki.serve.config import RepoSpec, ServeConfig, TokenSpec
 from wiki_cli import __version__
 from wiki_cli.errors import CONFLICT, FINDINGS, INTERNAL, REFUSED, STORAGE, USAGE, exit_code_for
 from wiki_cli.inert import mask_secrets
 from wiki_cli.mcp_server import WikiTools, build_server, review_refusal
-from wiki_cli.serve_guard import Guard, problem
+from wiki_cli.serve_guard import Guard, in_turn, listening_socket, problem
 from wiki_cli.tool_calls import ToolFailure, run_tool
 
 log = logging.getLogger("wiki.serve")
@@ -65,6 +66,9 @@ class Served:
     writers: dict[str, WikiTools] = field(default_factory=dict)
     mcp: dict[str, Any] = field(default_factory=dict)
     fetched: dict[str, Any] = field(default_factory=dict)
+    turn: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(1))
+    """REST and MCP calls wait for their turn here, holding no worker thread
+    (:func:`wiki_cli.serve_guard.in_turn`)."""
 
     def tools_for(self, token: TokenSpec) -> WikiTools:
         """The tools a token's calls run on (its author's, when it may propose)."""
@@ -120,7 +124,8 @@ def _served(repo: RepoSpec, config: ServeConfig, spec) -> Served:
             served.writers[token.name] = WikiTools(repo.path, repo.branch, tools.spec,
                                                    author=token.author, lock=tools.lock)
     for key, each in [(READ_KEY, tools), *served.writers.items()]:
-        server, _ = build_server(repo.path, repo.branch, tools=each, read_only=key == READ_KEY)
+        server, _ = build_server(repo.path, repo.branch, tools=each, read_only=key == READ_KEY,
+                                 turn=served.turn)
         server.streamable_http_app(stateless_http=True, json_response=True, host=config.host,
                                    max_request_body_size=config.limits.max_body_bytes)
         app = StreamableHTTPASGIApp(server.session_manager)
@@ -130,7 +135,9 @@ def _served(repo: RepoSpec, config: ServeConfig, spec) -> Served:
 
 class _Dispatch:
     """``/v1/repos/{name}/mcp`` to that repository's MCP app for the caller's token
-    (read-only or the token's own), every other path to the REST app."""
+    (read-only or the token's own), every other path to the REST app. Only POST reaches
+    the MCP app: in stateless mode a GET would open an event stream that nothing ever
+    writes to and nothing ever closes, one held connection per request."""
 
     def __init__(self, rest, served: dict[str, Served]) -> None:
         self.rest, self.served = rest, served
@@ -144,6 +151,11 @@ class _Dispatch:
         repo = self.served.get(match[1])
         if repo is None or not token.may_use(match[1]):
             await _no_repo(match[1])(scope, receive, send)
+            return
+        if scope["method"] != "POST":  # stateless: no stream for the server to push on
+            await problem(405, f"{scope['method']} is not allowed on {scope['path']}: this "
+                          "MCP endpoint is stateless, POST each JSON-RPC message",
+                          "method-not-allowed")(scope, receive, send)
             return
         app = repo.mcp[token.name if token.may_propose else READ_KEY]
         await app(scope, receive, send)
@@ -183,8 +195,9 @@ async def _repos(served: dict[str, Served], request: Request) -> JSONResponse:
 
 async def _rest(served: dict[str, Served], limit: float, tool: str,
                 request: Request) -> JSONResponse:
-    """One REST call: scope and rights, the arguments, then the tool body under the
-    repository's lock within the time limit."""
+    """One REST call: scope and rights, the arguments, then, in the repository's turn
+    (waited for without a worker thread), the tool body under its lock, all within the
+    time limit."""
     token: TokenSpec = request.scope["wiki.token"]
     name = request.path_params["name"]
     repo = served.get(name)
@@ -207,8 +220,7 @@ async def _rest(served: dict[str, Served], limit: float, tool: str,
     call = partial(_at_commit, tools, _body(tools, tool), wanted)
     try:
         with anyio.fail_after(limit):
-            result = await anyio.to_thread.run_sync(run_tool, tools, call, kwargs,
-                                                    abandon_on_cancel=True)
+            result = await in_turn(repo.turn, partial(run_tool, tools, call, kwargs))
     except TimeoutError:
         return problem(504, f"the call did not finish within {limit:g} s (it may still "
                        "complete on the server)", "gateway-timeout")
@@ -233,6 +245,8 @@ async def _arguments(request: Request, tool: str) -> dict[str, Any]:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"the request body is not JSON: {exc}") from None
+    except RecursionError:
+        raise UsageError("the request body is nested too deeply to read") from None
     if not isinstance(data, dict):
         raise UsageError("the request body must be a JSON object of the tool's arguments")
     return data
@@ -283,9 +297,10 @@ def _at_commit(tools: WikiTools, body, wanted: str | None, **kwargs) -> dict[str
 def _failure(failed: ToolFailure) -> JSONResponse:
     error = failed.error
     code = INTERNAL if failed.internal else exit_code_for(error)
+    status = 503 if isinstance(error, IndexUnavailableError) else HTTP_STATUS.get(code, 500)
     message = (f"internal error: {type(error).__name__}: {error} (please report it)"
                if failed.internal else str(error))
-    return problem(HTTP_STATUS.get(code, 500), mask_secrets(message), type(error).__name__,
+    return problem(status, mask_secrets(message), type(error).__name__,
                    code, notices=failed.notices)
 
 
@@ -349,7 +364,12 @@ def run(config: ServeConfig) -> None:
 
     from wiki.answering.embed_settings import resolve_spec
 
+    sock = listening_socket(config.host, config.port)
     spec = replace(resolve_spec(notify=lambda line: log.info("%s", line)), server="off")
-    uvicorn.run(build_app(config, spec), host=config.host, port=config.port,
-                log_level="info", timeout_keep_alive=5, h11_max_incomplete_event_size=16384,
-                server_header=False)
+    settings = uvicorn.Config(build_app(config, spec), host=config.host, port=config.port,
+                              log_level="info", timeout_keep_alive=5,
+                              h11_max_incomplete_event_size=16384, server_header=False)
+    try:
+        uvicorn.Server(settings).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from indexes.backend import as_index_error
 from indexes.errors import IndexesError
 from wiki.errors import WikiError
 from wiki.store.storage import storage_error, take_notices
@@ -29,7 +30,8 @@ def run_tool(tools, method, kwargs: dict[str, Any]) -> Any:
     """``method(**kwargs)`` as every tool call runs: under the tools' lock, the command's
     ``[llm]`` deadline and embedder, with only this call's notices (under ``notices``) and
     the secrets in every string of the result masked (``[REDACTED:<kind>]``, as the CLI
-    does). Raises :class:`ToolFailure` for a domain error, a storage fault or a bug (logged
+    does). Raises :class:`ToolFailure` for a domain error, an index database that failed
+    (:func:`indexes.backend.as_index_error`, as the CLI maps it), a storage fault or a bug (logged
     with its traceback). Shared by the MCP tools and ``wiki serve``'s REST routes."""
     from wiki.answering.embed_settings import using
     from wiki.llm.usage import command_scope
@@ -44,6 +46,9 @@ def run_tool(tools, method, kwargs: dict[str, Any]) -> Any:
         except (WikiError, IndexesError) as error:
             raise ToolFailure(error, take_notices()) from error
         except Exception as error:  # noqa: BLE001 - the caller gets one line, not "Error executing tool"
+            database = as_index_error(error)
+            if database is not None:  # the index database broke off, as the CLI says it
+                raise ToolFailure(database, take_notices()) from error
             storage = storage_error(error, getattr(error, "filename", None) or "a file",
                                     anywhere=True)
             if storage is not None:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import psycopg
 from pgvector.psycopg import register_vector
 
-from indexes.backend import redacted
+from indexes.backend import redacted, scrubbed
 from indexes.documents import Document, Hit
 from indexes.errors import IndexSchemaError, IndexUnavailableError
 from indexes.filters import Filters
@@ -57,7 +57,8 @@ def connect(url: str):
         return psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise IndexUnavailableError(f"cannot reach the index database: {message}") from None
+        raise IndexUnavailableError(f"cannot reach the index database: "
+                                    f"{scrubbed(message, url)}") from None
 
 
 class PgIndex:
@@ -96,8 +97,9 @@ class PgIndex:
                     self.conn.execute("UPDATE wiki_schema SET version = %s", (VERSION,))
         except psycopg.Error as exc:
             self.conn.close()
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise IndexUnavailableError(f"{self.path}: cannot prepare the index schema: "
-                                        f"{str(exc).strip().splitlines()[0]}") from None
+                                        f"{scrubbed(first, self.url)}") from None
 
     def close(self) -> None:
         """Close the connection."""

@@ -331,10 +331,18 @@ def _citation(number: int, entry, result: SearchResult) -> Citation:
                     [m["uri"] for m in result.marks.get(entry.path, [])])
 
 
+GAP_QUESTION_CHARS = 2000
+"""A recorded gap keeps this much of its question (a caller of ``wiki serve`` may send a
+megabyte per question; the log must not grow by that much per call)."""
+
+
 def _record_gap(wiki: Wiki, answer: Answer) -> None:
-    """Append the gap to ``gaps.jsonl`` for lint; a disk that refuses it (read-only,
-    full) loses only this record, said in a notice, never the answer."""
-    line = {"time": now_iso(), "question": answer.question, "commit": answer.commit,
+    """Append the gap to ``gaps.jsonl`` for lint (the question clipped to
+    :data:`GAP_QUESTION_CHARS`); a disk that refuses it (read-only, full) loses only this
+    record, said in a notice, never the answer."""
+    question = answer.question if len(answer.question) <= GAP_QUESTION_CHARS else \
+        answer.question[:GAP_QUESTION_CHARS] + "…"
+    line = {"time": now_iso(), "question": question, "commit": answer.commit,
             "confidence": round(answer.confidence, 4)}
     if answer.missing_type:
         line["missing_type"] = answer.missing_type

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import re
 import secrets
 import tomllib
@@ -121,7 +122,8 @@ def parse_identity(text: str, where: str) -> Identity:
 def load_config(path: Path) -> ServeConfig:
     """Read and check the file at ``path``. Raises :class:`ConfigError` naming the file and
     the field for a missing file, bad TOML, an unknown key, a bad value, a token that is
-    not a hash, a token naming an unknown repository or a propose token without author."""
+    not a hash, a token naming an unknown repository, a propose token without author, or
+    two tokens with one name or one hash."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -154,7 +156,26 @@ def load_config(path: Path) -> ServeConfig:
                        fetch_interval=_number(server, "fetch_interval", 300.0, path,
                                               minimum=0),
                        limits=limits, repos=repos,
-                       tokens=tuple(_token(i, t, repos, path) for i, t in enumerate(tokens)))
+                       tokens=_distinct(tuple(_token(i, t, repos, path)
+                                              for i, t in enumerate(tokens)), path))
+
+
+def _distinct(tokens: tuple[TokenSpec, ...], path: Path) -> tuple[TokenSpec, ...]:
+    """``tokens``, each with a name and a hash of its own: a name is how a propose token
+    finds its author's tools (two alike would write one's proposals as the other), and a
+    hash is who the caller is (two alike would give one token both rights)."""
+    names: set[str] = set()
+    hashes: dict[str, str] = {}
+    for token in tokens:
+        if token.name in names:
+            raise ConfigError(f"{path}: token {token.name!r} is named twice: give each "
+                              "[[tokens]] its own name")
+        if token.digest in hashes:
+            raise ConfigError(f"{path}: token {token.name!r} has the same hash as token "
+                              f"{hashes[token.digest]!r}: make each with `wiki serve token`")
+        names.add(token.name)
+        hashes[token.digest] = token.name
+    return tokens
 
 
 def _known(table: dict[str, Any], keys: set[str], where: str) -> None:
@@ -174,7 +195,8 @@ def _number(table: dict[str, Any], key: str, default, path: Path, kind=float,
             minimum: float = 0.001):
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or \
-            (kind is int and not isinstance(value, int)) or value < minimum:
+            (kind is int and not isinstance(value, int)) or math.isnan(value) or \
+            value < minimum:
         raise ConfigError(f"{path}: [server] {key} = {value!r} is not a "
                           f"{'whole ' if kind is int else ''}number >= {minimum:g}")
     return kind(value)
@@ -188,8 +210,10 @@ def _repo(name: str, spec: Any, path: Path) -> RepoSpec:
         raise ConfigError(f"{where} must be a table")
     _known(spec, {"path", "branch", "remote"}, where)
     for key in ("path", "branch", "remote"):
-        if key in spec and (not isinstance(spec[key], str) or not spec[key].strip()):
-            raise ConfigError(f"{where}: {key} = {spec[key]!r} is not a non-empty string")
+        if key in spec and (not isinstance(spec[key], str) or not spec[key].strip()
+                            or "\x00" in spec[key]):
+            raise ConfigError(f"{where}: {key} = {spec[key]!r} is not a non-empty string "
+                              "(without NUL characters)")
     if "path" not in spec:
         raise ConfigError(f"{where}: path is missing (the git repository to serve)")
     where_to = Path(spec["path"]).expanduser()
