@@ -194,9 +194,9 @@ def main() -> None:
          for r in rows])
     markdown = "\n\n".join([
         header("wiki serve: concurrent clients", facts), table,
-        "Calls to one repository run one at a time (the index, the git objects and the "
-        "embedding model are used by one call at a time), so throughput with 16 clients is "
-        "about that of one and p95 grows with the queue; see docs/serve.md."])
+        "Calls to one repository take turns (the index, the git objects and the embedding "
+        "model are used by one call at a time); what lies outside the turn (HTTP, JSON, "
+        "rendering) overlaps, and p95 grows with the queue; see docs/serve.md."])
     for path in write(args.out, args.stem, markdown, {"facts": facts, "rows": rows}):
         log(f"wrote {path}")
     if many["errors"]:
