@@ -355,3 +355,17 @@ def test_a_huge_question_does_not_grow_the_gap_log_by_its_size(two: Path, wiki: 
     assert answer.status_code == 200, answer.text[:200]
     assert answer.json()["gap"] is True
     assert (wiki.state_dir / "gaps.jsonl").stat().st_size < 5_000
+
+
+def test_a_repository_deleted_while_serving_is_listed_with_its_error(two: Path,
+                                                                     tmp_path: Path) -> None:
+    import shutil
+
+    with running(two) as url:
+        shutil.rmtree(tmp_path / "ops")
+        answer = httpx.get(f"{url}/v1/repos", headers=_auth(READ_TOKEN), timeout=30)
+        assert answer.status_code == 200
+        listed = {r["name"]: r for r in answer.json()["repositories"]}
+        assert listed["handbook"]["head"] and "error" not in listed["handbook"]
+        assert listed["ops"]["head"] is None and listed["ops"]["error"]
+        assert httpx.get(f"{url}/health", timeout=30).status_code == 200

@@ -55,7 +55,8 @@ def serve(
     if not _loopback(settings.host):
         report(f"warning: listening on {settings.host}, beyond this machine: put TLS in "
                "front (a reverse proxy) so tokens do not cross the network in clear")
-    report(f"wiki serve: {len(settings.repos)} repositories on "
+    count = len(settings.repos)
+    report(f"wiki serve: {count} {'repository' if count == 1 else 'repositories'} on "
            f"http://{settings.host}:{settings.port} (Ctrl-C stops)")
     run(settings)
 

@@ -186,11 +186,22 @@ async def _repos(served: dict[str, Served], request: Request) -> JSONResponse:
     listed = []
     for name, repo in served.items():
         if token.may_use(name):
-            head = await anyio.to_thread.run_sync(lambda r=repo: r.tools.wiki().head())
-            listed.append({"name": name, "branch": repo.tools.wiki().branch, "head": head,
-                           "rights": token.rights, "remote": repo.spec.remote,
-                           "fetch": repo.fetched or None})
+            state = await anyio.to_thread.run_sync(lambda r=repo: _branch_state(r))
+            listed.append({"name": name, **state, "rights": token.rights,
+                           "remote": repo.spec.remote, "fetch": repo.fetched or None})
     return JSONResponse({"repositories": listed})
+
+
+def _branch_state(repo: Served) -> dict[str, Any]:
+    """``{"branch", "head"}`` of a served repository, or ``{"branch": None, "head": None,
+    "error": message}`` when it cannot be read now (moved or deleted while serving)."""
+    from wiki.errors import WikiError
+
+    try:
+        wiki = repo.tools.wiki()
+        return {"branch": wiki.branch, "head": wiki.head()}
+    except (WikiError, OSError) as exc:
+        return {"branch": None, "head": None, "error": str(exc).splitlines()[0][:300]}
 
 
 async def _rest(served: dict[str, Served], limit: float, tool: str,
