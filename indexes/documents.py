@@ -66,3 +66,11 @@ def hits_from_rows(rows: list[tuple], *, negate: bool) -> list[Hit]:
         hits.append(Hit(key, doc_id, title, summary, category, status,
                         -score if negate else score, rank))
     return hits
+
+
+def scored_hits(found: list[tuple[str, float]], stored: list[Hit]) -> list[Hit]:
+    """Hits for ``(key, score)`` pairs in their order (rank 1 first), with each key's stored
+    fields from ``stored`` (hits read from the index); a key no longer stored is dropped."""
+    rows = {hit.key: hit for hit in stored}
+    return [Hit(h.key, h.doc_id, h.title, h.summary, h.category, h.status, score, rank)
+            for rank, (key, score) in enumerate(found, 1) if (h := rows.get(key))]

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from indexes.documents import Document, Hit, hits_from_rows
+from indexes.documents import Document, Hit, hits_from_rows, scored_hits
 from indexes.errors import IndexBusyError, IndexSchemaError
 from indexes.filters import Filters
 from indexes.fts_triggers import fts_text
@@ -291,9 +291,7 @@ class SearchIndex:
                                     excluded=self.excluded_keys(filters), limit=limit)
         if not found:
             return []
-        rows = {hit.key: hit for hit in self.docs.hits(k for k, _ in found)}
-        return [Hit(h.key, h.doc_id, h.title, h.summary, h.category, h.status, score, rank)
-                for rank, (key, score) in enumerate(found, 1) if (h := rows.get(key))]
+        return scored_hits(found, self.docs.hits(k for k, _ in found))
 
     def search(self, query: str, *, limit: int = 10,
                filters: Filters | None = None) -> list[Hit]:

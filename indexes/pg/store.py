@@ -16,7 +16,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from indexes.backend import redacted, scrubbed
-from indexes.documents import Document, Hit
+from indexes.documents import Document, Hit, scored_hits
 from indexes.errors import IndexSchemaError, IndexUnavailableError
 from indexes.filters import Filters
 from indexes.fusion import rrf
@@ -315,9 +315,7 @@ class PgIndex:
         where, params = pg_sql(filters)
         found = self.vectors.search(query_vector, model, where=where, params=params,
                                     limit=limit)
-        rows = {hit.key: hit for hit in self.docs.hits(k for k, _ in found)}
-        return [Hit(h.key, h.doc_id, h.title, h.summary, h.category, h.status, score, rank)
-                for rank, (key, score) in enumerate(found, 1) if (h := rows.get(key))]
+        return scored_hits(found, self.docs.hits(k for k, _ in found))
 
     def search(self, query: str, *, limit: int = 10,
                filters: Filters | None = None) -> list[Hit]:
