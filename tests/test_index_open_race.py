@@ -22,7 +22,7 @@ def _open(path: str, barrier, results) -> None:
 
 
 def test_processes_opening_a_new_index_together_all_succeed(tmp_path) -> None:
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
     failures = []
     for round_number in range(ROUNDS):
         path = str(tmp_path / f"round{round_number}.db")
