@@ -57,27 +57,22 @@ SPACE_TABLES = ("wiki_docs", "wiki_meta", "wiki_names", "wiki_chunks", "wiki_sen
 """Every table holding one space's rows (``clear`` empties them for the space)."""
 
 
-POSTINGS = """
+_POSTINGS_OF = """
 INSERT INTO wiki_terms(space, key, lexeme, fa, fb, fc, fd, doc_len)
 SELECT d.space, d.key, u.lexeme, count(*) FILTER (WHERE wt = 'A'),
        count(*) FILTER (WHERE wt = 'B'), count(*) FILTER (WHERE wt = 'C'),
        count(*) FILTER (WHERE wt = 'D'), d.doc_len
 FROM wiki_docs d, unnest(d.fts) u, unnest(u.weights) wt
-WHERE d.space = %s AND d.key = ANY(%s) GROUP BY d.space, d.key, u.lexeme, d.doc_len
+{where} GROUP BY d.space, d.key, u.lexeme, d.doc_len {conflict}
 """
+
+POSTINGS = _POSTINGS_OF.format(where="WHERE d.space = %s AND d.key = ANY(%s)", conflict="")
 """The postings of documents ``key = ANY(%s)`` of one space: for each (document, lexeme)
 its occurrences per weight class (title A, aliases B, tags and summary C, body D) and the
 document's length, so BM25 reads only the query's lexemes' rows (an inverted index, as
 FTS5 keeps one) instead of every matching document's whole tsvector."""
 
-BACKFILL = """
-INSERT INTO wiki_terms(space, key, lexeme, fa, fb, fc, fd, doc_len)
-SELECT d.space, d.key, u.lexeme, count(*) FILTER (WHERE wt = 'A'),
-       count(*) FILTER (WHERE wt = 'B'), count(*) FILTER (WHERE wt = 'C'),
-       count(*) FILTER (WHERE wt = 'D'), d.doc_len
-FROM wiki_docs d, unnest(d.fts) u, unnest(u.weights) wt
-GROUP BY d.space, d.key, u.lexeme, d.doc_len ON CONFLICT DO NOTHING
-"""
+BACKFILL = _POSTINGS_OF.format(where="", conflict="ON CONFLICT DO NOTHING")
 """The postings of every document (a schema 1 database, which had none)."""
 
 
