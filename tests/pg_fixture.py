@@ -5,11 +5,7 @@ package) in a temporary folder, stopped and deleted at the end."""
 from __future__ import annotations
 
 import itertools
-import shutil
-import tempfile
-import warnings
 from collections.abc import Iterator
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -21,17 +17,10 @@ def pg_url() -> Iterator[str]:
     folder has a random name of its own: pgserver stops any ``postgres`` whose command
     line contains the folder's path, so a name that is a prefix of another run's
     (``pytest-47`` of ``pytest-478``) could stop that run's server."""
-    folder = Path(tempfile.mkdtemp(prefix="wiki-pg-"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
-        import pgserver
+    from evals.backends import postgres
 
-        server = pgserver.get_server(folder / "data", cleanup_mode="delete")
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
+    with postgres(None) as url:  # the same temporary server the backends eval starts
+        yield url
 
 
 _databases = itertools.count(1)
