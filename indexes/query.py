@@ -35,6 +35,22 @@ question and pronoun words people type into a search box. Dropped from a query u
 the query has nothing else, so "how do I file a voucher" searches "file voucher"."""
 
 
+_GET_FORMS = frozenset({"get", "gets", "got", "getting", "gotten"})
+_PARTICIPLE = re.compile(r"\w{2,}ed|paid|made|done|set|sent|built|kept|told|sold|bought|put|cut|"
+                         r"hit|lost|found|held|left|met|shut|spent|hurt|won|written|taken|given|"
+                         r"chosen|broken|stolen|seen|known|shown|forgotten")
+"""A past participle after a form of "get": a regular ``-ed`` one or a common irregular one."""
+
+
+def _passive_get(word: str, following: str | None) -> bool:
+    """Whether ``word`` is "get" used as the passive auxiliary ("how does a proposal *get*
+    approved", "when do I *get* paid"): a function word like "do" or "be", dropped as a
+    stopword. Elsewhere "get" stays a query word (an HTTP method, an MCP tool, "get a PIV card")."""
+    if word.casefold() not in _GET_FORMS or following is None:
+        return False
+    return bool(_PARTICIPLE.fullmatch(following.casefold().strip(_EDGE_PUNCTUATION)))
+
+
 _POSSESSIVE = re.compile(r"(?<=\w)['\u2019]s?(?=\W*$)")
 """An English possessive ending (``TTS's``, ``teams'``, ``GSA’s``) before any trailing
 punctuation."""
@@ -109,16 +125,21 @@ def normalize(text: str) -> str:
 def _all_words(query: str) -> list[str]:
     seen: set[str] = set()
     words: list[str] = []
-    for word in normalize(query).split():
+    auxiliary: set[str] = set()
+    raw = normalize(query).split()
+    for i, word in enumerate(raw):
         word = _POSSESSIVE.sub("", word[:MAX_WORD_CHARS]) or word[:MAX_WORD_CHARS]
         key = word.casefold()
         if not has_token(word) or key in seen:
             continue
         seen.add(key)
         words.append(word)
+        if _passive_get(word, raw[i + 1] if i + 1 < len(raw) else None):
+            auxiliary.add(key)
     if not words:
         raise EmptyQueryError("the query has no searchable words")
-    content = [w for w in words if w.casefold().strip(_EDGE_PUNCTUATION) not in STOPWORDS]
+    content = [w for w in words if w.casefold().strip(_EDGE_PUNCTUATION) not in STOPWORDS
+               and w.casefold() not in auxiliary]
     return content or words
 
 

@@ -75,6 +75,27 @@ def test_a_possessive_searches_its_word(populated: Wiki, query: str) -> None:
     assert query_words("rock'n'roll O'Brien l'été") == ["rock'n'roll", "O'Brien", "l'été"]
 
 
+def test_get_as_a_passive_auxiliary_is_not_searched(wiki: Wiki) -> None:
+    """"How does a proposal *get* approved?": "get" is a function word there, like "does";
+    searched, it ranked the page naming the MCP tool ``get`` first (this project's demo)."""
+    from indexes.query import query_words
+
+    pages = {"dev/tools.md": entry_text("tools1", "Agent tools", "The tools are search, ask, get and propose. "
+                                    "Use get to read one proposal or page."),
+             "dev/review.md": entry_text("rev1", "Review", "A proposal is approved by someone other "
+                                     "than its author.")}
+    proposal, _ = propose(wiki, {p: t.encode() for p, t in pages.items()}, base=None,
+                          kind="seed", subject="seed", author=ALICE)
+    approve(wiki, proposal.name, approver=BOB)
+    assert query_words("how does a proposal get approved?") == ["proposal", "approved?"]
+    assert query_words("when do I get paid") == ["paid"]
+    assert query_words("how do I get a PIV card") == ["get", "PIV", "card"]
+    assert query_words("get token") == ["get", "token"]
+    assert query_words("get") == ["get"]
+    assert _keys(wiki, "how does a proposal get approved?", legs=("bm25",))[0] == "dev/review.md"
+    assert _keys(wiki, "get proposal", legs=("bm25",))[0] == "dev/tools.md"
+
+
 @pytest.mark.robustness("Q3")
 @pytest.mark.parametrize("query", ["", "   ", "\t\n", '"', "*", "?!"])
 def test_empty_queries_raise_a_clear_error(populated: Wiki, query: str) -> None:
