@@ -297,3 +297,28 @@ def test_a_call_past_the_time_limit_is_504_and_the_server_recovers(served) -> No
     assert slow.status_code == 504 and slow.json()["kind"] == "gateway-timeout"
     assert other_repo.status_code == 200  # repositories do not wait for each other
     assert after.status_code == 200
+
+
+def test_a_foreign_host_header_is_refused_on_every_route(served) -> None:
+    """DNS rebinding: a web page whose own name resolves to 127.0.0.1 sends its name as
+    Host. On loopback the MCP SDK refused that for MCP only; REST and /health answered."""
+    config, _wiki, _ops = served
+    with running(config) as base, httpx.Client(base_url=base, headers=_auth(READ_TOKEN),
+                                               timeout=60) as client:
+        port = base.rsplit(":", 1)[1]
+        foreign = {path: client.post(path, json={"query": "tock"},
+                                     headers={"Host": f"attacker.example:{port}"})
+                   for path in ("/v1/repos/handbook/search", "/v1/repos/handbook/mcp")}
+        health = client.get("/health", headers={"Host": "attacker.example"})
+        odd = [client.get("/health", headers={"Host": value}).status_code
+               for value in ("127.0.0.1.attacker.example", "localhost:80@evil", "[::2]:1")]
+        allowed = [client.post("/v1/repos/handbook/search", json={"query": "tock"},
+                               headers={"Host": value}).status_code
+                   for value in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST",
+                                 f"[::1]:{port}")]
+    for response in (*foreign.values(), health):
+        assert response.status_code == 421, response.text
+        assert response.json()["kind"] == "misdirected-request"
+        assert "attacker.example" in response.json()["error"]
+    assert odd == [421, 421, 421]
+    assert allowed == [200, 200, 200, 200]

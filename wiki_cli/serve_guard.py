@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import threading
 from typing import Any
 
@@ -23,6 +24,12 @@ from wiki.serve.config import Limits, ServeConfig
 
 OPEN_PATHS = ("/health",)
 """Paths served without a token (nothing in them names a repository or an entry)."""
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+"""Bind addresses on which only a loopback ``Host`` header is accepted (the MCP SDK's
+DNS-rebinding rule, applied here to every route: REST, MCP and ``/health``)."""
+
+_HOST_HEADER = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[^:\[\]]+))(?::\d{1,5})?")
 
 
 def problem(status: int, message: str, kind: str, exit_code: int | None = None,
@@ -49,6 +56,13 @@ class Guard:
             await self.app(scope, receive, send)
             return
         limits: Limits = self.config.limits
+        refused = foreign_host(scope, self.config.host)
+        if refused is not None:
+            await problem(421, f"the Host header {refused!r} is not this server's: it listens "
+                          f"on {self.config.host} and answers to 127.0.0.1, localhost or [::1] "
+                          "(a page in a browser cannot reach it through a name of its own)",
+                          "misdirected-request")(scope, receive, send)
+            return
         if scope["path"] not in OPEN_PATHS:
             token = self.config.authenticate(_bearer(scope))
             if token is None:
@@ -75,6 +89,20 @@ class Guard:
         if disconnected:
             return
         await self.app(scope, _replay(body, receive), send)
+
+
+def foreign_host(scope, bound: str) -> str | None:
+    """The request's ``Host`` header (clipped to 100 characters) when the server is bound to
+    a loopback address and that header names anything but a loopback host (DNS rebinding: a
+    web page's own name resolved to 127.0.0.1); ``None`` when it may pass. A server bound
+    elsewhere answers any host name: its operator chose the network and puts TLS in front."""
+    if bound not in LOOPBACK:
+        return None
+    values = [v for k, v in scope.get("headers", ()) if k == b"host"]
+    raw = values[0].decode("latin-1") if len(values) == 1 else ""
+    match = _HOST_HEADER.fullmatch(raw)
+    name = (match["v6"] or match["name"]).lower() if match else None
+    return None if name in LOOPBACK else raw[:100]
 
 
 def _bearer(scope) -> str | None:
