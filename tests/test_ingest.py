@@ -208,6 +208,22 @@ def test_deleted_sources_retract_their_entries(wiki: Wiki, repo: Path) -> None:
     assert search(wiki, "okapis forests").hits == []
 
 
+def test_a_pipe_or_socket_in_a_source_folder_is_reported_not_opened(wiki: Wiki, repo: Path) -> None:
+    """A FIFO named like a source (``notes.md``) would block the read forever; it was left
+    out without a word. Now it is skipped and said, and the other files are ingested."""
+    import os
+    import socket
+
+    write(repo / "kb" / "ok.md", "# Ok\n\nInside text.\n")
+    os.mkfifo(repo / "kb" / "notes.md")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(repo / "kb" / "live.md"))
+        report = ingest(wiki, [repo / "kb"], author=ALICE)
+    assert sorted((Path(s.path).name, s.reason) for s in report.skipped) == \
+        [("live.md", "not a regular file"), ("notes.md", "not a regular file")]
+    assert report.added == 1
+
+
 def test_symlinks_are_not_followed(wiki: Wiki, repo: Path, tmp_path: Path) -> None:
     secret = write(tmp_path / "outside" / "secret.md", "# Secret\n\nOutside text.\n")
     write(repo / "kb" / "ok.md", "# Ok\n\nInside text.\n")

@@ -217,6 +217,8 @@ def _collect(paths: Iterable[Path | str], config: IngestConfig,
                     report.skipped.append(Skipped(_display(item), "symbolic link (not followed)"))
                 elif item.is_file():
                     files.append(item)
+                else:  # a pipe, socket or device: never opened (a FIFO blocks a read)
+                    report.skipped.append(Skipped(_display(item), "not a regular file"))
             root = path
         elif path.is_file():
             files, root = [path], None  # a file named on its own goes to the wiki root
