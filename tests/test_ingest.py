@@ -244,3 +244,29 @@ def test_plain_text_keeps_underscores_inside_words_and_drops_emphasis() -> None:
     assert inline_plain("a _real_ one, __strong__, **bold**, *it*") == \
         "a real one, strong, bold, it"
     assert inline_plain("| `as_of` | the_date |") == "| as_of | the_date |"
+
+
+def test_a_source_replaced_by_a_pipe_or_device_is_never_read(wiki: Wiki, repo: Path) -> None:
+    """A FIFO blocks a read forever and ``/dev/zero`` never ends; both have size 0, so the
+    size limit let them through. ``read_text`` refuses anything but a regular file, for
+    every reader of sources (ingest, lint's source check, ask's revalidation)."""
+    import os
+    import subprocess
+    import sys
+
+    from wiki.errors import SourceError
+    from wiki.ingest.sources import read_text
+
+    for special in (repo, Path("/dev/zero")):  # the folder first: old code read /dev/zero forever
+        with pytest.raises(SourceError, match="not a regular file"):
+            read_text(special, max_bytes=1000, max_lines=10)
+    source = write(repo / "kb" / "a.md", "# Okapis\n\nOkapis live in forests.\n")
+    ingest_and_land(wiki, repo / "kb")
+    source.unlink()
+    os.mkfifo(source)
+    with pytest.raises(SourceError, match="not a regular file"):
+        read_text(source, max_bytes=1000, max_lines=10)
+    done = subprocess.run([sys.executable, "-m", "wiki_cli", "-C", str(repo), "lint", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "source git:kb/a.md is not a file" in done.stdout

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import stat
 from pathlib import Path
 
 from wiki.errors import SourceError
@@ -47,15 +48,18 @@ def fingerprint(text: str, *, ignore_frontmatter: bool = False,
 def read_text(path: Path, *, max_bytes: int, max_lines: int) -> str:
     """The UTF-8 text of the file at ``path``, newline-normalised.
 
-    Raises :class:`SourceError` (without reading the content) when the file is larger than
-    ``max_bytes``, and after reading when it has more than ``max_lines`` lines, holds a NUL
-    byte (binary) or is not valid UTF-8.
+    Raises :class:`SourceError` (without reading the content) when ``path`` is not a
+    regular file or is larger than ``max_bytes``, and after reading when it has more than
+    ``max_lines`` lines, holds a NUL byte (binary) or is not valid UTF-8.
     """
     shown = str(path)
     try:
-        size = path.stat().st_size
+        status = path.stat()
     except OSError as exc:
         raise SourceError(shown, f"cannot read: {exc.strerror}") from None
+    if not stat.S_ISREG(status.st_mode):  # a FIFO blocks the read, /dev/zero never ends
+        raise SourceError(shown, "not a regular file (a folder, pipe, socket or device)")
+    size = status.st_size
     if size > max_bytes:
         raise too_large(shown, size, max_bytes)
     try:
