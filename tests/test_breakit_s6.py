@@ -279,6 +279,10 @@ def test_a_huge_bad_value_is_clipped_in_the_schema_error(cli, wiki: Wiki) -> Non
     ("  2026-01-01: a date as a key\n", "invalid YAML: a key must be text or a number, not a "
                                         "datetime.date"),
     ("  big: 9" + "9" * 5000 + "\n", "is not a valid int (Exceeds the limit"),
+    # a number as a key sorted against text keys: TypeError (exit 70) in `propose` and lint
+    ("  2026: ten\n  zz: 1\n", "fact key 2026 must be text: quote it ('2026')"),
+    # a line break in a key could forge a line of `wiki facts` or lint output
+    ('  "a\\nflagged: b": 1\n', "must be text on one line"),
 ])
 @pytest.mark.parametrize("command", [("index",), ("facts",), ("lint",), ("search", "rates")])
 def test_one_unreadable_fact_never_stops_the_whole_wiki(cli, wiki: Wiki, facts: str, said: str,
@@ -533,3 +537,14 @@ def test_markdown_to_text_is_linear_on_hostile_runs(line: str, plain: str) -> No
     from wiki.store.markdown_text import plain_text, strip_templates
 
     assert plain_text(strip_templates(line)) == plain
+
+
+def test_a_number_as_a_fact_key_in_a_proposed_file_is_a_clear_error(cli, wiki: Wiki,
+                                                                     tmp_path: Path) -> None:
+    # before: "internal error: TypeError: '<' not supported between 'str' and 'int'" (exit 70)
+    page = tmp_path / "rates.md"
+    page.write_text("---\ntitle: Rates\nfacts:\n  2026: ten\n  rate: 5\n---\nRates.\n")
+    result = cli("propose", str(page), "--category", "ops")
+    assert result.exit_code == 2, result.output
+    assert "rates.md:3: field 'facts': fact key 2026 must be text: quote it ('2026')" \
+        in result.output

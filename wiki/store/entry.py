@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,12 +218,24 @@ def validate(meta: dict, path: str, lines: dict[str, int] | None = None) -> None
             fail(key, f"must be an ISO 8601 date or time, got {meta[key]!r}")
 
 
+MAX_FACT_KEY = 200
+"""Longest fact key (characters): a key is a name (``travel.per_diem.denver``), printed on
+one line by ``wiki facts`` and lint."""
+
+
 def _facts_problem(facts: Any) -> str | None:
     """Why ``facts`` is malformed, or ``None``. A fact is ``key: value`` or
     ``key: {value: ..., unit: ..., as_of: DATE}`` (``value`` required in the long form)."""
     if not isinstance(facts, dict):
         return f"must be a mapping of key: value claims, got {facts!r}"
     for key, value in facts.items():
+        if not isinstance(key, str):
+            return f"fact key {key!r} must be text: quote it ('{key}')"
+        if not key.strip() or len(key) > MAX_FACT_KEY \
+                or any(unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp")
+                       for c in key):
+            return (f"fact key {str(key)[:80]!r} must be text on one line (no control or "
+                    f"line-break characters, at most {MAX_FACT_KEY} characters)")
         if not isinstance(value, dict):
             continue
         unknown = set(value) - {"value", "unit", "as_of"}
