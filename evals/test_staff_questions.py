@@ -102,3 +102,21 @@ def test_auroc_rank_formula():
     assert auroc([0.9, 0.4, 0.6], [0.5, 0.1]) == pytest.approx(5 / 6)
     with pytest.raises(ValueError):
         auroc([], [1.0])
+
+
+def test_split_noise_is_zero_for_equal_questions_and_grows_with_their_spread() -> None:
+    from evals.staff_eval import split_noise
+
+    def half(recalls: list[float], gaps: list[bool]) -> list[dict]:
+        return ([{"answerable": True, "recall": r, "gap": False, "score": r} for r in recalls]
+                + [{"answerable": False, "recall": 0.0, "gap": g, "score": 0.1} for g in gaps])
+
+    same = {"tune": half([0.5] * 10, [True] * 4), "test": half([0.5] * 10, [True] * 4)}
+    assert split_noise(same, "support_recall") == 0.0
+    assert split_noise(same, "gaps") == 0.0
+    mixed = {"tune": half([0.0, 1.0] * 5, [True, False] * 2),
+             "test": half([1.0, 0.0] * 5, [False, True] * 2)}
+    spread = split_noise(mixed, "support_recall")
+    assert 0.2 <= spread <= 0.6  # ten 0/1 questions a half: 95th percentile |d| = 0.4
+    assert split_noise(mixed, "support_recall") == spread  # seeded: the table cannot drift
+    assert split_noise(mixed, "gaps") == 0.5  # 4 of 8 gaps: all four in one half is 2/70
