@@ -170,6 +170,30 @@ def test_ctrl_c_while_starting_says_interrupted(repo: Path) -> None:
     assert result.stderr == "interrupted\n"
 
 
+def test_ctrl_c_inside_a_finalizer_says_interrupted(repo: Path) -> None:
+    """Ctrl-C landing while a ``__del__`` runs (GitPython's config reader has one) printed
+    "Exception ignored in ... Traceback ... KeyboardInterrupt" and the command went on."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    code = ("import os, signal, sys, builtins\n"
+            "class Finalized:\n"
+            "    def __del__(self):\n"
+            "        os.kill(os.getpid(), signal.SIGINT)\n"
+            "        sum(range(100000))  # the handler runs here, inside the finalizer\n"
+            "real = builtins.__import__\n"
+            "def hook(name, *a, **k):\n"
+            "    if name == 'wiki_cli.query':\n"
+            "        Finalized()\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = hook\n"
+            "sys.argv = ['wiki', 'search', 'x']\n"
+            "from wiki_cli.app import main\n"
+            "main()\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, text=True,
+                            capture_output=True, timeout=120)
+    assert result.stderr == "interrupted\n"
+    assert result.returncode == 130
+
+
 def test_ctrl_c_on_python_m_wiki_cli_says_interrupted(repo: Path) -> None:
     """``timeout -s INT`` on ``python -m wiki_cli``: whenever the signal lands after
     Python set its handler, one line and exit 130, never a traceback."""
