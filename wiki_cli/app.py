@@ -92,11 +92,31 @@ def command_module(argv: list[str]) -> str | None:
 def main() -> None:
     """Console-script entry point. Ctrl-C while the command's modules are still being
     imported (before the app's own handler, :class:`wiki_cli.errors.WikiGroup`, is in
-    place) ends as a handled one does: ``interrupted`` on stderr, exit 130, no traceback."""
+    place) ends as a handled one does: ``interrupted`` on stderr, exit 130, no traceback.
+    So does Ctrl-C landing inside a finalizer (:func:`_unraisable`)."""
+    sys.unraisablehook = _unraisable
     try:
         _main()
     except KeyboardInterrupt:
         interrupted()
+
+
+def _unraisable(unraisable) -> None:
+    """``sys.unraisablehook``: a Ctrl-C that lands while a ``__del__`` runs (GitPython's
+    config readers have one) cannot propagate, so Python printed "Exception ignored in"
+    with a traceback and went on as if no key was pressed. Here it ends the process as
+    any Ctrl-C does: ``interrupted``, exit 130, at once (``os._exit``: the frames above
+    cannot be unwound from a finalizer; SQLite and git refs are crash-safe). Anything
+    else goes to Python's own hook."""
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        try:
+            sys.stdout.flush()
+            sys.stderr.write("interrupted\n")
+            sys.stderr.flush()
+        except (OSError, ValueError, KeyboardInterrupt):
+            pass
+        os._exit(130)
+    sys.__unraisablehook__(unraisable)
 
 
 def interrupted() -> None:
