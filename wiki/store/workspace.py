@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +13,7 @@ from wiki.config import CONFIG_PATH, WikiConfig
 from wiki.config_template import TEMPLATE
 from wiki.errors import AlreadyInitializedError, ConfigError, NotInitializedError
 from wiki.store import gitcli
-from wiki.store.gitcli import GitUnclear
+from wiki.store.gitcli import GitUnclear, Location
 from wiki.store.gitrepo import clean_environment, common_dir, current_identity, open_repository
 
 if TYPE_CHECKING:
@@ -44,9 +46,10 @@ class Wiki:
     ``refs/heads/<branch>-proposals/`` (git cannot hold both ``wiki`` and ``wiki/x``).
     Derived state (search database, gap log) lives in ``<git common dir>/wiki/``.
 
-    The repository is found, its config read and the head resolved by the ``git``
-    command (:mod:`wiki.store.gitcli`); GitPython's :attr:`repo` is opened on first use
-    (reading entries, writing), or at once when git does not answer plainly. Raises
+    In a process that has not loaded GitPython, the repository is found, its config read
+    and the head resolved by the ``git`` command (:mod:`wiki.store.gitcli`) and
+    GitPython's :attr:`repo` is opened on first use (reading entries, writing); it is
+    opened at once when GitPython is loaded already or git does not answer plainly. Raises
     :class:`NotARepositoryError` when ``path`` is in no repository, ``ConfigError`` for an
     invalid branch name.
     """
@@ -56,19 +59,20 @@ class Wiki:
         self._path = Path(path).absolute()  # a later `cd` must not change the repository
         self._repo: git.Repo | None = None
         self._store: BranchStore | None = None
-        try:
-            found = gitcli.locate(self._path)
-            self.git_dir, state = found.git_dir, found.common_dir
-        except GitUnclear:
-            self.git_dir = Path(self.repo.git_dir)  # NotARepositoryError as before
-            state = common_dir(self.repo)
+        found = None
+        if "git" not in sys.modules:  # loaded already (a server): it answers, no process
+            with contextlib.suppress(GitUnclear):
+                found = gitcli.locate(self._path)
+        if found is None:  # NotARepositoryError as before
+            found = Location(Path(self.repo.git_dir), common_dir(self.repo))
+        self.git_dir = found.git_dir
         chosen = branch if branch is not None else (
             os.environ.get("WIKI_BRANCH") or self._configured_branch())
         self.branch = _valid_branch(self, chosen)
         self._checked_heads: set[str] = set()
         self.ref = f"refs/heads/{self.branch}"
         self.proposal_prefix = f"refs/heads/{self.branch}-proposals/"
-        self.state_dir = state / "wiki"
+        self.state_dir = found.common_dir / "wiki"
 
     @property
     def repo(self) -> git.Repo:
@@ -91,25 +95,26 @@ class Wiki:
         """The git config value ``key`` (``section.name``) of this repository, surrounding
         spaces dropped; ``None`` when unset or empty, or when the config cannot be read
         (that is git's to report, not ours)."""
+        if self._repo is None:
+            with contextlib.suppress(GitUnclear):
+                return (gitcli.config_value(self.git_dir, key) or "").strip() or None
+        section, _, name = key.partition(".")
         try:
-            value = gitcli.config_value(self.git_dir, key)
-        except GitUnclear:
-            section, _, name = key.partition(".")
-            try:
-                value = str(self.repo.config_reader().get_value(section, name, ""))
-            except Exception:
-                return None
-        return (value or "").strip() or None
+            value = self.repo.config_reader().get_value(section, name, "")
+        except Exception:
+            return None
+        return str(value).strip() or None
 
     def _configured_branch(self) -> str:
+        if self._repo is None:
+            with contextlib.suppress(GitUnclear):
+                value = gitcli.config_value(self.git_dir, "wiki.branch")
+                return DEFAULT_BRANCH if value is None else value
         try:
-            value = gitcli.config_value(self.git_dir, "wiki.branch")
-        except GitUnclear:
-            try:
-                value = self.repo.config_reader().get_value("wiki", "branch", DEFAULT_BRANCH)
-            except Exception:  # an unreadable config is git's to report, not ours
-                return DEFAULT_BRANCH
-        return DEFAULT_BRANCH if value is None else str(value)
+            value = self.repo.config_reader().get_value("wiki", "branch", DEFAULT_BRANCH)
+        except Exception:  # an unreadable config is git's to report, not ours
+            return DEFAULT_BRANCH
+        return str(value)
 
     @property
     def root(self) -> Path | None:
@@ -119,10 +124,8 @@ class Wiki:
     def head(self) -> str | None:
         """The commit at the tip of the wiki branch, or ``None`` before ``init``."""
         if self._repo is None:  # not opened: one git process instead of GitPython
-            try:
+            with contextlib.suppress(GitUnclear):
                 return gitcli.resolve_ref(self.git_dir, self.ref)
-            except GitUnclear:
-                pass
         return self.store.resolve(self.ref)
 
     def require_head(self) -> str:
@@ -142,10 +145,8 @@ class Wiki:
 
     def _has_config(self, head: str) -> bool:
         if self._repo is None:
-            try:
+            with contextlib.suppress(GitUnclear):
                 return gitcli.has_file(self.git_dir, head, CONFIG_PATH)
-            except GitUnclear:
-                pass
         return self.store.read_path(head, CONFIG_PATH) is not None
 
     def resolve_base(self, rev: str) -> str:
