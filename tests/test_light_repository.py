@@ -195,3 +195,33 @@ def test_the_repository_is_opened_where_the_wiki_was_made(landed: Path,
         assert Path(wiki.repo.working_tree_dir) == landed
     finally:
         os.chdir(previous)
+
+
+def test_gitcli_answers_what_gitpython_answers(wiki: Wiki, repo: Path, tmp_path: Path) -> None:
+    """The functions of :mod:`wiki.store.gitcli` themselves, in this process."""
+    from wiki.store import gitcli
+
+    head = wiki.head()
+    assert head is not None
+    found = gitcli.locate(repo)
+    assert found == gitcli.Location(repo / ".git", (repo / ".git").resolve())
+    assert gitcli.resolve_ref(found.git_dir, "refs/heads/wiki") == head
+    assert gitcli.resolve_ref(found.git_dir, "refs/heads/nothing") is None
+    git(repo, "symbolic-ref", "refs/heads/alias", "refs/heads/wiki")
+    assert gitcli.resolve_ref(found.git_dir, "refs/heads/alias") == head
+    assert gitcli.has_file(found.git_dir, head, "wiki.toml")
+    assert not gitcli.has_file(found.git_dir, head, "nothing.toml")
+    assert not gitcli.has_file(found.git_dir, git(repo, "rev-parse", "main"), "wiki.toml")
+    assert gitcli.config_value(found.git_dir, "wiki.branch") is None
+    git(repo, "config", "wiki.branch", "one")
+    git(repo, "config", "--add", "wiki.branch", "two")
+    assert gitcli.config_value(found.git_dir, "wiki.branch") == "two"  # the last one
+    assert open_repository(repo).config_reader().get_value("wiki", "branch") == "two"
+    with pytest.raises(gitcli.GitUnclear):
+        gitcli.locate(tmp_path / "elsewhere")
+    with pytest.raises(gitcli.GitUnclear):
+        gitcli.locate(repo / ".git")  # GitPython takes it as the work tree's repository
+    (repo / ".git" / "refs" / "heads" / "broken").write_text("1" * 40 + "\n")
+    with pytest.raises(gitcli.GitUnclear):  # GitPython returns the sha, git refuses
+        gitcli.resolve_ref(found.git_dir, "refs/heads/broken")
+    assert BranchStore(open_repository(repo)).resolve("refs/heads/broken") == "1" * 40
