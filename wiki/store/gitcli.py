@@ -2,7 +2,7 @@
 
 Where the repository is (``git rev-parse``), one config value (``git config --get``), where
 a ref points (``git show-ref --verify``) and whether a commit has a file
-(``git cat-file -e``): one short git process each, instead of importing GitPython (which
+(``git cat-file --batch-check``): one short git process each, instead of importing GitPython (which
 also runs ``git version`` twice when imported). Each function answers only what git says
 plainly, by its exit status; anything else (git missing, a repository git refuses, an
 unreadable config, a broken ref) raises :class:`GitUnclear`, and the caller asks
@@ -71,7 +71,7 @@ def config_value(git_dir: Path, key: str) -> str | None:
 
 
 def resolve_ref(git_dir: Path, ref: str) -> str | None:
-    """The commit sha the full ref name ``ref`` (``refs/heads/...``) points at, symbolic
+    """The sha (40 hex) the full ref name ``ref`` (``refs/heads/...``) points at, symbolic
     refs followed; ``None`` when there is no such ref. Raises :class:`GitUnclear` for
     anything else (a ref to a missing object, a damaged ref file)."""
     done = _git([f"--git-dir={git_dir}", "show-ref", "--verify", "--", ref])
@@ -91,9 +91,9 @@ def branch_name_ok(git_dir: Path, name: str) -> bool:
 
 
 def has_file(git_dir: Path, commit: str, path: str) -> bool:
-    """Whether ``commit``'s tree holds a file (a blob) at ``path`` (``git cat-file -t``
-    of ``commit:path``). Raises :class:`GitUnclear` when git fails otherwise than by not
-    finding it."""
+    """Whether ``commit``'s tree holds a file (a blob) at ``path`` (``git cat-file
+    --batch-check`` of ``commit:path``). Raises :class:`GitUnclear` when git fails
+    otherwise than by not finding it."""
     done = _git([f"--git-dir={git_dir}", "cat-file", "--batch-check"],
                 stdin=f"{commit}:{path}\n".encode())
     if done.returncode != 0:
