@@ -185,16 +185,16 @@ def test_branch_names_are_checked_by_git(repo: Path, name: str, valid: bool) -> 
 
 def test_the_repository_is_opened_where_the_wiki_was_made(landed: Path,
                                                           tmp_path: Path) -> None:
-    """``Wiki(".")`` opens GitPython's repository later: a change of directory in between
-    does not make it another repository."""
-    previous = Path.cwd()
-    os.chdir(landed / "docs")
-    try:
-        wiki = Wiki(".")
-        os.chdir(tmp_path)
-        assert Path(wiki.repo.working_tree_dir) == landed
-    finally:
-        os.chdir(previous)
+    """``Wiki(".")`` opens GitPython's repository on first use: a change of directory in
+    between does not make it another repository."""
+    code = ("import os, sys\n"
+            "from wiki.store.workspace import Wiki\n"
+            "wiki = Wiki('.')\n"
+            "os.chdir(sys.argv[1])\n"
+            "print('git' in sys.modules, wiki.repo.working_tree_dir)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=landed / "docs",
+                          text=True, capture_output=True, timeout=60)
+    assert done.stdout == f"False {landed}\n", done.stderr
 
 
 def test_gitcli_answers_what_gitpython_answers(wiki: Wiki, repo: Path, tmp_path: Path) -> None:
