@@ -1,7 +1,8 @@
 """Start-time hygiene (issue 17): what a ``wiki`` process imports, never how long it takes
 (the timings are in ``make bench``, evals/bench_start.py). ``wiki --version`` loads neither
 the typer app nor git, numpy or rich's progress bars; ``wiki search`` loads only the command
-module that defines it, no model or LLM library and not sqlite-utils; the table that makes
+module that defines it, no model or LLM library, not sqlite-utils and, over a fresh index,
+not GitPython; the table that makes
 that possible (:data:`wiki_cli.app.COMMANDS`) matches the commands the full app registers."""
 
 from __future__ import annotations
@@ -101,6 +102,19 @@ def test_search_loads_only_its_command_module_and_no_model_library(landed: Path)
     assert loaded(names, {"sqlite_utils"}) == []  # a read: SearchIndex.db is made on first use
     before = full_app(["search", "alpha"], landed)
     assert (result.stdout, result.returncode) == (before.stdout, before.returncode)
+
+
+def test_search_over_a_fresh_index_loads_no_gitpython(landed: Path) -> None:
+    """The repository, its config and the wiki head come from the ``git`` command
+    (:mod:`wiki.store.gitcli`); GitPython (and its ``git version`` runs) is for reading
+    entries and writing, which a fresh index does not need."""
+    imported(["search", "alpha"], landed)  # brings the index up to the branch
+    for argv in (["search", "alpha"], ["search", "--json", "--explain", "alpha"],
+                 ["search", "nothing-like-it"]):
+        result, names = imported(argv, landed)
+        assert result.returncode in (0, 1), result.stderr[-2000:]
+        assert loaded(names, {"git", "gitdb", "smmap"}) == [], argv
+    assert "docs/a.md" in imported(["search", "alpha"], landed)[0].stdout
 
 
 def test_search_help_is_the_full_apps(landed: Path) -> None:

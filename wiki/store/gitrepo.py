@@ -14,10 +14,12 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
+from typing import TYPE_CHECKING
 
 from wiki.errors import IdentityError, NotARepositoryError
+
+if TYPE_CHECKING:  # GitPython is imported where a repository is opened, not before
+    import git
 
 LOCATION_VARIABLES = (
     "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
@@ -37,6 +39,8 @@ def open_repository(path: Path | str) -> git.Repo:
 
     Raises :class:`NotARepositoryError` when there is none.
     """
+    import git
+
     clean_environment()
     try:
         return git.Repo(str(path), search_parent_directories=True)
@@ -120,6 +124,8 @@ def current_committer(repo: git.Repo) -> Identity:
 
 
 def _git_identity(repo: git.Repo, variable: str) -> Identity:
+    import git
+
     try:
         line = repo.git.var(variable)
     except git.GitCommandError as exc:

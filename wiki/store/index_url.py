@@ -16,11 +16,7 @@ from indexes.backend import redacted
 
 
 def _git_setting(wiki, name: str) -> str | None:
-    try:
-        value = wiki.repo.config_reader().get_value("wiki", name, "")
-    except Exception:  # an unreadable config is git's to report, not ours
-        return None
-    return str(value).strip() or None
+    return wiki.setting(f"wiki.{name}")
 
 
 def index_url(wiki) -> str | None:

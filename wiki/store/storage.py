@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import git
 
 from indexes.faults import OperationalError, is_damage, sqlite_storage_cause
 from wiki.errors import StorageError
@@ -51,6 +50,14 @@ def take_notices() -> list[str]:
     return taken
 
 
+def is_git_command_error(error: BaseException) -> bool:
+    """Whether ``error`` is GitPython's ``GitCommandError`` (a git process that failed).
+    GitPython is not imported for the question: while no code has imported it, no error
+    can be one of its exceptions (a plain search never loads it)."""
+    git = sys.modules.get("git")
+    return git is not None and isinstance(error, git.GitCommandError)
+
+
 def storage_cause(error: BaseException) -> str | None:
     """The reason in words when ``error`` means the disk refused a write (read-only file
     system, no permission, full, over quota); ``None`` for any other error."""
@@ -59,7 +66,7 @@ def storage_cause(error: BaseException) -> str | None:
     said = sqlite_storage_cause(error)  # SQLite's codes: indexes.faults
     if said is not None:
         return said
-    if isinstance(error, git.GitCommandError):
+    if is_git_command_error(error):
         stderr = str(error.stderr or "")
         for line in stderr.splitlines():
             if any(words in line for words in _GIT_WORDS):
@@ -110,7 +117,7 @@ def storage_error(error: BaseException, path: Path | str, *,
     if anywhere and isinstance(error, OSError) and error.errno not in WRITE_ERRNOS:
         return None
     cause = storage_cause(error)
-    if cause is None and isinstance(error, git.GitCommandError):
+    if cause is None and is_git_command_error(error):
         # git's words vary by version and step ("unable to create directory for ...",
         # "cannot lock ref"); the file system it was writing into says what it was
         cause = disk_cause(path, "") or None
@@ -128,7 +135,9 @@ def writing(path: Path | str) -> Iterator[None]:
     ``path`` (the file, or the folder written into); other errors pass unchanged."""
     try:
         yield
-    except (OSError, OperationalError, git.GitCommandError) as exc:
+    except Exception as exc:
+        if not isinstance(exc, (OSError, OperationalError)) and not is_git_command_error(exc):
+            raise
         converted = storage_error(exc, path)
         if converted is None:
             raise

@@ -2,38 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import git
 
 from wiki.config import CONFIG_PATH, WikiConfig
 from wiki.config_template import TEMPLATE
 from wiki.errors import AlreadyInitializedError, ConfigError, NotInitializedError
-from wiki.store.branch import BranchStore
-from wiki.store.gitrepo import common_dir, current_identity, open_repository
+from wiki.store import gitcli
+from wiki.store.gitcli import GitUnclear, Location
+from wiki.store.gitrepo import clean_environment, common_dir, current_identity, open_repository
 
 if TYPE_CHECKING:
+    import git
+
+    from wiki.store.branch import BranchStore
     from wiki.store.snapshot import Snapshot
 
 DEFAULT_BRANCH = "wiki"
 _SIMPLE_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
-def _valid_branch(repo: git.Repo, name: str) -> str:
+def _valid_branch(wiki: Wiki, name: str) -> str:
     """``name`` if git accepts it as a new branch name; :class:`ConfigError` otherwise."""
     if _SIMPLE_BRANCH.match(name) and name != "HEAD":
         return name  # the common case needs no git process
     if not name or name == "HEAD" or name.startswith(("refs/", "-")):
         raise ConfigError(f"invalid wiki branch name {name!r}: give a plain branch name "
                           "such as 'wiki' or 'team/kb'")
-    try:
-        repo.git.check_ref_format("--branch", name)
-    except git.GitCommandError:
-        raise ConfigError(f"invalid wiki branch name {name!r} (see `git check-ref-format`)"
-                          ) from None
+    if not gitcli.branch_name_ok(wiki.git_dir, name):
+        raise ConfigError(f"invalid wiki branch name {name!r} (see `git check-ref-format`)")
     return name
 
 
@@ -44,20 +45,71 @@ class Wiki:
     ``git config wiki.branch``, else ``wiki``. Proposals live under
     ``refs/heads/<branch>-proposals/`` (git cannot hold both ``wiki`` and ``wiki/x``).
     Derived state (search database, gap log) lives in ``<git common dir>/wiki/``.
+
+    In a process that has not loaded GitPython, the repository is found, its config read
+    and the head resolved by the ``git`` command (:mod:`wiki.store.gitcli`) and
+    GitPython's :attr:`repo` is opened on first use (reading entries, writing); it is
+    opened at once when GitPython is loaded already or git does not answer plainly. Raises
+    :class:`NotARepositoryError` when ``path`` is in no repository, ``ConfigError`` for an
+    invalid branch name.
     """
 
     def __init__(self, path: Path | str = ".", branch: str | None = None):
-        self.repo: git.Repo = open_repository(path)
-        self.store = BranchStore(self.repo)
+        clean_environment()
+        self._path = Path(path).absolute()  # a later `cd` must not change the repository
+        self._repo: git.Repo | None = None
+        self._store: BranchStore | None = None
+        found = None
+        if "git" not in sys.modules:  # loaded already (a server): it answers, no process
+            with contextlib.suppress(GitUnclear):
+                found = gitcli.locate(self._path)
+        if found is None:  # NotARepositoryError as before
+            found = Location(Path(self.repo.git_dir), common_dir(self.repo))
+        self.git_dir = found.git_dir
         chosen = branch if branch is not None else (
             os.environ.get("WIKI_BRANCH") or self._configured_branch())
-        self.branch = _valid_branch(self.repo, chosen)
+        self.branch = _valid_branch(self, chosen)
         self._checked_heads: set[str] = set()
         self.ref = f"refs/heads/{self.branch}"
         self.proposal_prefix = f"refs/heads/{self.branch}-proposals/"
-        self.state_dir = common_dir(self.repo) / "wiki"
+        self.state_dir = found.common_dir / "wiki"
+
+    @property
+    def repo(self) -> git.Repo:
+        """The repository as GitPython opens it (on first use). Raises
+        :class:`NotARepositoryError`."""
+        if self._repo is None:
+            self._repo = open_repository(self._path)
+        return self._repo
+
+    @property
+    def store(self) -> BranchStore:
+        """Object-level access to the repository's branches (GitPython, on first use)."""
+        if self._store is None:
+            from wiki.store.branch import BranchStore
+
+            self._store = BranchStore(self.repo)
+        return self._store
+
+    def setting(self, key: str) -> str | None:
+        """The git config value ``key`` (``section.name``) of this repository, surrounding
+        spaces dropped; ``None`` when unset or empty, or when the config cannot be read
+        (that is git's to report, not ours)."""
+        if self._repo is None:
+            with contextlib.suppress(GitUnclear):
+                return (gitcli.config_value(self.git_dir, key) or "").strip() or None
+        section, _, name = key.partition(".")
+        try:
+            value = self.repo.config_reader().get_value(section, name, "")
+        except Exception:
+            return None
+        return str(value).strip() or None
 
     def _configured_branch(self) -> str:
+        if self._repo is None:
+            with contextlib.suppress(GitUnclear):
+                value = gitcli.config_value(self.git_dir, "wiki.branch")
+                return DEFAULT_BRANCH if value is None else value
         try:
             value = self.repo.config_reader().get_value("wiki", "branch", DEFAULT_BRANCH)
         except Exception:  # an unreadable config is git's to report, not ours
@@ -71,6 +123,9 @@ class Wiki:
 
     def head(self) -> str | None:
         """The commit at the tip of the wiki branch, or ``None`` before ``init``."""
+        if self._repo is None:  # not opened: one git process instead of GitPython
+            with contextlib.suppress(GitUnclear):
+                return gitcli.resolve_ref(self.git_dir, self.ref)
         return self.store.resolve(self.ref)
 
     def require_head(self) -> str:
@@ -81,18 +136,26 @@ class Wiki:
             raise NotInitializedError(
                 f"no wiki branch '{self.branch}' in {self.repo.common_dir}: run `wiki init`")
         if head not in self._checked_heads:
-            if self.store.read_path(head, CONFIG_PATH) is None:
+            if not self._has_config(head):
                 raise NotInitializedError(
                     f"branch '{self.branch}' is not a wiki (it has no {CONFIG_PATH}); pick "
                     "another --branch, or `wiki --branch NAME init` a new one")
             self._checked_heads.add(head)
         return head
 
+    def _has_config(self, head: str) -> bool:
+        if self._repo is None:
+            with contextlib.suppress(GitUnclear):
+                return gitcli.has_file(self.git_dir, head, CONFIG_PATH)
+        return self.store.read_path(head, CONFIG_PATH) is not None
+
     def resolve_base(self, rev: str) -> str:
         """The full sha of ``rev`` (a sha, possibly abbreviated, or any revision git
         understands) when it is a commit of the wiki branch's history (the head or an
         ancestor): the base a proposal is built on. Raises ``ConfigError`` otherwise."""
         head = self.require_head()
+        import git
+
         try:
             found = self.repo.rev_parse(rev.strip()) if rev.strip() else None
             sha = found.hexsha if found is not None and found.type == "commit" else ""
