@@ -156,7 +156,7 @@ class LLMConfig:
     deep_read: int = 3
     rerank_top: int = 5
     gap_judge: str = "off"
-    gap_judge_below: float = 0.5
+    gap_judge_below: float = 0.18
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ PROMPTS = {"answers": ANSWERS, "states": STATES, "helps": HELPS}
 """The instructions tried on the tune half (evals/ask_judge.py); ``PROMPT`` is the one
 used."""
 PROMPT = "answers"
-SHOWN = 2
+SHOWN = 1
 """Sentences of the answer shown to the judge, the opening one first."""
 MODES = ("off", "on")
 ENV = "WIKI_GAP_JUDGE"
