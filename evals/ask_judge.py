@@ -222,11 +222,14 @@ def main() -> None:
                         "by_kind": {kind: best([r for r in found["rules"]
                                                 if r["kind"] == kind])
                                     for kind in ("picker", "judge", "either", "sum")
-                                    if any(r["kind"] == kind for r in found["rules"])},
+                                    if any(r["kind"] == kind for r in found["rules"])}
+                        if args.split == "tune" else  # the setting chosen on tune, as is
+                        {r["kind"]: r for r in found["rules"]},
                         "verdicts": verdict_rows})
     table = md_table(
         ["judge (prompt, sentences shown)", "AUROC P(yes)", "AUROC answer score",
-         "p50 / p95 s per question", "best rule (≤ 3 % false gaps)", "gaps", "false gaps",
+         "p50 / p95 s per question", "best rule (≤ 3 % false gaps)" if args.split == "tune"
+         else "rule chosen on tune", "gaps", "false gaps",
          "support recall"],
         [[f"{r['prompt']}, {r['shown']}", r["auroc_judge"], r["auroc_score"],
           f"{r['p50_s']:.2f} / {r['p95_s']:.2f}", describe(r["best"]),
@@ -234,7 +237,8 @@ def main() -> None:
           f"{r['best']['false_gaps']}/{r['best']['answerable']}",
           r["best"]["support_recall"]] for r in results])
     kinds = md_table(
-        ["judge", "rule kind", "best rule", "gaps", "false gaps", "support recall"],
+        ["judge", "rule kind", "best rule" if args.split == "tune" else "rule", "gaps",
+         "false gaps", "support recall"],
         [[f"{r['prompt']}, {r['shown']}", kind, describe(b), f"{b['gaps']}/{b['unanswerable']}",
           f"{b['false_gaps']}/{b['answerable']}", b["support_recall"]]
          for r in results for kind, b in r["by_kind"].items()])
@@ -250,9 +254,13 @@ def main() -> None:
                        f"{1000 * percentile([r['ask_seconds'] for r in rows], 50):.0f} ms",
                    "method": "evals/ask_judge.py docstring; one judge call per question, "
                              "no response cache"}),
-        "", table, "", "Best rule of each kind:", "", kinds])
+        "", table, "",
+        "Best rule of each kind:" if args.split == "tune" else
+        "The picker's rule alone and with the judge (chosen on tune):", "", kinds])
+    # the whole rule sweep is recomputed by a run, not committed (the best of each kind is)
     write(Path(args.out), f"ask-judge-{args.split}", text,
-          {"results": results, "rows": rows, "load_seconds": load_seconds})
+          {"results": [{k: v for k, v in r.items() if k != "rules"} for r in results],
+           "rows": rows, "load_seconds": load_seconds})
     (CACHE_DIR / f"ask-judge-{args.split}-rows.json").write_text(
         json.dumps({"rows": rows, "results": results}), encoding="utf-8")
     print(text)
