@@ -211,7 +211,7 @@ def main() -> None:
     else:
         variants = [(gap_judge.PROMPT, gap_judge.SHOWN)]
         threshold = LLMConfig().gap_judge_below
-        rules = [{"kind": "picker"}, {"kind": gap_judge.RULE, "t": threshold}]
+        rules = [{"kind": "picker"}, {"kind": "either", "t": threshold}]  # the product's
     results = []
     for prompt, shown in variants:
         print(f"variant {prompt}:{shown}", file=sys.stderr, flush=True)

@@ -15,8 +15,10 @@ from fake_llm import install
 from tests.memory_helpers import land
 from wiki.answering import gap_judge
 from wiki.answering.ask import ask
+from wiki.answering.picker import GapReason, Picked
 from wiki.config import parse_config
 from wiki.errors import ConfigError
+from wiki.llm.client import LLMClient
 from wiki.store.workspace import Wiki
 
 ENTRIES = {
@@ -144,3 +146,21 @@ def test_a_bad_setting_is_a_usage_error(populated: Wiki, monkeypatch, cli) -> No
         parse_config('[llm]\ngap_judge = "local"\n')
     with pytest.raises(ConfigError, match="gap_judge_below must be from 0 to 1"):
         parse_config("[llm]\ngap_judge_below = 1.5\n")
+
+
+@pytest.mark.parametrize(("question", "gap", "code"), [
+    ("how much per diem on the first travel day?", None, None),  # yes: stays an answer
+    ("how much per diem on the first travel day?", "no_answer", "no_answer"),  # either rule
+    ("which garage badges apply on weekends downtown?", None, "judge_no"),
+    ("which garage badges apply on weekends downtown?", "no_answer", "judge_no"),
+    ("which garage badges apply on weekends downtown?", "missing_form", "missing_form"),
+])
+def test_the_judgement_and_the_pickers_rule_combine_as_either(
+        monkeypatch, question: str, gap: str | None, code: str | None) -> None:
+    install(monkeypatch)
+    picked = Picked([("The first travel day pays 75 percent of per diem.", 0)], 0.4,
+                    gap=GapReason(gap, "the picker's reason") if gap else None)
+    judged = gap_judge.GapJudge(LLMClient("fake/judge"), 0.18).review(
+        question, picked, ["Per diem"])
+    assert (picked.gap.code if picked.gap else None) == code
+    assert (judged["p_yes"] >= 0.18) == (code in (None, "no_answer"))

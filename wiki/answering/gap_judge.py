@@ -4,9 +4,10 @@ After the picker (:mod:`wiki.answering.picker`) has chosen the answer's sentence
 configured model may be asked, once per question, whether the first :data:`SHOWN` of them
 (each with its entry's title, fenced as quoted evidence) answer the question. The answer
 is the probability of "yes" from the first token's log-probabilities
-(:meth:`wiki.llm.client.LLMClient.judge`). The answer is an evidence gap when that
-probability is below ``[llm] gap_judge_below`` (reason ``judge_no``); a judge that fails,
-times out or is over budget leaves the picker's own rule in force and says so in a note.
+(:meth:`wiki.llm.client.LLMClient.judge`). The answer is an evidence gap when the picker
+finds none answering (its own rule) or that probability is below ``[llm]
+gap_judge_below`` (reason ``judge_no``); a judge that fails, times out or is over budget
+leaves the picker's rule alone in force and says so in a note.
 
 Off by default (``[llm] gap_judge = "off"``; ``WIKI_GAP_JUDGE=on|off`` overrides it); the
 prompt, the number of sentences shown and the threshold were chosen on the staff tune
@@ -83,12 +84,6 @@ def judge(client, question: str, sentences: list[tuple[str, str]], *,
     return Verdict(p_yes, time.monotonic() - started)
 
 
-RULE = "either"
-"""How the judgement combines with the picker's own gap rule (chosen on the tune half):
-``either``: a gap when the picker finds none answering *or* P(yes) is below the
-threshold; ``judge``: the judgement alone decides (its yes overrules the picker's gap)."""
-
-
 @dataclass
 class GapJudge:
     """The judge of one command: ``client`` (a :class:`wiki.llm.client.LLMClient`) and
@@ -100,10 +95,10 @@ class GapJudge:
     def review(self, question: str, picked, titles: list[str]) -> dict:
         """Judge ``picked`` (a :class:`wiki.answering.picker.Picked`; ``titles``: its
         entries' titles by position) and set its ``gap``: a ``judge_no`` gap when P(yes)
-        < ``below``; with :data:`RULE` ``judge`` a yes also clears the picker's
-        ``no_answer`` gap. Returns what ``--json`` shows as ``judge``: ``p_yes``,
-        ``below``, ``seconds`` and ``note`` (a failed judgement keeps the picker's
-        verdict and says why)."""
+        < ``below`` (in place of the picker's ``no_answer``, if it had one: either rule
+        makes a gap; a yes leaves the picker's verdict). Returns what ``--json`` shows as
+        ``judge``: ``p_yes``, ``below``, ``seconds`` and ``note`` (a failed judgement
+        keeps the picker's verdict and says why)."""
         from wiki.answering.picker import GapReason
 
         if not picked.sentences:
@@ -115,13 +110,11 @@ class GapJudge:
                "note": verdict.note}
         if verdict.p_yes is None:
             return out
-        if verdict.p_yes < self.below:
-            if picked.gap is None or picked.gap.code == "no_answer":
-                picked.gap = GapReason("judge_no", f"the model judged that the best "
-                                       f"sentences do not answer the question (P(yes) "
-                                       f"{verdict.p_yes:.2f} < {self.below:g})")
-        elif RULE == "judge" and picked.gap is not None and picked.gap.code == "no_answer":
-            picked.gap = None
+        if verdict.p_yes < self.below and (picked.gap is None
+                                           or picked.gap.code == "no_answer"):
+            picked.gap = GapReason("judge_no", f"the model judged that the answer's "
+                                   f"opening does not answer the question (P(yes) "
+                                   f"{verdict.p_yes:.2f} < {self.below:g})")
         return out
 
 
