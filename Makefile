@@ -30,7 +30,7 @@ endif
 endif
 endif
 
-.PHONY: setup setup-llm demo test lint eval eval-staff eval-llm bench clean fuzz
+.PHONY: setup setup-llm demo test lint eval eval-staff eval-llm eval-judge bench clean fuzz
 
 setup: $(STAMP)
 
@@ -97,6 +97,13 @@ eval-staff: $(STAMP)
 ## make eval-llm: the LLM walk on the handbook dev questions (skips without `make setup-llm`)
 eval-llm: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.llm_eval
+
+## make eval-judge: the local model as `wiki ask`'s gap judge, staff tune half (chooses),
+## test half and dev set (the setting chosen on tune); needs `make setup-llm`, ~15 min
+eval-judge: $(STAMP)
+	WIKI_DATA="$(DATA)" nice $(BIN)/python -m evals.ask_judge --split tune
+	WIKI_DATA="$(DATA)" nice $(BIN)/python -m evals.ask_judge --split test
+	WIKI_DATA="$(DATA)" nice $(BIN)/python -m evals.ask_judge --split dev
 
 bench: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench

@@ -141,7 +141,10 @@ class LLMConfig:
     prompt + completion tokens and ``max_seconds``; the index walk expands at most
     ``walk_folders`` folders, judges ``walk_entries`` entries on their cards and
     deep-reads ``deep_read``; ``--rerank`` re-judges the fused top ``rerank_top``.
-    Defaults sized for the local model on two CPU cores (evals/results/handbook-llm.md)."""
+    ``gap_judge`` (``off`` / ``on``): the model judges whether an extractive answer's
+    opening answers the question, a gap when P(yes) < ``gap_judge_below``
+    (:mod:`wiki.answering.gap_judge`). Defaults sized for the local model on two CPU
+    cores (evals/results/handbook-llm.md, ask-judge-tune.md)."""
 
     model: str = ""
     timeout: float = 60.0
@@ -152,6 +155,8 @@ class LLMConfig:
     walk_entries: int = 12
     deep_read: int = 3
     rerank_top: int = 5
+    gap_judge: str = "off"
+    gap_judge_below: float = 0.18
 
 
 @dataclass(frozen=True)
@@ -235,6 +240,11 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
         problems.append(f"[llm] model must be a string, got {config.llm.model!r}")
     if config.llm.timeout <= 0 or config.llm.max_calls < 1 or config.llm.max_tokens < 1:
         problems.append("[llm] timeout, max_calls and max_tokens must be above 0")
+    if config.llm.gap_judge not in ("off", "on"):
+        problems.append(f"[llm] gap_judge is off or on, got {config.llm.gap_judge!r}")
+    if not _number(config.llm.gap_judge_below) or not 0 <= config.llm.gap_judge_below <= 1:
+        problems.append(f"[llm] gap_judge_below must be from 0 to 1, got "
+                        f"{config.llm.gap_judge_below!r}")
     if problems:
         raise ConfigError(f"{path} {problems[0]}")
 

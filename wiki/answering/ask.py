@@ -23,6 +23,7 @@ from indexes.sentence_scoring import PickerConfig
 from indexes.vectors import Progress
 from wiki.answering.embedding import model_name
 from wiki.answering.filters import filters_for
+from wiki.answering.gap_judge import GapJudge, open_judge
 from wiki.answering.picker import DEFAULT, GapReason, pick_answer
 from wiki.answering.revalidate import Revalidated, Revalidation
 from wiki.answering.revalidate import revalidate as check_sources
@@ -94,6 +95,9 @@ class Answer:
     answer_score: float | None = None
     """How well the best sentence answers (:func:`indexes.sentence_scoring.answer_score`);
     ``None`` when no sentence was scored."""
+    judge: dict | None = None
+    """When the model's gap judge ran (:mod:`wiki.answering.gap_judge`): ``p_yes``,
+    ``below``, ``seconds``, ``note``."""
 
     @property
     def gap(self) -> bool:
@@ -210,7 +214,8 @@ def _from_entries(wiki: Wiki, request: AskRequest, result: SearchResult) -> dict
         entries = checks.current(entries)
     stale = {p for p, e in enumerate(entries)
              if checks is not None and checks.entries[e.path].stale}
-    fields = _extract(result, request, entries[:MAX_ENTRIES], stale)
+    fields = _extract(result, request, entries[:MAX_ENTRIES], stale,
+                      open_judge(wiki, snapshot.config().llm))
     if request.budget is not None and fields["sentences"]:
         fields = _fit(result, request, entries, fields)
     fields.pop("picked", None)
@@ -225,12 +230,13 @@ def _from_entries(wiki: Wiki, request: AskRequest, result: SearchResult) -> dict
 
 
 def _extract(result: SearchResult, request: AskRequest, entries: list,
-             stale: set[int]) -> dict:
+             stale: set[int], judge: GapJudge | None = None) -> dict:
     """The answer's sentences picked by :func:`wiki.answering.picker.pick_answer`: the one
     that answers first, then its support, each cited; an entry at a ``stale`` position
     (answered from its current source) also gets its best sentence. A gap (no sentences,
     ``gap_reason`` and ``note``) when no sentence answers. ``picked`` holds the sentences
-    as ``(text, entry position)`` for :func:`_fit`."""
+    as ``(text, entry position)`` for :func:`_fit`. With a ``judge``, the model's
+    yes/no may turn the answer into a ``judge_no`` gap (:mod:`wiki.answering.gap_judge`)."""
     vectors = result.vectors
     embed = None
     if vectors is not None:
@@ -241,8 +247,12 @@ def _extract(result: SearchResult, request: AskRequest, entries: list,
                          vectors.sentences if vectors is not None else {},
                          vectors.query if vectors is not None else None, request.picker,
                          coverage=result.confidence, stale=frozenset(stale), embed=embed)
+    judged = judge.review(request.question, picked, [e.title for e in entries]) \
+        if judge is not None else {}
     scores = {"answer_score": round(picked.score, 4), "sentence_cosine": picked.cosine,
-              "form_missing": picked.form_missing}
+              "form_missing": picked.form_missing, "judge": judged or None}
+    if judged.get("note") and picked.gap is None:
+        scores["note"] = judged["note"]
     if picked.gap is not None:
         return {**scores, "sentences": [], "citations": [], "gap_reason": picked.gap,
                 "note": picked.gap.sentence}
@@ -302,7 +312,8 @@ def _fit(result: SearchResult, request: AskRequest, entries: list, picked: dict)
 
     evidence = fit(request.question, entries, request.budget, counter(request.embed_model),
                    lead=picked["picked"])
-    scores = {k: picked[k] for k in ("answer_score", "sentence_cosine", "form_missing")}
+    scores = {k: picked[k] for k in ("answer_score", "sentence_cosine", "form_missing",
+                                     "judge")}
     tokens = {"used": evidence.used, "budget": request.budget, "whole": evidence.whole,
               "counter": evidence.counter}
     if evidence.needed:

@@ -49,7 +49,8 @@ class GapReason:
     """Why an answer is an evidence gap: ``code`` (``no_match``: the retrieval rule;
     ``missing_type``: a percentage or money no cited entry states; ``no_answer``: no
     sentence answers well enough; ``missing_form``: none states the number, person or
-    place asked for) and ``sentence``, one line for people."""
+    place asked for; ``judge_no``: the model's gap judge, :mod:`wiki.answering.gap_judge`)
+    and ``sentence``, one line for people."""
 
     code: str
     sentence: str
