@@ -20,7 +20,6 @@ This module imports only the stdlib and numpy; the model's libraries load in the
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import dataclasses
@@ -366,6 +365,8 @@ def get_embedder(model_name: str, spec: EmbedderSpec | None = None) -> Embedder:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m indexes.embed_server --model NAME --socket PATH [--idle SECONDS]``."""
+    import argparse  # only the server process parses arguments; clients import this module
+
     parser = argparse.ArgumentParser(prog="python -m indexes.embed_server")
     parser.add_argument("--model", default=embedders.DEFAULT_MODEL)
     parser.add_argument("--runtime", default="auto")
