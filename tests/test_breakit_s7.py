@@ -13,7 +13,6 @@ from conftest import ALICE, BOB, acting_as
 
 from wiki.store.workspace import Wiki
 
-
 # -- kind: the process's own setup is user input (a deleted current folder) ------------------
 
 def test_a_deleted_current_folder_is_a_usage_error_for_every_command(tmp_path: Path) -> None:
@@ -106,3 +105,56 @@ def test_a_rebase_and_a_sync_replay_keep_an_overview_edit(cli, wiki: Wiki, tmp_p
     synced = cli("sync")
     assert synced.exit_code == 0, synced.output
     assert "Ask Dana first." in _overview(wiki) and "[Rota](c.md)" in _overview(wiki)
+
+
+# -- kind: a name on the branch that is not UTF-8 is one bad file, not a broken wiki ---------
+
+def _land_bytes_name(wiki: Wiki, name: bytes) -> None:
+    """Land a file named ``name`` (raw bytes) with plain git plumbing, as a direct push can."""
+    root = str(wiki.root)
+    blob = subprocess.run(["git", "-C", root, "hash-object", "-w", "--stdin"], check=True,
+                          input=b"---\nid: ff1\ntitle: Bad name\n---\nBad name body.\n",
+                          capture_output=True).stdout.decode().strip()
+    head = wiki.require_head()
+    env = {**os.environ, "GIT_INDEX_FILE": str(wiki.root / ".git" / "scratch-index")}
+    subprocess.run(["git", "-C", root, "read-tree", head], check=True, env=env)
+    subprocess.run(["git", "-C", root, "update-index", "--add", "-z", "--index-info"],
+                   input=f"100644 {blob} 0\t".encode() + name + b"\0", check=True, env=env)
+    tree = subprocess.run(["git", "-C", root, "write-tree"], check=True, env=env,
+                          capture_output=True).stdout.decode().strip()
+    commit = subprocess.run(["git", "-C", root, "commit-tree", tree, "-p", head, "-m", "raw"],
+                            check=True, capture_output=True).stdout.decode().strip()
+    wiki.store.update_ref(wiki.ref, commit, head, "test: a direct push")
+
+
+def test_a_file_name_that_is_not_utf8_leaves_every_command_working(cli, wiki: Wiki) -> None:
+    _land_raw(wiki, {"ops/a.md": "---\nid: a1\ntitle: Deploy\n---\nDeploy with CI.\n"})
+    _land_bytes_name(wiki, b"ops/bad\xff.md")
+    for command in (("search", "deploy"), ("ask", "how to deploy"), ("index",),
+                    ("show", "a1"), ("history", "a1")):
+        result = cli(*command)
+        assert result.exit_code == 0, (command, result.output)  # was exit 2 "not UTF-8"
+    linted = cli("lint", "--json")
+    assert linted.exit_code == 1
+    assert any(f["code"] == "W007" and f["path"] == "ops/bad\N{REPLACEMENT CHARACTER}.md"
+               for f in __import__("json").loads(linted.stdout)["findings"])
+    from wiki.review.proposals import approve, propose
+
+    proposal, _ = propose(wiki, {"ops/b.md": b"---\nid: b1\ntitle: Pager\n---\nPage.\n"},
+                          base=None, kind="new", subject="pager", author=ALICE)
+    approve(wiki, proposal.name, approver=BOB)  # a later write keeps the file, unread
+    names = subprocess.run(["git", "-C", str(wiki.root), "ls-tree", "-r", "-z", "--name-only",
+                            wiki.ref], check=True, capture_output=True).stdout.split(b"\0")
+    assert b"ops/bad\xff.md" in names and b"ops/b.md" in names
+
+
+def test_the_review_check_flags_a_name_that_is_not_utf8(cli, wiki: Wiki) -> None:
+    head = wiki.require_head()
+    _land_bytes_name(wiki, b"ops/bad\xff.md")
+    tip = wiki.require_head()
+    wiki.store.update_ref(wiki.ref, head, tip, "test: back")
+    wiki.store.update_ref(wiki.proposal_prefix + "bytes", tip, None, "test: as a proposal")
+    shown = cli("proposals", "--json")
+    assert shown.exit_code == 0, shown.output
+    flags = __import__("json").loads(shown.stdout)[0]["flags"]
+    assert any(f["rule"] == "R003" and "not UTF-8" in f["detail"] for f in flags), flags

@@ -302,7 +302,9 @@ def _name_flags(path: str, after: dict[str, TreeItem]) -> list[ReviewFlag]:
     flags = [ReviewFlag(f.rule, f.kind, path, 0, 0, f.category, "in the file name: "
                         + f.detail) for f in flags]
     problems = []
-    if unicodedata.normalize("NFC", path) != path:
+    if not indextree.is_text_name(path):
+        problems.append("not UTF-8 text (bytes no name can be read as)")
+    elif unicodedata.normalize("NFC", path) != path:
         problems.append("not in Unicode NFC form")
     for part in path.split("/"):
         stem = part.partition(".")[0].strip().lower()
