@@ -158,3 +158,24 @@ def test_the_review_check_flags_a_name_that_is_not_utf8(cli, wiki: Wiki) -> None
     assert shown.exit_code == 0, shown.output
     flags = __import__("json").loads(shown.stdout)[0]["flags"]
     assert any(f["rule"] == "R003" and "not UTF-8" in f["detail"] for f in flags), flags
+
+
+# -- kind: an override may not land what stops every later approval ----------------------------
+
+def test_an_invalid_wiki_toml_cannot_be_overridden_into_the_wiki(cli, wiki: Wiki) -> None:
+    from wiki.store.snapshot import write_commit
+
+    head = wiki.require_head()
+    text = wiki.snapshot(head).read("wiki.toml").decode()
+    broken = text.replace("approvals_required = 1", "approvals_required = 0")
+    assert broken != text
+    tip = write_commit(wiki.snapshot(head), {"wiki.toml": broken.encode()}, "policy\n",
+                       author=ALICE)
+    wiki.store.update_ref(wiki.proposal_prefix + "policy", tip, None, "test: plain git")
+    with acting_as(BOB):
+        result = cli("approve", "policy", "--override-flags", "we know")
+    assert result.exit_code == 5, result.output  # it landed, then every command exited 2
+    assert "an invalid wiki.toml cannot be overridden" in result.stderr
+    assert wiki.require_head() == head
+    assert cli("search", "anything").exit_code == 1  # the wiki still answers
+
