@@ -179,3 +179,37 @@ def test_an_invalid_wiki_toml_cannot_be_overridden_into_the_wiki(cli, wiki: Wiki
     assert wiki.require_head() == head
     assert cli("search", "anything").exit_code == 1  # the wiki still answers
 
+
+# -- kind: a correction landed by hand is not undone by the next text that repeats the old value
+
+def test_a_distilled_ingest_does_not_bring_back_a_replaced_fact_value(wiki: Wiki, repo: Path,
+                                                                      monkeypatch) -> None:
+    from conftest import write
+    from fake_llm import install
+    from memory_helpers import entry, land
+
+    from wiki.ingest.pipeline import ingest
+    from wiki.knowledge.distill import Distiller
+    from wiki.knowledge.facts import current, set_fact
+    from wiki.llm.settings import open_client
+    from wiki.review.proposals import approve
+
+    land(wiki, {"travel/mileage.md": entry(
+        "ml", "Mileage rate", "The mileage rate is 0.67 dollars per mile.",
+        summary="The mileage rate is 0.67 dollars per mile.", type="fact",
+        facts="{mileage_rate: 0.67}")})
+    corrected = set_fact(wiki, "mileage_rate", "0.70", author=ALICE)  # the hand correction
+    approve(wiki, corrected.proposal.name, approver=BOB)
+    fake = install(monkeypatch)
+    fake.distilled = [{"title": "Mileage rate", "type": "fact", "key": "mileage_rate",
+                       "value": "0.67", "claim": "The mileage rate is 0.67 dollars per mile."}]
+    write(repo / "docs" / "mileage.md", "# Mileage\n\nThe mileage rate is 0.67 dollars per "
+                                        "mile for all staff.\n")
+    distiller = Distiller(wiki, open_client(wiki))
+    report = ingest(wiki, [repo / "docs"], author=ALICE, distiller=distiller)
+    assert distiller.report.superseded == 0, distiller.report  # it superseded the correction
+    assert any("replaced" in d["why"] for d in distiller.report.dropped)
+    if report.proposal is not None:
+        approve(wiki, report.proposal.name, approver=BOB)
+    (fact,) = current(wiki, "mileage_rate")
+    assert str(fact.value) == "0.7"
