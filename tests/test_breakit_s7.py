@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ALICE, BOB, acting_as
 
 from wiki.store.workspace import Wiki
@@ -213,3 +214,30 @@ def test_a_distilled_ingest_does_not_bring_back_a_replaced_fact_value(wiki: Wiki
         approve(wiki, report.proposal.name, approver=BOB)
     (fact,) = current(wiki, "mileage_rate")
     assert str(fact.value) == "0.7"
+
+
+# -- kind: every git: source rule applies to the file a committed symbolic link leads to -------
+
+@pytest.mark.parametrize(("link", "target", "question", "leak"), [
+    ("docs/cfg.md", "../.git/config", "what is the remote origin url", "hunter2host"),
+    ("docs/env.md", "../.env", "what is the deploy host value", "hunter2host"),
+])
+def test_a_committed_link_to_git_config_or_an_ignored_file_is_not_read(
+        cli, wiki: Wiki, repo: Path, link: str, target: str, question: str, leak: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "config", "remote.origin.url",
+                    "https://git.hunter2host.example/x.git"], check=True)
+    (repo / ".env").write_text("DEPLOY_HOST=hunter2host.internal\n")
+    (repo / ".gitignore").write_text(".env\n")
+    (repo / link).parent.mkdir(exist_ok=True)
+    os.symlink(target, repo / link)
+    subprocess.run(["git", "-C", str(repo), "add", ".gitignore", link], check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "links"], check=True)
+    _land_raw(wiki, {"ops/a.md": (
+        f"---\nid: a1\ntitle: Settings\nsources:\n- uri: 'git:{link}'\n"
+        "  fingerprint: sha256:00\n---\nThe remote origin url and the deploy host value "
+        "are set per clone.\n")})
+    asked = cli("ask", question, "--json")
+    assert leak not in asked.output  # the reader's .git/config or .env, printed as the source
+    assert "not allowed" in asked.output
+    linted = cli("lint", "--select", "W002")
+    assert linted.exit_code == 1 and "not allowed" in linted.stdout

@@ -160,12 +160,28 @@ class GitSource:
         if not local.is_relative_to(self._root):
             raise SourceNotAllowedError(uri, "the path leaves the repository (through a "
                                              "symbolic link)")
-        if path not in self.blobs():
-            status, _, _ = self.env.repo.git.check_ignore(
-                "-q", "--", path, with_extended_output=True, with_exceptions=False)
-            if status == 0:
-                raise SourceNotAllowedError(uri, "a file git ignores in this repository")
+        # every rule applies to the file a link leads to as well: a tracked link to
+        # `.git/config` or to an ignored `.env` is the file it names
+        real = local.relative_to(self._root).as_posix()
+        reason = git_path_refusal(real) or next(
+            ("a path inside the .git folder" for folder in self._git_dirs()
+             if local.is_relative_to(folder)), None)
+        if reason is not None:
+            raise SourceNotAllowedError(uri, reason + (f" (through a symbolic link to {real})"
+                                                       if real != path else ""))
+        for name in dict.fromkeys([path, real]):
+            if name not in self.blobs():
+                status, _, _ = self.env.repo.git.check_ignore(
+                    "-q", "--", name, with_extended_output=True, with_exceptions=False)
+                if status == 0:
+                    raise SourceNotAllowedError(uri, "a file git ignores in this repository")
         return local
+
+    def _git_dirs(self) -> list[Path]:
+        """The repository's git folders, wherever they are (a linked worktree's, the
+        common one)."""
+        repo = self.env.repo
+        return [Path(os.path.realpath(d)) for d in dict.fromkeys([repo.git_dir, repo.common_dir])]
 
     def _read_blob(self, path: str, sha: str) -> str:
         if self._modes.get(path) == "120000":
