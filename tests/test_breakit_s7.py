@@ -241,3 +241,15 @@ def test_a_committed_link_to_git_config_or_an_ignored_file_is_not_read(
     assert "not allowed" in asked.output
     linted = cli("lint", "--select", "W002")
     assert linted.exit_code == 1 and "not allowed" in linted.stdout
+
+
+def test_emptying_a_folder_while_an_entry_lands_there_keeps_its_overview(wiki: Wiki) -> None:
+    from wiki.review.proposals import approve, propose
+
+    _land_raw(wiki, {"ops/a.md": "---\nid: a1\ntitle: Deploy\n---\nDeploy with CI.\n"})
+    approve(wiki, _overview_proposal(wiki), approver=BOB)
+    gone, _ = propose(wiki, {"ops/a.md": None}, base=None, kind="delete", subject="gone",
+                      author=ALICE)
+    _land_other_entry(wiki)
+    approve(wiki, gone.name, approver=BOB)
+    assert "Ask Carol first." in _overview(wiki) and "[Pager](b.md)" in _overview(wiki)

@@ -32,9 +32,11 @@ def same(store: BranchStore, path: str, a: TreeFile | None, b: TreeFile | None) 
 def changed(store: BranchStore, before: Mapping[str, TreeFile],
             after: Mapping[str, TreeFile]) -> set[str]:
     """Paths that changed between two trees (content or mode), counting an ``index.md``
-    only when its overview changed: what a merge must carry."""
+    only when it is still there with another overview: what a merge must carry (a
+    listing removed with its folder's last entry is regenerated, not carried)."""
     return {p for p in before.keys() | after.keys()
-            if not same(store, p, before.get(p), after.get(p))}
+            if not same(store, p, before.get(p), after.get(p))
+            and not (is_index(p) and after.get(p) is None)}
 
 
 def with_marker(text: str) -> bytes:
