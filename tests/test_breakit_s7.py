@@ -253,3 +253,26 @@ def test_emptying_a_folder_while_an_entry_lands_there_keeps_its_overview(wiki: W
     _land_other_entry(wiki)
     approve(wiki, gone.name, approver=BOB)
     assert "Ask Carol first." in _overview(wiki) and "[Pager](b.md)" in _overview(wiki)
+
+
+# -- kind: what a Windows editor writes is text like any other -------------------------------
+
+@pytest.mark.parametrize("text", [
+    b"\xef\xbb\xbf---\ntitle: Hotels\n---\nHotels up to 100 EUR.\n",
+    b"\xef\xbb\xbf---\r\ntitle: Hotels\r\n---\r\nHotels up to 100 EUR.\r\n",
+    b"\xef\xbb\xbf# Hotels\r\n\r\nHotels up to 100 EUR.\r\n",
+])
+def test_a_file_starting_with_a_byte_order_mark_is_proposed(cli, wiki: Wiki, text) -> None:
+    result = cli("propose", "-", input=text)  # was "field 'id': missing required field"
+    assert result.exit_code == 0, result.output
+    (entry,) = [e for e in wiki.snapshot(
+        wiki.store.resolve(wiki.proposal_prefix + result.stdout.strip())).entries()[0]]
+    assert entry.title == "Hotels" and not entry.to_bytes().startswith(b"\xef\xbb\xbf")
+
+
+def test_a_nul_byte_is_refused_when_proposing_not_left_unlandable(cli, wiki: Wiki) -> None:
+    result = cli("propose", "-", input=b"---\ntitle: Hotels\n---\nHotels\0 up to 100 EUR.\n")
+    assert result.exit_code == 2, result.output  # was a proposal no approval could land
+    assert result.stderr == ("error: -:4: a NUL byte: an entry is UTF-8 text, and no "
+                             "approval lands binary content\n")
+    assert wiki.store.list_refs(wiki.proposal_prefix) == {}
