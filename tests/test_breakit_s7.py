@@ -276,3 +276,21 @@ def test_a_nul_byte_is_refused_when_proposing_not_left_unlandable(cli, wiki: Wik
     assert result.stderr == ("error: -:4: a NUL byte: an entry is UTF-8 text, and no "
                              "approval lands binary content\n")
     assert wiki.store.list_refs(wiki.proposal_prefix) == {}
+
+
+def test_the_hook_marks_the_other_files_of_a_commit_holding_a_name_that_is_not_utf8(
+        cli, wiki: Wiki, repo: Path) -> None:
+    from conftest import ingest_and_land, write
+
+    good = write(repo / "docs" / "good.md", "# Good\n\nGood text here.\n")
+    subprocess.run(["git", "-C", str(repo), "add", "docs"], check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "good"], check=True)
+    ingest_and_land(wiki, good)
+    good.write_text("# Good\n\nGood text, edited.\n")
+    (repo / "docs" / "bad\udcff.md").write_bytes(b"# Bad\n\nBad name.\n")
+    subprocess.run(["git", "-C", str(repo), "add", "docs"], check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "both"], check=True)
+    marked = cli("hook", "run")
+    assert marked.exit_code == 0, marked.output  # was exit 2, and nothing marked
+    linted = cli("lint", "--select", "W010")
+    assert "docs/good.md" in linted.stdout
