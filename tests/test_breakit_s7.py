@@ -294,3 +294,19 @@ def test_the_hook_marks_the_other_files_of_a_commit_holding_a_name_that_is_not_u
     assert marked.exit_code == 0, marked.output  # was exit 2, and nothing marked
     linted = cli("lint", "--select", "W010")
     assert "docs/good.md" in linted.stdout
+
+
+def test_a_source_renamed_to_a_name_that_is_not_utf8_is_missing_not_a_broken_lint(
+        cli, wiki: Wiki, repo: Path) -> None:
+    from conftest import ingest_and_land, write
+
+    good = write(repo / "docs" / "good.md", "# Good\n\nGood text here.\n")
+    subprocess.run(["git", "-C", str(repo), "add", "docs"], check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "good"], check=True)
+    ingest_and_land(wiki, good)
+    subprocess.run(["git", "-C", str(repo), "mv", "docs/good.md", b"docs/g\xffood.md"],
+                   check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "rename"], check=True)
+    linted = cli("lint")
+    assert linted.exit_code == 1, linted.output  # was exit 2: the W011 fix held the name
+    assert "W002" in linted.stdout and "no longer exists" in linted.stdout

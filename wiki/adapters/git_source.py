@@ -35,6 +35,7 @@ from wiki.adapters.policy import git_path_refusal
 from wiki.adapters.registry import Check, Recorded, SourceEnv, register
 from wiki.errors import ConfigError, SourceError, SourceNotAllowedError
 from wiki.ingest.sources import decode_text, read_text, too_large
+from wiki.store.indextree import is_text_name
 
 _SKIPPED_MODES = ("160000",)  # submodules are not files
 
@@ -219,8 +220,8 @@ class GitSource:
     # -- renames ------------------------------------------------------------------------
     def renamed(self, paths: Iterable[str]) -> dict[str, str]:
         """``old path -> new path`` for those of ``paths`` (missing files) that git's
-        rename detection followed to a file that exists now; paths deleted outright, or
-        never seen in history, are left out.
+        rename detection followed to a file that exists now; paths deleted outright,
+        renamed to a name that is not UTF-8, or never seen in history, are left out.
 
         Changes not yet committed come first (``git diff -M HEAD``, work-tree mode); then
         one ``git log -M --diff-filter=DR`` walks back from the ref until every path's most
@@ -240,7 +241,8 @@ class GitSource:
                     and target not in seen:
                 seen.add(target)
                 target = events[target]
-            if target is not None and self.exists(target):
+            # a name that is not UTF-8 cannot be written in an entry: not followed
+            if target is not None and self.exists(target) and is_text_name(target):
                 found[path] = target
         return found
 
