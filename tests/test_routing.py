@@ -164,8 +164,15 @@ def test_route_from_wiki_toml_and_no_route_override(kb: Wiki) -> None:
 
 
 def test_bad_route_settings_are_config_errors(kb: Wiki) -> None:
-    # the review check flags the invalid wiki.toml (schema); the test lands it on purpose
-    _set_search(kb, 'route_mode = "sideways"', override="an invalid setting, on purpose")
+    # no approval lands an invalid wiki.toml (R004 invalid-config); a direct push can
+    from wiki.store.snapshot import write_commit
+
+    head = kb.require_head()
+    text = kb.snapshot(head).read("wiki.toml").decode()
+    text = re.sub(r'(?m)^route_mode\s*=.*$', 'route_mode = "sideways"', text, count=1)
+    pushed = write_commit(kb.snapshot(head), {"wiki.toml": text.encode()}, "push\n",
+                          author=ALICE)
+    kb.store.update_ref(kb.ref, pushed, head, "test: a direct push")
     with pytest.raises(ConfigError, match="route_mode is filter or boost"):
         kb.config()
 

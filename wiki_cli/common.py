@@ -217,6 +217,11 @@ def main_options(
             os.chdir(repo)
         except OSError as exc:
             raise UsageError(f"-C {repo}: {exc.strerror}") from None
+    try:  # a shell still standing in a folder that was removed (or replaced)
+        os.getcwd()
+    except OSError:
+        raise UsageError("the current folder no longer exists (deleted or moved): cd into "
+                         "the repository again, or pass -C PATH") from None
     state.repo = Path(".")
     state.branch = branch
 

@@ -25,11 +25,13 @@ import math
 import re
 from typing import Any
 
-CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""What a terminal must never receive raw from stored text (tab and newline excepted)."""
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+"""What a terminal must never receive raw from stored text (tab and newline excepted); a
+lone surrogate is a byte of a git name that is not UTF-8, which no stream can encode."""
 
-JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""What ``json.dumps(..., ensure_ascii=False)`` leaves raw that :data:`CONTROLS` names."""
+JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+"""What ``json.dumps(..., ensure_ascii=False)`` leaves raw that :data:`CONTROLS` names
+(a lone surrogate becomes ``\\udcff``, which decodes back to the name git holds)."""
 
 
 class Tally:

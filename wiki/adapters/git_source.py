@@ -35,6 +35,7 @@ from wiki.adapters.policy import git_path_refusal
 from wiki.adapters.registry import Check, Recorded, SourceEnv, register
 from wiki.errors import ConfigError, SourceError, SourceNotAllowedError
 from wiki.ingest.sources import decode_text, read_text, too_large
+from wiki.store.indextree import is_text_name
 
 _SKIPPED_MODES = ("160000",)  # submodules are not files
 
@@ -160,12 +161,28 @@ class GitSource:
         if not local.is_relative_to(self._root):
             raise SourceNotAllowedError(uri, "the path leaves the repository (through a "
                                              "symbolic link)")
-        if path not in self.blobs():
-            status, _, _ = self.env.repo.git.check_ignore(
-                "-q", "--", path, with_extended_output=True, with_exceptions=False)
-            if status == 0:
-                raise SourceNotAllowedError(uri, "a file git ignores in this repository")
+        # every rule applies to the file a link leads to as well: a tracked link to
+        # `.git/config` or to an ignored `.env` is the file it names
+        real = local.relative_to(self._root).as_posix()
+        reason = git_path_refusal(real) or next(
+            ("a path inside the .git folder" for folder in self._git_dirs()
+             if local.is_relative_to(folder)), None)
+        if reason is not None:
+            raise SourceNotAllowedError(uri, reason + (f" (through a symbolic link to {real})"
+                                                       if real != path else ""))
+        for name in dict.fromkeys([path, real]):
+            if name not in self.blobs():
+                status, _, _ = self.env.repo.git.check_ignore(
+                    "-q", "--", name, with_extended_output=True, with_exceptions=False)
+                if status == 0:
+                    raise SourceNotAllowedError(uri, "a file git ignores in this repository")
         return local
+
+    def _git_dirs(self) -> list[Path]:
+        """The repository's git folders, wherever they are (a linked worktree's, the
+        common one)."""
+        repo = self.env.repo
+        return [Path(os.path.realpath(d)) for d in dict.fromkeys([repo.git_dir, repo.common_dir])]
 
     def _read_blob(self, path: str, sha: str) -> str:
         if self._modes.get(path) == "120000":
@@ -203,8 +220,8 @@ class GitSource:
     # -- renames ------------------------------------------------------------------------
     def renamed(self, paths: Iterable[str]) -> dict[str, str]:
         """``old path -> new path`` for those of ``paths`` (missing files) that git's
-        rename detection followed to a file that exists now; paths deleted outright, or
-        never seen in history, are left out.
+        rename detection followed to a file that exists now; paths deleted outright,
+        renamed to a name that is not UTF-8, or never seen in history, are left out.
 
         Changes not yet committed come first (``git diff -M HEAD``, work-tree mode); then
         one ``git log -M --diff-filter=DR`` walks back from the ref until every path's most
@@ -224,7 +241,8 @@ class GitSource:
                     and target not in seen:
                 seen.add(target)
                 target = events[target]
-            if target is not None and self.exists(target):
+            # a name that is not UTF-8 cannot be written in an entry: not followed
+            if target is not None and self.exists(target) and is_text_name(target):
                 found[path] = target
         return found
 

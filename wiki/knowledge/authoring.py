@@ -257,10 +257,16 @@ def _screened(text: bytes, name: str, redact: bool, before: bytes | None = None)
     """``text`` after the write-time secret check, so that a refusal names the caller's
     own file and line (the proposal checks again, and flags instruction-like content).
     Text still holding merge-conflict markers is refused (:class:`EntryError` on their
-    line), as ``wiki ingest`` skips such a source."""
+    line), as ``wiki ingest`` skips such a source. A leading UTF-8 byte order mark (what
+    Windows editors write) is dropped, as ingest drops it: every check below reads the
+    text from its first ``---`` or ``#``."""
     from wiki.ingest.merge_markers import conflict_line
     from wiki.store.frontmatter import normalize_newlines
 
+    text = text.removeprefix(b"\xef\xbb\xbf")
+    if b"\0" in text:  # the review check refuses it for good (R007): say so now
+        raise EntryError(name, "a NUL byte: an entry is UTF-8 text, and no approval lands "
+                         "binary content", line=text[:text.index(b"\0")].count(b"\n") + 1)
     line = conflict_line(normalize_newlines(text.decode("utf-8", "replace")))
     if line is not None:
         raise EntryError(name, "unresolved merge-conflict markers (finish the merge, then "

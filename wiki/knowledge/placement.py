@@ -6,7 +6,9 @@ already says it. In this order, against the active entries (as changed so far in
 1. **Same fact key.** An entry holding one of the draft's ``facts`` keys with the *same*
    value is updated; with a *different* value it is superseded
    (:func:`wiki.knowledge.facts.successor`
-   and :func:`wiki.knowledge.authoring.supersession`: the old entry is kept, ``superseded``). Keys
+   and :func:`wiki.knowledge.authoring.supersession`: the old entry is kept, ``superseded``),
+   unless the new value is one the holder replaced (an entry of its supersession chain
+   held it: a correction), which only a person brings back: the draft is dropped. Keys
    held by several entries are a contradiction (lint W003): the draft is dropped.
 2. **Near-duplicate text.** Among the first :data:`CANDIDATES` hits of a search for the
    draft's title and claim (the configured lexical and vector legs, never the LLM) and the
@@ -105,6 +107,12 @@ class Placer:
             old, held = holders[0]
             if held.same_claim == (" ".join(str(value).split()), held.unit):
                 return self._update(old, draft, sources)
+            replaced = self._replaced(old, key, value, held.unit)
+            if replaced is not None:
+                return Placed("dropped", draft.title, why=(
+                    f"fact {key!r} = {' '.join(str(value).split())} is the value {old.path} "
+                    f"replaced (it supersedes {replaced.path}); a replaced value comes back "
+                    f"only by hand: `wiki facts set {key} VALUE`"))
             fresh = successor(old, held, value if not held.unit else
                               {"value": value, "unit": held.unit}, value, draft.summary)
             fresh = fresh.updated_with(id=new_id(seed, self.ids),
@@ -157,6 +165,23 @@ class Placer:
         self._write(old.updated_with(body=body, sources=merged, facts=facts or None,
                                      updated=self.stamp))
         return Placed("update", draft.title, old.path, old.path)
+
+    def _replaced(self, entry: Entry, key: str, value, unit: str) -> Entry | None:
+        """The entry of ``entry``'s supersession chain (what it supersedes, and so on) that
+        held ``key`` at ``value``: a correction a later text must not undo by itself."""
+        by_id = {e.id: e for e in self._current.values()}
+        claim = (" ".join(str(value).split()), unit)
+        queue, seen = list(entry.meta.get("supersedes") or []), {entry.id}
+        while queue:
+            earlier = by_id.get(str(queue.pop(0)))
+            if earlier is None or earlier.id in seen:
+                continue
+            seen.add(earlier.id)
+            held = facts_of(earlier).get(key)
+            if held is not None and held.same_claim == claim:
+                return earlier
+            queue += list(earlier.meta.get("supersedes") or [])
+        return None
 
     # -- state ---------------------------------------------------------------------------
     def _active(self) -> list[Entry]:

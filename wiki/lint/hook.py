@@ -24,6 +24,7 @@ from wiki.errors import ConfigError, NotFoundError
 from wiki.store.derived import open_synced
 from wiki.store.entry import now_iso
 from wiki.store.gitrepo import common_dir
+from wiki.store.indextree import is_text_name
 from wiki.store.workspace import Wiki
 
 MARKER = "# wiki-hook: post-commit (managed by `wiki hook`; your own hook: post-commit.legacy)"
@@ -117,7 +118,8 @@ def mark_commit(wiki: Wiki, commit: str = "HEAD") -> list[str]:
         raise NotFoundError(f"no commit {commit!r} in this repository") from None
     changed = wiki.repo.git.diff_tree("--no-commit-id", "-r", "--name-only", "-z",
                                       "--root", sha).split("\0")
-    uris = {f"git:{path}" for path in changed if path}
+    # a name that is not UTF-8 is cited by no entry (entries are UTF-8 text)
+    uris = {f"git:{path}" for path in changed if path and is_text_name(path)}
     if not uris:
         return []
     index, _ = open_synced(wiki)

@@ -49,7 +49,13 @@ def index_drift(ctx: LintContext):
 
 @rule("W007", "schema-error", ERROR)
 def schema_error(ctx: LintContext):
-    """An entry file that does not parse or validate, and ids carried by two entries."""
+    """An entry file that does not parse or validate, a markdown file whose name is not
+    UTF-8 (so it is no entry), and ids carried by two entries."""
+    for path in sorted(ctx.snapshot.files):
+        if path.endswith(".md") and not indextree.is_text_name(path):
+            shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            yield Finding("W007", ERROR, shown, "the file name is not UTF-8 text, so it is "
+                          "not read as an entry; rename it with plain git")
     for error in ctx.invalid:
         what = f"field '{error.field}': " if error.field else ""
         yield Finding("W007", ERROR, error.path, what + " ".join(error.reason.split()),

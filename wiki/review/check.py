@@ -68,6 +68,9 @@ CATEGORIES = (SECRET_FLAG, INSTRUCTION, CONTROL, SIZE, NON_REGULAR, FILE_NAME, S
 NOT_OVERRIDABLE = frozenset({SECRET_FLAG})
 """Categories ``wiki approve --override-flags`` cannot land: a secret in a landed commit is
 pushed to every clone and stays in history."""
+LOCKS_OUT = "invalid-config"
+"""The one schema flag no override lands: every command reads ``wiki.toml`` on the head
+first, so an invalid one would stop ``propose`` and ``approve`` of its own fix."""
 SIZE_SLACK = 65_536
 """Bytes an entry may exceed the source cap by: the frontmatter ingest adds to a source."""
 SCAN_FACTOR = 8
@@ -94,7 +97,7 @@ class ReviewFlag(Flag):
     @property
     def overridable(self) -> bool:
         """Whether ``wiki approve --override-flags`` may land a proposal with this flag."""
-        return self.category not in NOT_OVERRIDABLE
+        return self.category not in NOT_OVERRIDABLE and self.kind != LOCKS_OUT
 
 
 @dataclass(frozen=True)
@@ -291,7 +294,7 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
         try:
             parse_config(text)
         except ConfigError as exc:
-            flags.append(ReviewFlag("R004", "invalid-config", path, 0, 0, SCHEMA, str(exc)))
+            flags.append(ReviewFlag("R004", LOCKS_OUT, path, 0, 0, SCHEMA, str(exc)))
     return flags
 
 
@@ -302,7 +305,9 @@ def _name_flags(path: str, after: dict[str, TreeItem]) -> list[ReviewFlag]:
     flags = [ReviewFlag(f.rule, f.kind, path, 0, 0, f.category, "in the file name: "
                         + f.detail) for f in flags]
     problems = []
-    if unicodedata.normalize("NFC", path) != path:
+    if not indextree.is_text_name(path):
+        problems.append("not UTF-8 text (bytes no name can be read as)")
+    elif unicodedata.normalize("NFC", path) != path:
         problems.append("not in Unicode NFC form")
     for part in path.split("/"):
         stem = part.partition(".")[0].strip().lower()

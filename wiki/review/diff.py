@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wiki.errors import EntryError
+from wiki.review import overviews
 from wiki.review.check import tree_items
-from wiki.review.proposals import changed_paths, get_proposal, review_hash
+from wiki.review.proposals import get_proposal, review_hash
 from wiki.store import indextree
 from wiki.store.entry import Entry
 from wiki.store.snapshot import Snapshot
@@ -74,7 +75,7 @@ def proposal_diff(wiki: Wiki, name: str) -> ProposalDiff:
     base = Snapshot(wiki.store, proposal.base)
     tip = Snapshot(wiki.store, proposal.tip)
     changes = []
-    for path in sorted(changed_paths(base.files, tip.files)):
+    for path in sorted(overviews.changed(wiki.store, base.files, tip.files)):
         old, new = base.files.get(path), tip.files.get(path)
         if SYMLINK in (old and old.mode, new and new.mode):
             changes.append(_link_change(path, old and old.mode, base.read(path),

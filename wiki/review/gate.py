@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING
 
 from wiki.errors import ConfigError, ReviewFlaggedError
-from wiki.review.check import summary, tree_items
+from wiki.review.check import LOCKS_OUT, summary, tree_items
 from wiki.safety.scan import screen
 from wiki.store.workspace import Wiki
 
@@ -67,11 +67,15 @@ def override_reason(proposal: Proposal, override: str | None) -> str | None:
     blocking = [f for f in proposal.flags if not f.overridable]
     if blocking:
         first = blocking[0]
+        why = ("an invalid wiki.toml cannot be overridden (every command would stop on "
+               "it, approve of its fix included)", "with a valid one") \
+            if first.kind == LOCKS_OUT else ("secrets cannot be overridden (they would be "
+                                             "pushed to every clone)",
+                                             "without them (or with --redact)")
         raise ReviewFlaggedError(
             f"proposal {proposal.name} holds {summary(blocking)} flag(s), e.g. "
-            f"{first.path}: {first.kind}; secrets cannot be overridden (they would be "
-            f"pushed to every clone): `wiki reject {proposal.name} --reason ...` and "
-            "propose it again without them (or with --redact)", blocking)
+            f"{first.path}: {first.kind}; {why[0]}: `wiki reject {proposal.name} --reason "
+            f"...` and propose it again {why[1]}", blocking)
     if override is None:
         raise ReviewFlaggedError(
             f"proposal {proposal.name} is flagged ({summary(proposal.flags)}): read "

@@ -26,7 +26,7 @@ from wiki.errors import (
     SelfApprovalError,
     StaleProposalError,
 )
-from wiki.review import approval_policy
+from wiki.review import approval_policy, overviews
 from wiki.review.change_key import change_key
 from wiki.review.check import ReviewFlag, check
 from wiki.review.gate import (
@@ -235,7 +235,7 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
                        if not approval_policy.is_approval_record(c)), commit)
     first = min((authored_at(c) for c in wiki.repo.iter_commits(f"{base}..{tip}")),
                 default=authored_at(commit))
-    paths = sorted(changed_paths(wiki.store.files(base), wiki.store.files(tip)))
+    paths = sorted(overviews.changed(wiki.store, wiki.store.files(base), wiki.store.files(tip)))
     first_message = next((c.message for c in wiki.repo.iter_commits(f"{base}..{tip}",
                                                                     reverse=True)), "")
     return Proposal(name, ref, tip, base, commit.summary, authors,
@@ -303,7 +303,7 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     approvers = [*valid, approver]
     tip_files = wiki.store.files(proposal.tip)
     base_files = wiki.store.files(proposal.base)
-    ours = changed_paths(base_files, tip_files)
+    ours = overviews.changed(wiki.store, base_files, tip_files)  # index.md: its overview
     check_ids(wiki, proposal.name, tip_files, ours)
     for _ in range(LAND_ATTEMPTS):
         head = wiki.require_head()
@@ -312,9 +312,9 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
             tree = wiki.repo.commit(proposal.tip).tree.hexsha
         else:
             snapshot = Snapshot(wiki.store, head)
-            theirs = changed_paths(base_files, snapshot.files)
-            conflicts = sorted(p for p in ours & theirs
-                               if tip_files.get(p) != snapshot.files.get(p))
+            theirs = overviews.changed(wiki.store, base_files, snapshot.files)
+            conflicts = sorted(p for p in ours & theirs if not overviews.same(
+                wiki.store, p, tip_files.get(p), snapshot.files.get(p)))
             if conflicts:
                 raise StaleProposalError(
                     f"proposal {proposal.name} is stale: {', '.join(conflicts[:5])}"

@@ -17,12 +17,11 @@ from pathlib import Path
 import git
 
 from wiki.errors import EntryError, StaleProposalError
-from wiki.review import approval_policy
+from wiki.review import approval_policy, overviews
 from wiki.review.proposals import (
     BASE_TRAILER,
     PROPOSAL_TRAILER,
     Proposal,
-    changed_paths,
     get_proposal,
 )
 from wiki.store import indextree
@@ -45,8 +44,15 @@ def rebase(wiki: Wiki, name: str, rebaser: Identity | None = None) -> Proposal:
     base, tip, ours = (Snapshot(wiki.store, c) for c in (proposal.base, proposal.tip, head))
     merged: dict[str, bytes | None] = {}
     conflicts: list[str] = []
-    for path in sorted(changed_paths(base.files, tip.files)):
-        result = _merge(wiki.repo, path, base.read(path), ours.read(path), tip.read(path))
+    for path in sorted(overviews.changed(wiki.store, base.files, tip.files)):
+        if overviews.is_index(path):  # people write its overview; the listing is generated
+            texts = [overviews.overview(wiki.store, path, s.files.get(path)).encode("utf-8")
+                     for s in (base, ours, tip)]
+            result = _merge_text(wiki.repo, *texts)
+            result = (result if result is _CONFLICT
+                      else overviews.with_marker(result.decode("utf-8", "replace")))
+        else:
+            result = _merge(wiki.repo, path, base.read(path), ours.read(path), tip.read(path))
         if result is _CONFLICT:
             conflicts.append(path)
         else:

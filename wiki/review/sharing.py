@@ -25,7 +25,8 @@ from pathlib import Path
 import git
 
 from wiki.errors import BranchCheckedOutError, ConfigError, RemoteError, StorageError
-from wiki.review.proposals import BASE_TRAILER, PROPOSAL_TRAILER, changed_paths, rejected_prefix
+from wiki.review import overviews
+from wiki.review.proposals import BASE_TRAILER, PROPOSAL_TRAILER, rejected_prefix
 from wiki.store.gitrepo import current_identity
 from wiki.store.snapshot import Snapshot, with_indexes
 from wiki.store.storage import disk_cause, storage_cause
@@ -110,9 +111,9 @@ def _replay(wiki: Wiki, remote: str, local: str, theirs: str) -> SyncResult:
     bases = wiki.repo.merge_base(local, theirs)
     base = Snapshot(wiki.store, bases[0].hexsha if bases else None)
     mine, other = Snapshot(wiki.store, local), Snapshot(wiki.store, theirs)
-    ours = changed_paths(base.files, mine.files)
-    both = sorted(p for p in ours & changed_paths(base.files, other.files)
-                  if mine.files.get(p) != other.files.get(p))
+    ours = overviews.changed(wiki.store, base.files, mine.files)  # index.md: its overview
+    both = sorted(p for p in ours & overviews.changed(wiki.store, base.files, other.files)
+                  if not overviews.same(wiki.store, p, mine.files.get(p), other.files.get(p)))
     changes = {p: mine.read(p) for p in ours}
     me = current_identity(wiki.repo)
     if not both:

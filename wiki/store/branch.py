@@ -24,6 +24,7 @@ from gitdb.base import IStream
 
 from wiki.errors import RefMovedError, SigningError, WikiError
 from wiki.store.gitrepo import Identity
+from wiki.store.indextree import is_text_name
 from wiki.store.storage import writing
 
 ZERO_SHA = "0" * 40
@@ -183,11 +184,31 @@ class BranchStore:
             else:
                 mode = files[path].mode if path in files else FILE_MODE
                 files[path] = TreeFile(self.store_blob(data), mode)
+        if not all(map(is_text_name, files)):
+            return self._git_write_tree(files)
         entries = [BaseIndexEntry((f.mode, bytes.fromhex(f.sha), 0, p))
                    for p, f in sorted(files.items(), key=lambda kv: kv[0].encode("utf-8"))]
         with writing(self._objects()):
             binsha, _ = write_tree_from_cache(entries, self.repo.odb, slice(0, len(entries)))
         return binsha.hex()
+
+    def _git_write_tree(self, files: Mapping[str, TreeFile]) -> str:
+        """The tree of ``files`` written by git itself (a throw-away index file): the path
+        for a tree that keeps a name git holds but that is not UTF-8 (its bytes are in
+        the name as surrogate escapes, which gitpython cannot write back)."""
+        listing = b"".join(f"{f.mode:o} {f.sha} 0\t".encode() + p.encode("utf-8", "surrogateescape")
+                           + b"\0" for p, f in files.items())
+        with tempfile.TemporaryDirectory(prefix="wiki-tree-") as folder, \
+                writing(self._objects()):
+            env = {**os.environ, "GIT_INDEX_FILE": str(Path(folder) / "index")}
+            git_dir = f"--git-dir={self.repo.git_dir}"
+            added = subprocess.run(["git", git_dir, "update-index", "--add", "-z",
+                                    "--index-info"], input=listing, env=env, capture_output=True)
+            done = subprocess.run(["git", git_dir, "write-tree"], env=env, capture_output=True)
+        if added.returncode or done.returncode:
+            reason = (added.stderr or done.stderr).decode("utf-8", "replace").strip()
+            raise WikiError(f"git could not write a tree: {reason}")
+        return done.stdout.decode().strip()
 
     def commit(self, tree: str, parents: list[str], message: str, *,
                author: Identity, committer: Identity | None = None,

@@ -30,9 +30,16 @@ SPECIAL_FILES = frozenset({INDEX_NAME})
 
 
 def is_entry_path(path: str) -> bool:
-    """True for a markdown file that is an entry (not an ``index.md``)."""
+    """True for a markdown file that is an entry (not an ``index.md``). A name git holds
+    that is not UTF-8 (read with surrogate escapes) is no entry: nothing can index, list or
+    print it as text (lint W007 reports it, the review check flags it)."""
     name = path.rpartition("/")[2]
-    return name.endswith(".md") and name not in SPECIAL_FILES
+    return name.endswith(".md") and name not in SPECIAL_FILES and is_text_name(path)
+
+
+def is_text_name(path: str) -> bool:
+    """Whether ``path`` is UTF-8 text (no surrogate escapes of undecodable bytes)."""
+    return not any("\udc80" <= c <= "\udcff" for c in path)
 
 
 def parent(path: str) -> str:
