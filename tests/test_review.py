@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git
@@ -10,7 +11,8 @@ from conftest import ALICE, BOB, acting_as, entry_text, git
 from wiki.errors import NotFoundError, ReviewChangedError
 from wiki.review.diff import proposal_diff
 from wiki.review.history import history, log
-from wiki.review.proposals import approve, get_proposal, list_proposals, propose, reject
+from wiki.review.proposals import approve, get_proposal, list_proposals, propose
+from wiki.review.rejection import reject
 from wiki.store.gitrepo import Identity
 from wiki.store.workspace import Wiki
 
@@ -69,6 +71,24 @@ def test_rejected_proposal_is_kept_with_its_reason(wiki: Wiki) -> None:
     message = git(wiki.root, "log", "-1", "--format=%B", ref)
     assert "duplicates hr/leave" in message and "Rejected-by: Bob Reviewer" in message
     assert git(wiki.root, "rev-parse", f"{ref}^") == proposal.tip  # nothing lost
+
+
+def test_a_reject_that_cannot_close_the_proposal_writes_nothing(wiki: Wiki) -> None:
+    """The rejected ref and the proposal's deletion are one ref transaction (as approve's
+    landing is). Before, the rejected ref was made first: when the deletion then failed
+    (here a held ref lock; in the field an approve landing in between), the proposal was
+    left both open (or landed) and rejected."""
+    from wiki.errors import ProposalClosedError
+
+    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
+                          base=None, kind="edit", subject="a", author=ALICE)
+    lock = Path(wiki.repo.common_dir) / (proposal.ref + ".lock")
+    lock.write_text("held by another git process\n")
+    with acting_as(BOB), pytest.raises(ProposalClosedError, match="nothing was written"):
+        reject(wiki, proposal.name, "duplicates hr/leave")
+    lock.unlink()
+    assert git(wiki.root, "for-each-ref", "refs/heads/wiki-rejected/") == ""
+    assert [p.name for p in list_proposals(wiki)] == [proposal.name]
 
 
 def test_log_and_history_follow_renames(wiki: Wiki) -> None:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from wiki.errors import (
     BranchCheckedOutError,
-    ConfigError,
     NotFoundError,
     ProposalClosedError,
     RefMovedError,
@@ -369,30 +368,6 @@ def _record_approval(wiki: Wiki, proposal: Proposal, approver: Identity, reviewe
                                sign=approval_policy.signing(wiki))
     wiki.store.update_ref(proposal.ref, commit, proposal.tip, f"wiki approve {proposal.name}")
     return Landing(proposal.name, None, False, approver, landed=False, approvals=count)
-
-
-def reject(wiki: Wiki, name: str, reason: str, rejecter: Identity | None = None) -> str:
-    """Close proposal ``name`` without landing it. Nothing is deleted: a commit recording
-    who rejected it and why is added on top, and the branch moves to
-    ``refs/heads/<wiki>-rejected/<name>``. Returns that ref. Raises ``NotFoundError``,
-    ``ConfigError`` for an empty reason and ``SecretError`` for a secret in it."""
-    if not reason.strip():
-        raise ConfigError("a rejection needs a reason (--reason TEXT)")
-    reason, _ = screen(reason, "the rejection reason")
-    proposal = get_proposal(wiki, name)
-    where = wiki.checked_out_in(proposal.ref)
-    if where is not None:
-        raise BranchCheckedOutError(f"proposal {proposal.name} is checked out in {where}; "
-                                    "switch that worktree away before rejecting it")
-    rejecter = rejecter or current_identity(wiki.repo)
-    tree = wiki.repo.commit(proposal.tip).tree.hexsha
-    message = (f"Reject proposal {proposal.name}: {proposal.subject}\n\n{reason.strip()}\n\n"
-               f"Rejected-by: {rejecter}\n{PROPOSAL_TRAILER}: {proposal.name}\n")
-    commit = wiki.store.commit(tree, [proposal.tip], message, author=rejecter)
-    target = rejected_prefix(wiki) + proposal.name
-    wiki.store.update_ref(target, commit, None, f"wiki reject {proposal.name}")
-    wiki.store.delete_ref(proposal.ref, proposal.tip)
-    return target
 
 
 def rejected_prefix(wiki: Wiki) -> str:
