@@ -1,7 +1,7 @@
 """Where the warm embedding server of *this* install listens.
 
-One socket per (user, install, package version, model, runtime): two virtual
-environments, two checkouts or two releases on one machine never share a server, so a
+One socket per (user, install, server code, model, runtime): two virtual environments,
+two checkouts, two releases or an edited checkout on one machine never share a server, so a
 command never gets vectors from (or waits on) another install's model. The folder is
 ``$XDG_RUNTIME_DIR/wiki/`` if that runtime dir is an absolute path and writable (the XDG base
 directory specification; the only environment this module reads), else
@@ -17,31 +17,41 @@ import os
 import re
 import stat
 import sys
-from importlib import metadata
 from pathlib import Path
 
 from indexes.embedders import EmbedderUnavailableError
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-DISTRIBUTION = "wiki-kb"
+SERVER_CODE = ("embed_server.py", "embedders.py", "embed_reply.py", "embed_socket.py")
+"""The modules (in ``indexes/``) whose code a running server and its clients share."""
 
 
 @functools.cache
-def _version() -> str:
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return "unknown"
+def _code_version() -> str:
+    """Size and modification time (ns) of each :data:`SERVER_CODE` file: it changes when
+    a release is installed over this one (pip writes the files anew) or a checkout's
+    server code is edited, so a server of the old code is never reused. A stat per file;
+    asking the installed distribution's version instead imported ``importlib.metadata``
+    (and ``email``, ``zipfile``) in every search, ~5-10 ms."""
+    stamps = []
+    for name in SERVER_CODE:
+        try:
+            status = (PACKAGE_ROOT / "indexes" / name).stat()
+            stamps.append(f"{name}:{status.st_size}:{status.st_mtime_ns}")
+        except OSError:
+            stamps.append(f"{name}:missing")
+    return ";".join(stamps)
 
 
 def install_key(runtime: str = "auto", *, prefix: str | None = None,
                 package_root: Path | str | None = None, version: str | None = None) -> str:
     """12 hex digits naming this install: a hash of the interpreter's ``sys.prefix``, the
-    folder the code is imported from, the ``wiki-kb`` version and the model ``runtime``
-    (each overridable, for tests and tools). Two installs differ in at least one."""
+    folder the code is imported from, the server code's version (``version``, default
+    :func:`_code_version`) and the model ``runtime`` (each overridable, for tests and
+    tools). Two installs differ in at least one."""
     parts = (prefix if prefix is not None else sys.prefix,
              str(package_root if package_root is not None else PACKAGE_ROOT),
-             version if version is not None else _version(), runtime)
+             version if version is not None else _code_version(), runtime)
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 

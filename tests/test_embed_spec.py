@@ -155,6 +155,26 @@ def test_a_copy_of_the_code_elsewhere_gets_its_own_socket(tmp_path) -> None:
     assert paths[0] != paths[1] and all(p.endswith(".sock") for p in paths)
 
 
+def test_new_server_code_in_the_same_place_gets_its_own_socket(tmp_path) -> None:
+    """A release installed over this one, or an edited checkout: same prefix, same folder,
+    other server code; a server of the old code must not be reused."""
+    shutil.copytree(ROOT / "indexes", tmp_path / "indexes",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code = "from indexes.embed_socket import default_socket_path as d; print(d('m'))"
+
+    def path() -> str:
+        return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, text=True,
+                              capture_output=True, check=True,
+                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+                              ).stdout.strip()
+
+    before = path()
+    assert path() == before  # stable while nothing changes
+    server = tmp_path / "indexes" / "embed_server.py"
+    server.write_text(server.read_text() + "\n# a new release\n")
+    assert path() != before
+
+
 def test_a_short_request_goes_before_waiting_batches() -> None:
     lock, order = embed_server._QueriesFirst(), []
     waiters = []
