@@ -150,22 +150,29 @@ def test_doctor_piped_has_no_padding(cli) -> None:
     assert lines and all(line == line.rstrip() for line in lines)
 
 
-def test_ctrl_c_while_starting_says_interrupted(repo: Path) -> None:
-    """A real process interrupted before the CLI's own handler is set: one line, 130."""
+def _wiki_with_import_hook(repo: Path, prelude: str, on_import: str, argv: list[str]):
+    """Run ``wiki ARGV`` in a real process whose import of ``wiki_cli.query`` (the
+    command's heavy modules, before the CLI's own Ctrl-C handler is set) first runs the
+    statement ``on_import``; ``prelude`` is code defined before it."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    # stop inside the heavy imports: a module imported by the command raises the signal
-    code = ("import os, signal, sys, builtins\n"
+    code = ("import os, signal, sys, builtins\n" + prelude +
             "real = builtins.__import__\n"
             "def hook(name, *a, **k):\n"
             "    if name == 'wiki_cli.query':\n"
-            "        os.kill(os.getpid(), signal.SIGINT)\n"
+            f"        {on_import}\n"
             "    return real(name, *a, **k)\n"
             "builtins.__import__ = hook\n"
-            "sys.argv = ['wiki', 'ask', 'x']\n"
+            f"sys.argv = ['wiki', *{argv!r}]\n"
             "from wiki_cli.app import main\n"
             "main()\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, text=True,
-                            capture_output=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, text=True,
+                          capture_output=True, timeout=120)
+
+
+def test_ctrl_c_while_starting_says_interrupted(repo: Path) -> None:
+    """A real process interrupted before the CLI's own handler is set: one line, 130."""
+    result = _wiki_with_import_hook(repo, "", "os.kill(os.getpid(), signal.SIGINT)",
+                                    ["ask", "x"])
     assert result.returncode == 130, result.stderr
     assert result.stderr == "interrupted\n"
 
@@ -173,23 +180,11 @@ def test_ctrl_c_while_starting_says_interrupted(repo: Path) -> None:
 def test_ctrl_c_inside_a_finalizer_says_interrupted(repo: Path) -> None:
     """Ctrl-C landing while a ``__del__`` runs (GitPython's config reader has one) printed
     "Exception ignored in ... Traceback ... KeyboardInterrupt" and the command went on."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    code = ("import os, signal, sys, builtins\n"
-            "class Finalized:\n"
-            "    def __del__(self):\n"
-            "        os.kill(os.getpid(), signal.SIGINT)\n"
-            "        sum(range(100000))  # the handler runs here, inside the finalizer\n"
-            "real = builtins.__import__\n"
-            "def hook(name, *a, **k):\n"
-            "    if name == 'wiki_cli.query':\n"
-            "        Finalized()\n"
-            "    return real(name, *a, **k)\n"
-            "builtins.__import__ = hook\n"
-            "sys.argv = ['wiki', 'search', 'x']\n"
-            "from wiki_cli.app import main\n"
-            "main()\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, text=True,
-                            capture_output=True, timeout=120)
+    finalized = ("class Finalized:\n"
+                 "    def __del__(self):\n"
+                 "        os.kill(os.getpid(), signal.SIGINT)\n"
+                 "        sum(range(100000))  # the handler runs here, inside the finalizer\n")
+    result = _wiki_with_import_hook(repo, finalized, "Finalized()", ["search", "x"])
     assert result.stderr == "interrupted\n"
     assert result.returncode == 130
 
