@@ -13,13 +13,18 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import socket
+import sys
 import time
+from array import array
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from indexes.embedders import EmbedderUnavailableError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 """The longest reply line read (a 64-text batch of 4,096-wide vectors is ~1.4 MB)."""
@@ -89,6 +94,8 @@ def reply_vectors(reply: dict, rows: int, where: Path, dim: int | None = None) -
     """The reply's vectors as a ``(rows, dim)`` float32 array of finite values; ``dim``,
     when known, must match the reply's. Raises :class:`EmbedderUnavailableError` when the
     reply's width, count or values are not that."""
+    import numpy as np
+
     width = reply_dim(reply, where)
     if dim is not None and width != dim:
         raise EmbedderUnavailableError(
@@ -106,3 +113,53 @@ def reply_vectors(reply: dict, rows: int, where: Path, dim: int | None = None) -
     if not np.isfinite(vectors).all():
         raise EmbedderUnavailableError(f"embedding server {where}: vectors hold NaN or inf")
     return vectors
+
+
+def reply_vector(reply: dict, where: Path, dim: int | None = None) -> tuple[bytes, int]:
+    """The reply's single vector, without numpy: ``(float32 little-endian bytes, dim)``.
+    Raises :class:`EmbedderUnavailableError` unless the reply holds exactly one vector of
+    finite values, ``dim`` wide when ``dim`` is given."""
+    width = reply_dim(reply, where)
+    if dim is not None and width != dim:
+        raise EmbedderUnavailableError(
+            f"embedding server {where}: vectors {width} wide, expected {dim}")
+    encoded = reply.get("vectors")
+    try:
+        data = base64.b64decode(encoded if isinstance(encoded, str) else "", validate=True)
+    except (ValueError, binascii.Error):
+        data = b""
+    if len(data) != 4 * width:
+        raise EmbedderUnavailableError(
+            f"embedding server {where}: not 1 vector of width {width}")
+    values = array("f", data)
+    if sys.byteorder != "little":
+        values.byteswap()
+    if not all(map(math.isfinite, values)):
+        raise EmbedderUnavailableError(f"embedding server {where}: vectors hold NaN or inf")
+    return data, width
+
+
+def reply_hits(reply: dict, where: Path, limit: int) -> list[tuple[str, float]] | None:
+    """The ``hits`` of a ``nearest`` reply: ``[(key, cosine), ...]``, best first, at most
+    ``limit``; ``None`` when the server's copy of the index was not the one asked about
+    (``"hits": null``). Raises :class:`EmbedderUnavailableError` for anything else: not a
+    list of ``[text, finite number in -1.01..1.01]`` pairs with distinct keys in
+    non-increasing order."""
+    hits = reply.get("hits")
+    if hits is None:
+        return None
+    bad = EmbedderUnavailableError(f"embedding server {where}: malformed nearest reply")
+    if not isinstance(hits, list) or len(hits) > limit:
+        raise bad
+    found: list[tuple[str, float]] = []
+    for pair in hits:
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                and type(pair[1]) in (int, float) and math.isfinite(pair[1])
+                and -1.01 <= pair[1] <= 1.01):
+            raise bad
+        if found and pair[1] > found[-1][1]:
+            raise bad
+        found.append((pair[0], float(pair[1])))
+    if len({key for key, _ in found}) != len(found):
+        raise bad
+    return found

@@ -13,40 +13,43 @@ before the waiting batches of a long one, so a query never waits behind a build.
 Protocol, one JSON line each way per request (several requests may share a connection):
 ``{"op": "encode", "model": m, "texts": [...]}`` -> ``{"ok": true, "model": m, "dim": d,
 "n": n, "vectors": base64(float32 little-endian, row-major)}``; ``{"op": "ping"}`` ->
-``{"ok": true, "model": m, "dim": d, "pid": p}``; failures -> ``{"ok": false, "error": s}``.
+``{"ok": true, "model": m, "dim": d, "pid": p}``; ``{"op": "nearest", ...}`` ranks an index
+file's vectors for a query vector (:mod:`indexes.embed_nearest`); failures ->
+``{"ok": false, "error": s}``.
 
-This module imports only the stdlib and numpy; the model's libraries load in the server.
+This module imports only the stdlib (numpy when vectors are decoded or computed: a
+``wiki search`` whose vector leg this server answers never loads it,
+:mod:`indexes.query_vector`); the model's libraries load in the server.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
 import fcntl
 import json
 import logging
 import os
-import signal
 import socket
-import socketserver
 import subprocess
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from indexes import embedders
-from indexes.embed_reply import read_reply, reply_dim, reply_vectors
+from indexes.embed_reply import read_reply, reply_dim, reply_hits, reply_vector, reply_vectors
 from indexes.embed_socket import PACKAGE_ROOT, default_socket_path
 from indexes.embed_spec import SERVER_MODES, EmbedderSpec
 from indexes.embedders import Embedder, EmbedderUnavailableError
+from indexes.query_vector import QueryVector
 
-__all__ = ["AutoEmbedder", "RemoteEmbedder", "default_socket_path", "get_embedder", "serve"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["AutoEmbedder", "RemoteEmbedder", "default_socket_path", "get_embedder"]
 BATCH = 64
 SHORT = 8
 """A request of at most this many texts is a query's: it goes before waiting long ones."""
@@ -54,32 +57,6 @@ MAX_REQUEST_BYTES = 64 * 1024 * 1024
 _FALLBACK: set[str] = set()
 log = logging.getLogger("indexes.embed_server")
 log.addHandler(logging.NullHandler())  # library code stays silent unless the app logs
-
-
-class _QueriesFirst:
-    """A lock whose short holders (queries) go before waiting long ones (batches)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._busy, self._short_waiting = False, 0
-
-    def locked(self) -> bool:
-        return self._busy
-
-    @contextlib.contextmanager
-    def hold(self, short: bool):  # type: ignore[no-untyped-def]
-        with self._cond:
-            self._short_waiting += short
-            while self._busy or (not short and self._short_waiting):
-                self._cond.wait()
-            self._short_waiting -= short
-            self._busy = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._busy = False
-                self._cond.notify_all()
 
 
 def _sibling(socket_path: Path, suffix: str) -> Path:
@@ -96,93 +73,6 @@ def _try_connect(socket_path: Path, timeout: float) -> socket.socket | None:
         sock.close()
         return None
     return sock
-
-
-class _Handler(socketserver.StreamRequestHandler):
-    def handle(self) -> None:
-        state: _Server = self.server  # type: ignore[assignment]
-        while True:
-            line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
-            if not line:
-                return
-            state.last_request = time.monotonic()
-            try:
-                if len(line) > MAX_REQUEST_BYTES or not line.endswith(b"\n"):
-                    raise ValueError("request too large or not newline-terminated")
-                reply = state.answer(json.loads(line))
-            except Exception as exc:  # one bad request must not kill the server
-                reply = {"ok": False, "error": " ".join(f"{type(exc).__name__}: {exc}".split())}
-                log.error("request failed: %s", reply["error"])
-            self.wfile.write(json.dumps(reply).encode() + b"\n")
-            self.wfile.flush()
-            state.last_request = time.monotonic()
-
-
-class _Server(socketserver.ThreadingUnixStreamServer):
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, socket_path: Path, embedder: Embedder) -> None:
-        self.embedder = embedder
-        self.lock = _QueriesFirst()  # tokenizers and torch modules are not thread-safe
-        self.last_request = time.monotonic()
-        super().__init__(str(socket_path), _Handler)
-
-    def answer(self, request: dict) -> dict:
-        op, model = request.get("op"), self.embedder.name
-        if op == "ping":
-            return {"ok": True, "model": model, "dim": self.embedder.dim, "pid": os.getpid()}
-        if op != "encode":
-            raise ValueError(f"unknown op {op!r}")
-        if request.get("model") != model:
-            raise ValueError(f"this server serves {model!r}, not {request.get('model')!r}")
-        texts = request.get("texts")
-        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-            raise ValueError("texts must be a list of strings")
-        with self.lock.hold(short=len(texts) <= SHORT):
-            vectors = np.ascontiguousarray(self.embedder.encode(texts), dtype="<f4")
-        return {"ok": True, "model": model, "dim": int(vectors.shape[1]), "n": len(texts),
-                "vectors": base64.b64encode(vectors.tobytes()).decode("ascii")}
-
-
-def serve(model_name: str, socket_path: Path, idle_seconds: float = 900,
-          spec: EmbedderSpec | None = None) -> None:
-    """Load ``model_name`` once (on ``spec``'s runtime) and serve it on ``socket_path``
-    until ``idle_seconds`` pass without a request, or SIGTERM/SIGINT arrives; then remove
-    the socket file. A stale socket file is replaced. Raises
-    :class:`EmbedderUnavailableError` if the model cannot load and ``RuntimeError`` if
-    another server already listens on ``socket_path``."""
-    socket_path = Path(socket_path)
-    embedder = embedders.load(model_name, spec or EmbedderSpec(model=model_name))
-    embedder.encode(["warm up"])  # first call pays for lazy initialisation
-    if (other := _try_connect(socket_path, 1.0)) is not None:
-        other.close()
-        raise RuntimeError(f"a server already listens on {socket_path}")
-    with contextlib.suppress(FileNotFoundError):
-        socket_path.unlink()
-    server = _Server(socket_path, embedder)
-    inode = os.stat(socket_path).st_ino
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    thread = threading.Thread(target=server.serve_forever, args=(0.2,), daemon=True)
-    thread.start()
-    log.info("serving %s on %s (pid %d, idle %gs)", model_name, socket_path, os.getpid(),
-             idle_seconds)
-    try:
-        while not stop.wait(min(1.0, max(idle_seconds / 4, 0.05))):
-            if not server.lock.locked() and \
-                    time.monotonic() - server.last_request > idle_seconds:
-                log.info("idle for %gs, exiting", idle_seconds)
-                break
-        else:
-            log.info("signalled, exiting")
-    finally:
-        server.shutdown()
-        server.server_close()
-        with contextlib.suppress(OSError):
-            if os.stat(socket_path).st_ino == inode:  # not a successor's socket
-                socket_path.unlink()
 
 
 class RemoteEmbedder:
@@ -225,6 +115,8 @@ class RemoteEmbedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), dim)`` float32 unit rows, sent in batches of :data:`BATCH`."""
+        import numpy as np
+
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -239,6 +131,37 @@ class RemoteEmbedder:
         vectors = np.concatenate(parts).astype(np.float32)
         self._dim = vectors.shape[1]
         return vectors
+
+    def encode_query(self, text: str) -> QueryVector:
+        """``text``'s unit vector as a :class:`QueryVector` (bytes, no numpy) that this
+        server can also rank an index's vectors for (:meth:`nearest`)."""
+        with self._connect() as sock:
+            reply = self._request(sock, {"op": "encode", "model": self.name, "texts": [text]})
+        data, self._dim = reply_vector(reply, self.socket_path, self._dim)
+        return QueryVector(data, self._dim, searcher=self)
+
+    def nearest(self, vector: QueryVector, path: str | Path, stamp: str, model: str, *,
+                limit: int, excluded: set[str]) -> list[tuple[str, float]] | None:
+        """The ``limit`` documents of the index file ``path`` nearest to ``vector``
+        (``(key, cosine)``, best first; ``excluded`` keys left out), ranked by the server
+        over its cached matrix (:mod:`indexes.embed_nearest`). ``None`` when the server's
+        copy is not at ``stamp``, cannot read the file, fails or answers out of protocol:
+        the caller ranks the vectors itself then (never a server that is not already
+        running: this does not start one)."""
+        if model != self.name:
+            return None
+        request = {"op": "nearest", "model": model, "index": str(path), "stamp": stamp,
+                   "vector": base64.b64encode(vector.data).decode("ascii"),
+                   "limit": limit, "excluded": sorted(excluded)}
+        sock = _try_connect(self.socket_path, self.request_timeout)
+        if sock is None:
+            return None
+        try:
+            with sock:
+                return reply_hits(self._request(sock, request), self.socket_path, limit)
+        except EmbedderUnavailableError as exc:
+            log.warning("nearest on the embedding server failed, ranking here: %s", exc)
+            return None
 
     def _request(self, sock: socket.socket, request: dict) -> dict:
         try:
@@ -342,6 +265,12 @@ class AutoEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return self._call(lambda e: e.encode(texts))
 
+    def encode_query(self, text: str) -> QueryVector | np.ndarray:
+        """``text``'s unit vector: a :class:`QueryVector` from the server (which then also
+        ranks the index's vectors for it), or a numpy row from the in-process model."""
+        return self._call(lambda e: e.encode_query(text) if isinstance(e, RemoteEmbedder)
+                          else e.encode([text])[0])
+
 
 def get_embedder(model_name: str, spec: EmbedderSpec | None = None) -> Embedder:
     """The embedder to use for ``model_name`` in this process, as ``spec`` (default:
@@ -363,31 +292,8 @@ def get_embedder(model_name: str, spec: EmbedderSpec | None = None) -> Embedder:
     return AutoEmbedder(spec)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m indexes.embed_server --model NAME --socket PATH [--idle SECONDS]``."""
-    import argparse  # only the server process parses arguments; clients import this module
 
-    parser = argparse.ArgumentParser(prog="python -m indexes.embed_server")
-    parser.add_argument("--model", default=embedders.DEFAULT_MODEL)
-    parser.add_argument("--runtime", default="auto")
-    parser.add_argument("--socket", type=Path, required=True)
-    parser.add_argument("--idle", type=float, default=900.0)
-    args = parser.parse_args(argv)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(
-        "%(asctime)s embed_server[%(process)d] %(levelname)s %(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bars in the log file
-    try:
-        serve(args.model, args.socket, args.idle,
-              EmbedderSpec(model=args.model, runtime=args.runtime, server="off"))
-    except Exception as exc:
-        log.error("stopped: %s", " ".join(str(exc).split()))
-        return 1
-    log.info("stopped")
-    return 0
+if __name__ == "__main__":  # the server process: python -m indexes.embed_server
+    from indexes.embed_service import main
 
-
-if __name__ == "__main__":
     raise SystemExit(main())

@@ -22,7 +22,8 @@ from pathlib import Path
 from indexes.embedders import EmbedderUnavailableError
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-SERVER_CODE = ("embed_server.py", "embedders.py", "embed_reply.py", "embed_socket.py")
+SERVER_CODE = ("embed_server.py", "embed_service.py", "embed_nearest.py", "embedders.py",
+               "embed_reply.py", "embed_socket.py", "query_vector.py", "vectors.py")
 """The modules (in ``indexes/``) whose code a running server and its clients share."""
 
 

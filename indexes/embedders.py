@@ -17,12 +17,13 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 from indexes.embed_spec import DEFAULT_MODEL, DISABLED, RUNTIMES, EmbedderSpec
 from indexes.errors import IndexesError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["DEFAULT_MODEL", "DISABLED", "RUNTIMES", "EmbedderSpec"]  # re-exported
 DEFAULT_DIM = 384
@@ -90,6 +91,8 @@ def probe(name: str, spec: EmbedderSpec | None = None) -> str | None:
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
+    import numpy as np
+
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms == 0, 1, norms)
@@ -140,6 +143,8 @@ class SentenceTransformerEmbedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), 384)`` float32, unit rows."""
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self.model.encode(list(texts), batch_size=self.batch_size,

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from indexes.documents import Hit
 from indexes.filters import Filters
+
+if TYPE_CHECKING:
+    import numpy as np
 
 METHODS = ("centroid", "top")
 DEFAULT_METHOD = "top"
@@ -102,6 +104,8 @@ def route(index, matrix, query_vector, *, filters: Filters | None = None,
             folder_rows.setdefault(folder, []).append(row)
     if len(folder_rows) < 2:
         return Route([], by="none", note="fewer than two category folders with vectors")
+    import numpy as np
+
     query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
     names = sorted(folder_rows)
     best = np.maximum.reduceat(matrix.vectors @ query, matrix.starts[:-1])
@@ -131,6 +135,8 @@ def _folders(index, matrix) -> list[str | None]:
 def _centroid_scores(matrix, groups: list[list[int]], query: np.ndarray) -> list[float]:
     """Cosine of ``query`` to each group's centroid (mean of its documents' normalised
     chunk means, normalised)."""
+    import numpy as np
+
     sums = np.add.reduceat(matrix.vectors, matrix.starts[:-1], axis=0)
     docs = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
     centroids = np.stack([docs[rows].mean(axis=0) for rows in groups])

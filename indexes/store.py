@@ -288,7 +288,9 @@ class SearchIndex:
         """The vector leg: documents by the cosine of their best chunk to
         ``query_vector`` (unit length, the model's dimension)."""
         found = self.vectors.search(query_vector, model, allowed=None,
-                                    excluded=self.excluded_keys(filters), limit=limit)
+                                    excluded=self.excluded_keys(filters), limit=limit,
+                                    path=None if str(self.path) == ":memory:"
+                                    else str(self.path.resolve()))
         if not found:
             return []
         return scored_hits(found, self.docs.hits(k for k, _ in found))

@@ -7,19 +7,25 @@ chunk knows its subject). A chunk is embedded once per model: vectors are keyed 
 changed one only for the chunks whose text changed. The model's name and dimension are
 recorded; vectors of another model or dimension are dropped and rebuilt, never mixed
 (docs/robustness.md, I3). A document scores the cosine of its best chunk.
+
+numpy is imported by the functions that compute, not by this module: a ``wiki search``
+whose vector leg the embedding server answers (:func:`nearest` runs there, over the
+server's cached :class:`Matrix`) never loads it (~50-80 ms of its start).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 CHUNK_WORDS = 180
 """all-MiniLM-L6-v2 reads at most 256 word pieces; 180 words fit in that for English."""
@@ -46,6 +52,10 @@ MAX_SENTENCES = 400
 """Per document; a longer entry's later sentences are embedded at ask time if picked."""
 MODEL_KEY = "embedding_model"
 VERSION_KEY = "vectors_version"
+NONCE_KEY = "vectors_nonce"
+"""Random hex written with the first version bump of an index file (again after a
+migration clears ``meta``): a rebuilt file whose counter reaches the same version, even
+under a reused inode, still has another :meth:`VectorStore.stamp`."""
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)`` while embedding."""
@@ -100,6 +110,14 @@ class VectorStore:
 
     def _bump(self) -> None:
         self.set_meta(VERSION_KEY, str(int(self.get_meta(VERSION_KEY) or 0) + 1))
+        if not self.get_meta(NONCE_KEY):
+            self.set_meta(NONCE_KEY, secrets.token_hex(8))
+
+    def stamp(self) -> str:
+        """``nonce:version`` of the stored vectors: changes whenever a chunk, sentence or
+        vector does (:data:`NONCE_KEY`); what the embedding server's cached matrix of this
+        file is checked against."""
+        return f"{self.get_meta(NONCE_KEY) or ''}:{self.get_meta(VERSION_KEY) or 0}"
 
     def replace_chunks(self, key: str, chunks: Sequence[str]) -> None:
         """Store the chunk texts of document ``key`` (embeddings are added later)."""
@@ -125,6 +143,8 @@ class VectorStore:
         """``text_hash -> vector`` of the stored sentences of documents ``keys`` that have
         a vector for ``model`` (one query; the caller hashes its sentences with
         :func:`text_hash` to look them up)."""
+        import numpy as np
+
         keys = list(keys)
         if not keys:
             return {}
@@ -200,6 +220,8 @@ class VectorStore:
 
     def store(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         """Save one vector per chunk hash (``vectors``: ``(len(hashes), dim)`` float32)."""
+        import numpy as np
+
         vectors = np.asarray(vectors, dtype=np.float32)
         self.conn.executemany(
             "INSERT OR REPLACE INTO embeddings(text_hash, model, dim, vector) VALUES (?,?,?,?)",
@@ -218,6 +240,8 @@ class VectorStore:
     def matrix(self, model: str, dim: int) -> Matrix:
         """Every chunk vector of ``model``, grouped by document; cached until the store
         changes. Raises ``ValueError`` if a stored vector has another dimension."""
+        import numpy as np
+
         version = f"{self.get_meta(VERSION_KEY) or 0}:{model}"
         cached = self._matrix.get(model)
         if cached is not None and cached.version == version:
@@ -243,29 +267,54 @@ class VectorStore:
         self._matrix = {model: matrix}
         return matrix
 
-    def search(self, query_vector: np.ndarray, model: str, *, allowed: set[str] | None,
-               limit: int, excluded: set[str] = frozenset()) -> list[tuple[str, float]]:
+    def search(self, query_vector, model: str, *, allowed: set[str] | None,
+               limit: int, excluded: set[str] = frozenset(),
+               path: str | None = None) -> list[tuple[str, float]]:
         """``(key, cosine of the best chunk)`` for the ``limit`` nearest documents among
-        ``allowed`` (all when ``None``) and not in ``excluded``, best first."""
-        query_vector = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-        matrix = self.matrix(model, int(query_vector.shape[0]))
-        if not matrix.keys:
-            return []
-        scores = matrix.vectors @ query_vector
-        best = np.maximum.reduceat(scores, matrix.starts[:-1])
-        if allowed is not None:
-            mask = np.fromiter((k in allowed for k in matrix.keys), dtype=bool,
-                               count=len(matrix.keys))
-            best = np.where(mask, best, -np.inf)
-        if excluded:
-            at = matrix.positions
-            best[[at[k] for k in excluded if k in at]] = -np.inf
-        count = min(limit, int(np.isfinite(best).sum()))
-        if count <= 0:
-            return []
-        top = np.argpartition(-best, count - 1)[:count]
-        top = top[np.lexsort((np.array([matrix.keys[i] for i in top]), -best[top]))]
-        return [(matrix.keys[i], float(best[i])) for i in top]
+        ``allowed`` (all when ``None``) and not in ``excluded``, best first.
+        ``query_vector``: a unit vector (numpy, or a
+        :class:`~indexes.query_vector.QueryVector`). A ``QueryVector`` from the embedding
+        server, with ``allowed`` ``None`` and ``path`` (this database's file) given, is
+        searched by that server over its cached matrix of the file when the server's copy
+        has this :meth:`stamp`; otherwise (no server, another stamp, a failed or malformed
+        reply) here, the same :func:`nearest`."""
+        searcher = getattr(query_vector, "searcher", None)
+        if searcher is not None and path is not None and allowed is None:
+            found = searcher.nearest(query_vector, path, self.stamp(), model,
+                                     limit=limit, excluded=excluded)
+            if found is not None:
+                return found
+        import numpy as np
+
+        query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        return nearest(self.matrix(model, int(query.shape[0])), query, allowed=allowed,
+                       excluded=excluded, limit=limit)
+
+
+def nearest(matrix: Matrix, query: np.ndarray, *, allowed: set[str] | None, limit: int,
+            excluded: set[str] = frozenset()) -> list[tuple[str, float]]:
+    """``(key, cosine of the best chunk)`` of the ``limit`` documents of ``matrix`` nearest
+    to ``query`` (a ``(dim,)`` float32 unit vector), among ``allowed`` (all when ``None``)
+    and not in ``excluded``; best first, ties by key."""
+    import numpy as np
+
+    if not matrix.keys:
+        return []
+    scores = matrix.vectors @ query
+    best = np.maximum.reduceat(scores, matrix.starts[:-1])
+    if allowed is not None:
+        mask = np.fromiter((k in allowed for k in matrix.keys), dtype=bool,
+                           count=len(matrix.keys))
+        best = np.where(mask, best, -np.inf)
+    if excluded:
+        at = matrix.positions
+        best[[at[k] for k in excluded if k in at]] = -np.inf
+    count = min(limit, int(np.isfinite(best).sum()))
+    if count <= 0:
+        return []
+    top = np.argpartition(-best, count - 1)[:count]
+    top = top[np.lexsort((np.array([matrix.keys[i] for i in top]), -best[top]))]
+    return [(matrix.keys[i], float(best[i])) for i in top]
 
 
 def embed_pending(store: VectorStore, embedder, *, progress: Progress | None = None,

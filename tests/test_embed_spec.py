@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import ALICE, BOB, entry_text
 
-from indexes import embed_server, embedders
+from indexes import embed_server, embed_service, embedders
 from indexes.embed_socket import default_socket_path, install_key
 from indexes.embed_spec import EmbedderSpec
 from wiki.answering.embed_settings import current_spec, resolve_spec, using
@@ -176,7 +176,7 @@ def test_new_server_code_in_the_same_place_gets_its_own_socket(tmp_path) -> None
 
 
 def test_a_short_request_goes_before_waiting_batches() -> None:
-    lock, order = embed_server._QueriesFirst(), []
+    lock, order = embed_service._QueriesFirst(), []
     waiters = []
     with lock.hold(short=False):  # a batch being embedded
         for name, short in (("batch", False), ("query", True)):

@@ -106,7 +106,10 @@ def pick_answer(question: str, entries: list, stored: dict, query_vector,
     when given, else scored without its cosine (as is every sentence when
     ``query_vector`` is ``None``). ``coverage``: the retrieval's word coverage, part of the
     answer score. An entry at a ``stale`` position also gets its best sentence, so a
-    changed value is shown, flagged."""
+    changed value is shown, flagged. ``query_vector``: a numpy row or anything
+    ``numpy.asarray`` reads as one (the server's :class:`indexes.query_vector.QueryVector`)."""
+    if query_vector is not None:
+        query_vector = np.asarray(query_vector, dtype=np.float32)
     texts: list[str] = []
     keys: list[str] = []
     positions: list[int] = []

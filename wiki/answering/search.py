@@ -385,8 +385,9 @@ def _query_vector(index: SearchIndex, query: str, name: str | None,
     try:
         embedder = get_embedder(name)
         ensure_vectors(index, embedder, progress=progress)
-        return _Encoded(encode_in_background(lambda q: embedder.encode([q])[0], query),
-                        embedder.name)
+        # the server's QueryVector: that server also ranks the vectors (no numpy here)
+        encode = getattr(embedder, "encode_query", None) or (lambda q: embedder.encode([q])[0])
+        return _Encoded(encode_in_background(encode, query), embedder.name)
     except EmbedderUnavailableError as exc:
         return _Encoded(skipped={"vector": str(exc)})
     except OperationalError as exc:  # the disk refused the new vectors

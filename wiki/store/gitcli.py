@@ -1,6 +1,6 @@
 """The few reads of a plain search asked of the ``git`` command itself, without GitPython.
 
-Where the repository is (``git rev-parse``), one config value (``git config --get``), where
+Where the repository is (``git rev-parse``), config values (``git config``), where
 a ref points (``git show-ref --verify``) and whether a commit has a file
 (``git cat-file --batch-check``): one short git process each, instead of importing GitPython (which
 also runs ``git version`` twice when imported). Each function answers only what git says
@@ -68,6 +68,25 @@ def config_value(git_dir: Path, key: str) -> str | None:
     if done.returncode != 0:
         raise GitUnclear(done.stderr.decode("utf-8", "replace").strip())
     return done.stdout.decode("utf-8", "surrogateescape").removesuffix("\n")
+
+
+def section_values(git_dir: Path, section: str) -> dict[str, str]:
+    """Every ``section.name`` git config value of the repository (as
+    :func:`config_value` reads them, the last one when a key is set several times), in one
+    git process: ``{"section.name": value}`` with the key lowercased (git config keys are
+    case-insensitive; ``git config`` prints them so). Raises :class:`GitUnclear` when git
+    cannot read the config."""
+    done = _git([f"--git-dir={git_dir}", "config", "-z", "--get-regexp",
+                 "^" + section.lower() + r"\.[^.]*$"])
+    if done.returncode == 1:
+        return {}
+    if done.returncode != 0:
+        raise GitUnclear(done.stderr.decode("utf-8", "replace").strip())
+    values: dict[str, str] = {}
+    for item in done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]:
+        key, _, value = item.partition("\n")  # -z: a key without "=" has no newline
+        values[key.lower()] = value  # "" then, as `git config --get` prints it
+    return values
 
 
 def resolve_ref(git_dir: Path, ref: str) -> str | None:

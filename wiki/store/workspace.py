@@ -59,6 +59,7 @@ class Wiki:
         self._path = Path(path).absolute()  # a later `cd` must not change the repository
         self._repo: git.Repo | None = None
         self._store: BranchStore | None = None
+        self._wiki_settings: dict[str, str] | None = None
         found = None
         if "git" not in sys.modules:  # loaded already (a server): it answers, no process
             with contextlib.suppress(GitUnclear):
@@ -97,7 +98,7 @@ class Wiki:
         (that is git's to report, not ours)."""
         if self._repo is None:
             with contextlib.suppress(GitUnclear):
-                return (gitcli.config_value(self.git_dir, key) or "").strip() or None
+                return (self._git_settings(key) or "").strip() or None
         section, _, name = key.partition(".")
         try:
             value = self.repo.config_reader().get_value(section, name, "")
@@ -108,13 +109,24 @@ class Wiki:
     def _configured_branch(self) -> str:
         if self._repo is None:
             with contextlib.suppress(GitUnclear):
-                value = gitcli.config_value(self.git_dir, "wiki.branch")
+                value = self._git_settings("wiki.branch")
                 return DEFAULT_BRANCH if value is None else value
         try:
             value = self.repo.config_reader().get_value("wiki", "branch", DEFAULT_BRANCH)
         except Exception:  # an unreadable config is git's to report, not ours
             return DEFAULT_BRANCH
         return str(value)
+
+    def _git_settings(self, key: str) -> str | None:
+        """git config ``key`` read by the ``git`` command: a ``wiki.*`` key from one read
+        of the whole ``[wiki]`` section (kept: the branch and the index URL cost one git
+        process, not two), another by itself. Raises :class:`GitUnclear`."""
+        section, _, name = key.partition(".")
+        if section.lower() != "wiki" or "." in name:
+            return gitcli.config_value(self.git_dir, key)
+        if self._wiki_settings is None:
+            self._wiki_settings = gitcli.section_values(self.git_dir, "wiki")
+        return self._wiki_settings.get(key.lower())
 
     @property
     def root(self) -> Path | None:

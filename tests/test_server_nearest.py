@@ -1,0 +1,218 @@
+"""The embedding server ranks an index file's vectors for the query it encoded
+(``nearest``, :mod:`indexes.embed_nearest`), so a ``wiki search`` process never imports
+numpy; whenever the server cannot answer for the file as the client sees it (another
+stamp, an unreadable file, a reply out of protocol) the client ranks them itself, with the
+same result. Real model, real server process, real SQLite; the hostile server is a real
+Unix socket."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import BOB, acting_as, write
+
+from indexes import embedders
+from indexes.documents import Document
+from indexes.embed_reply import reply_hits
+from indexes.embed_server import RemoteEmbedder
+from indexes.embedders import EmbedderUnavailableError
+from indexes.query_vector import QueryVector
+from indexes.store import SearchIndex
+from indexes.vectors import embed_pending
+
+MODEL = embedders.DEFAULT_MODEL
+TOPICS = {"travel": "Book flights and hotels for work trips; file the travel voucher.",
+          "payroll": "Salaries are paid every second Friday by direct deposit.",
+          "laptops": "Request a laptop from IT; it ships within a week.",
+          "security": "Rotate your signing keys every ninety days.",
+          "leave": "Annual leave accrues at four hours per pay period."}
+
+pytestmark = pytest.mark.skipif(embedders.load_default.probe() is not None,
+                                reason="the real embedding model is not installed")
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[Path]:
+    """A private, short runtime dir for the module's server (stopped at the end)."""
+    path = Path(tempfile.mkdtemp(prefix="sn-", dir="/tmp"))
+    yield path
+    for log in path.glob("wiki/*.log"):
+        for line in log.read_text(errors="replace").splitlines():
+            if "serving" in line and "(pid " in line:
+                pid = int(line.split("(pid ")[1].split(",")[0])
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture()
+def remote(runtime: Path, monkeypatch) -> RemoteEmbedder:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    return RemoteEmbedder(MODEL, idle_seconds=120)
+
+
+def _index(path: Path, remote: RemoteEmbedder, topics: dict[str, str]) -> SearchIndex:
+    index = SearchIndex(path)
+    index.upsert([Document(key=f"{name}.md", doc_id=name, title=name.title(), body=text)
+                  for name, text in topics.items()])
+    embed_pending(index.vectors, remote)
+    return index
+
+
+def test_the_server_ranks_as_the_client_would(remote: RemoteEmbedder, tmp_path: Path) -> None:
+    index = _index(tmp_path / "index.sqlite", remote, TOPICS)
+    query = remote.encode_query("how do I claim travel expenses")
+    assert isinstance(query, QueryVector) and query.searcher is remote
+    stamp = index.vectors.stamp()
+    served = remote.nearest(query, str(index.path.resolve()), stamp, MODEL, limit=3,
+                            excluded=set())
+    local = index.vectors.search(np.asarray(query), MODEL, allowed=None, limit=3)
+    assert served is not None and [k for k, _ in served] == [k for k, _ in local]
+    assert served[0][0] == "travel.md"
+    assert np.allclose([s for _, s in served], [s for _, s in local], atol=1e-6)
+    # the index's own leg goes through the server and gives the same hits
+    hits = index.search_vector(query, MODEL, limit=3)
+    assert [(h.key, round(h.score, 6)) for h in hits] == \
+        [(k, round(s, 6)) for k, s in local]
+    # excluded keys are left out there too
+    without = remote.nearest(query, str(index.path.resolve()), stamp, MODEL, limit=3,
+                             excluded={"travel.md"})
+    assert without is not None and "travel.md" not in [k for k, _ in without]
+
+
+def test_a_changed_or_rebuilt_index_is_never_answered_from_the_old_matrix(
+        remote: RemoteEmbedder, tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    index = _index(path, remote, TOPICS)
+    query = remote.encode_query("who do I ask for a new computer")
+    old = index.vectors.stamp()
+    assert remote.nearest(query, str(path.resolve()), old, MODEL, limit=1,
+                          excluded=set())[0][0] == "laptops.md"
+    # a new entry: a new stamp, and the server reads the file again
+    index.upsert([Document(key="hardware.md", doc_id="hardware", title="Hardware",
+                           body="New computers and monitors are ordered through IT.")])
+    embed_pending(index.vectors, remote)
+    new = index.vectors.stamp()
+    assert new != old
+    found = remote.nearest(query, str(path.resolve()), new, MODEL, limit=6, excluded=set())
+    assert found is not None and "hardware.md" in [k for k, _ in found]
+    assert remote.nearest(query, str(path.resolve()), "0123:99", MODEL, limit=1,
+                          excluded=set()) is None  # a stamp the file never had
+    # the same file built again from other text: same version counter, another nonce
+    index.close()
+    path.unlink()
+    rebuilt = _index(path, remote, {name: "Nothing about computers here." if name == "laptops"
+                                    else text for name, text in TOPICS.items()})
+    assert rebuilt.vectors.stamp().split(":")[1] == old.split(":")[1]
+    assert rebuilt.vectors.stamp() != old
+    local = rebuilt.vectors.search(np.asarray(query), MODEL, allowed=None, limit=5)
+    assert [h.key for h in rebuilt.search_vector(query, MODEL, limit=5)] == \
+        [k for k, _ in local]
+
+
+def test_a_request_the_server_cannot_answer_is_ranked_here(remote: RemoteEmbedder,
+                                                           tmp_path: Path) -> None:
+    index = _index(tmp_path / "index.sqlite", remote, TOPICS)
+    query = remote.encode_query("payday")
+    for path in ("relative/index.sqlite", str(tmp_path / "missing.sqlite"),
+                 str(tmp_path)):  # not absolute; no such file; a folder
+        assert remote.nearest(query, path, index.vectors.stamp(), MODEL, limit=3,
+                              excluded=set()) is None
+    assert remote.nearest(query, str(index.path), "x", "another-model", limit=3,
+                          excluded=set()) is None
+    assert index.search_vector(query, MODEL, limit=1)[0].key == "payroll.md"
+
+
+class HostileServer:
+    """A Unix socket that answers every request line with ``reply`` (bytes)."""
+
+    def __init__(self, path: Path, reply: bytes) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.sock.listen()
+        self.reply = reply
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rb") as reader:
+                while reader.readline():
+                    conn.sendall(self.reply)
+
+
+@pytest.mark.parametrize("hits", [
+    "not a list", [["a.md", float("nan")]], [["a.md", 0.2], ["b.md", 0.9]],
+    [["a.md", 0.5], ["a.md", 0.4]], [["a.md", 7.0]], [["a.md", True]], [[1, 0.5]],
+    [["a.md", 0.5, "extra"]], [["k", 0.1]] * 0 + [[f"k{i}", 0.1] for i in range(9)]])
+def test_a_reply_out_of_protocol_is_refused(hits) -> None:
+    with pytest.raises(EmbedderUnavailableError):
+        reply_hits({"ok": True, "hits": hits}, Path("/s"), limit=5)
+
+
+def test_a_hostile_server_cannot_steer_the_vector_leg(remote: RemoteEmbedder,
+                                                      tmp_path: Path) -> None:
+    index = _index(tmp_path / "index.sqlite", remote, TOPICS)
+    query = remote.encode_query("rotate keys")
+    expected = [h.key for h in index.search_vector(np.asarray(query), MODEL, limit=3)]
+    short = Path(tempfile.mkdtemp(prefix="hs-", dir="/tmp"))
+    try:
+        for reply in (b'{"ok": true, "hits": [["payroll.md", 0.99], ["x", 1.5]]}\n',
+                      b'{"ok": true, "hits": [["leave.md", 0.9], ["leave.md", 0.9]]}\n',
+                      b"garbage\n", b'{"ok": false, "error": "\\u001b[31mred"}\n'):
+            where = short / f"h{len(reply)}.sock"
+            HostileServer(where, reply)
+            hostile = QueryVector(query.data, query.dim,
+                                  searcher=RemoteEmbedder(MODEL, socket_path=where,
+                                                          start=False, request_timeout=5))
+            assert [h.key for h in index.search_vector(hostile, MODEL, limit=3)] == expected
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def test_a_served_wiki_search_process_never_imports_numpy(repo: Path, cli, runtime: Path,
+                                                          monkeypatch) -> None:
+    """The whole command, as a user runs it: same output as the in-process ranking."""
+    for name, text in TOPICS.items():
+        write(repo / "docs" / f"{name}.md", f"# {name.title()}\n\n{text}\n")
+    assert cli("init").exit_code == 0
+    proposal = cli("ingest", "docs").stdout.strip()
+    with acting_as(BOB):
+        assert cli("approve", proposal).exit_code == 0
+    env = {**os.environ, "WIKI_EMBED_MODEL": MODEL, "WIKI_EMBED_SERVER": "auto",
+           "XDG_RUNTIME_DIR": str(runtime)}
+    argv = [sys.executable, "-X", "importtime", "-m", "wiki_cli", "search", "--json",
+            "travel voucher"]
+    first = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True,
+                           timeout=300)  # embeds the entries and starts the server
+    assert first.returncode == 0, first.stderr[-2000:]
+    served = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert served.returncode == 0, served.stderr[-2000:]
+    modules = {line.rsplit("|", 1)[1].strip() for line in served.stderr.splitlines()
+               if line.startswith("import time:")}
+    assert "wiki.answering.search" in modules
+    assert not {m for m in modules if m == "numpy" or m.startswith("numpy.")}
+    here = subprocess.run(argv[:1] + argv[3:], cwd=repo, capture_output=True, text=True,
+                          env={**env, "WIKI_EMBED_SERVER": "off"}, timeout=300)
+    assert here.returncode == 0, here.stderr[-2000:]
+    ranked = [(h["path"], round(h["score"], 4)) for h in json.loads(served.stdout)["hits"]]
+    assert ranked == [(h["path"], round(h["score"], 4))
+                      for h in json.loads(here.stdout)["hits"]]
+    assert "vector" in json.loads(served.stdout)["legs"]
