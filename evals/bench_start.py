@@ -104,7 +104,8 @@ def markdown(result: dict) -> str:
         "## 7. Start time: whole processes, as a ratio to a bare `python -c pass`", "",
         f"{result['runs']} rounds, the commands in turn, wall time spawn to exit, with "
         "Python's bytecode cache (as an installed copy runs); the search with the vector "
-        "leg through the warm embedding server"
+        "leg through the warm embedding server (which encodes the query and ranks the "
+        "index's vectors: the search process imports no numpy)"
         + (f"; load average {result['load']} at the start (2 CPUs shared with other work "
            "inflate every row, the ratios less)." if "load" in result else "."), "",
         md_table(["command", "p50 ms", "p95 ms", "p50 / bare python"], rows), "",
