@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -60,7 +61,8 @@ def remote(runtime: Path, monkeypatch) -> RemoteEmbedder:
 
 
 def _docs(topics: dict[str, str]) -> list[Document]:
-    return [Document(key=f"{name}.md", doc_id=name, title=name.title(), body=text)
+    return [Document(key=f"{name}.md", doc_id=name, title=name.title(), body=text,
+                     sentences=tuple(part.strip() + "." for part in text.split(";")))
             for name, text in topics.items()]
 
 
@@ -119,6 +121,8 @@ def test_embeddings_borrowed_from_the_live_index_change_the_stamp(
     before = snapshot.vectors.stamp()
     borrow_embeddings(snapshot, live.path)
     assert snapshot.vectors.stamp() != before
+    # the answer sentences' vectors come too: --as-of embedded all of them every time
+    assert snapshot.vectors.pending(MODEL) == []
     served, local = _served_and_local(snapshot, query)
     assert served == local and local[0][0] == "payroll.md"
     live.close()
@@ -234,3 +238,48 @@ def test_the_wiki_section_in_one_read_is_what_git_config_get_gives(tmp_path: Pat
         gitcli.section_values(git_dir, "wiki")
     with pytest.raises(gitcli.GitUnclear):
         gitcli.config_value(git_dir, "wiki.branch")
+
+
+@needs_model
+def test_served_searches_equal_unserved_ones_with_filters_and_as_of(
+        repo: Path, cli, runtime: Path) -> None:
+    """Whole ``wiki search`` processes, server on and off: the same hits and scores with
+    a category filter, ``--as-of`` (a temporary snapshot index) and ``--route``."""
+    import sys
+
+    from conftest import BOB, acting_as, write
+
+    for folder, names in (("hr", ("payroll", "leave")), ("it", ("laptops", "security")),
+                          ("travel", ("travel",))):
+        for name in names:
+            write(repo / "docs" / folder / f"{name}.md",
+                  f"# {name.title()}\n\n{TOPICS[name]}\n")
+    assert cli("init").exit_code == 0
+    proposal = cli("ingest", "docs").stdout.strip()
+    with acting_as(BOB):
+        assert cli("approve", proposal).exit_code == 0
+    env = {**os.environ, "WIKI_EMBED_MODEL": MODEL, "WIKI_EMBED_SERVER": "auto",
+           "XDG_RUNTIME_DIR": str(runtime)}
+    base = [sys.executable, "-m", "wiki_cli", "search", "--json", "--limit", "5"]
+    asked = [["new computer"], ["new computer", "--as-of", "2999-01-01"],
+             ["keys", "--legs", "vector"], ["paid", "--route"]]
+    category = json.loads(subprocess.run(
+        base + ["payday"], cwd=repo, env=env, capture_output=True, text=True,
+        timeout=300).stdout)["hits"][0].get("category")
+    if category:
+        asked.append(["payday", "--category", category])
+    assert len(asked) == 5  # the entries have categories: the filter is exercised
+    for args in asked:
+        runs = [subprocess.run(base[:1] + ["-X", "importtime"] * (mode == "auto") + base[1:]
+                               + args, cwd=repo, capture_output=True, text=True,
+                               env={**env, "WIKI_EMBED_SERVER": mode}, timeout=300)
+                for mode in ("auto", "off")]
+        assert [r.returncode for r in runs] in ([0, 0], [1, 1]), runs[0].stderr[-2000:]
+        numpy = re.search(r"^import time:.*\|\s+numpy$", runs[0].stderr, re.MULTILINE)
+        # ranked by the server; routing reads the matrix here, and --as-of builds the
+        # snapshot's answer sentences with wiki.answering.picker (which imports numpy)
+        if "--route" not in args and "--as-of" not in args:
+            assert numpy is None, args
+        served, here = ([(h["path"], round(h["score"], 5)) for h in json.loads(r.stdout)["hits"]]
+                        for r in runs)
+        assert served == here and served, args
