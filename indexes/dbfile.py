@@ -50,17 +50,22 @@ def copy_readable(source: Path, target: Path) -> None:
 
 def borrow_embeddings(index: SearchIndex, live: Path) -> None:
     """Copy into ``index`` the embeddings the database at ``live`` holds for ``index``'s
-    chunks (keyed by text hash and model), so they are not computed again. Only a saving:
-    an unreadable ``live`` (read-only git dir, damaged) copies nothing, silently. Call
-    outside a transaction (SQLite cannot attach a database inside one)."""
+    chunks and answer sentences (keyed by text hash and model), so they are not computed
+    again. Only a saving: an unreadable ``live`` (read-only git dir, damaged) copies
+    nothing, silently. Call outside a transaction (SQLite cannot attach a database inside
+    one). The copied vectors give the index a new
+    :meth:`~indexes.vectors.VectorStore.stamp`."""
     try:
         index.conn.execute("ATTACH DATABASE ? AS live", (str(live),))
     except sqlite3.DatabaseError:
         return
     try:
-        index.conn.execute(
-            "INSERT OR IGNORE INTO embeddings SELECT e.* FROM live.embeddings e "
-            "WHERE e.text_hash IN (SELECT text_hash FROM chunks)")
+        with index.transaction():  # the vectors and their new stamp in one write
+            if index.conn.execute(
+                    "INSERT OR IGNORE INTO embeddings SELECT e.* FROM live.embeddings e "
+                    "WHERE e.text_hash IN (SELECT text_hash FROM chunks UNION "
+                    "SELECT text_hash FROM sentences)").rowcount:
+                index.vectors.changed()
     except sqlite3.DatabaseError:
         pass
     finally:

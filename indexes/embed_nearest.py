@@ -5,9 +5,12 @@ vectors, so the process never imports numpy nor reads every vector out of SQLite
 and ~10 ms of a ~0.25 s search on the handbook wiki). The server keeps the
 :class:`~indexes.vectors.Matrix` of the last :data:`KEEP` index files it was asked about,
 keyed by the file's path, its vectors' :meth:`~indexes.vectors.VectorStore.stamp` and the
-model; the file is opened read-only per request, and a matrix is used only when the file's
-stamp, read in the same transaction, is the one the client sent (else the reply says
-``"hits": null`` and the client ranks the vectors itself).
+model. A stamp is a random token written anew with every change of the vectors, so a kept
+matrix of that stamp is the file's matrix as the client sees it; without one kept, the
+file (a regular file with its ``-wal`` beside it: one a client holds open) is opened
+read-only and its matrix used only when its stamp, read in the same transaction, is the
+one the client sent (else the reply says ``"hits": null`` and the client ranks the
+vectors itself).
 
 Request: ``{"op": "nearest", "model": m, "index": absolute path, "stamp": s,
 "vector": base64(float32 LE), "limit": n, "excluded": [key, ...]}``; reply:
@@ -19,6 +22,7 @@ from __future__ import annotations
 import base64
 import os
 import sqlite3
+import stat
 import threading
 import urllib.parse
 from collections import OrderedDict
@@ -40,14 +44,23 @@ class MatrixCache:
 
     def get(self, path: str, stamp: str, model: str, dim: int) -> Matrix | None:
         """The matrix of ``model``'s vectors in the index file ``path`` when its stamp is
-        ``stamp``; ``None`` when it is another (changed since the client read it). Raises
-        ``sqlite3.Error`` when the file cannot be read and ``ValueError`` (from
-        :meth:`VectorStore.matrix`) when a stored vector is not ``dim`` wide."""
+        ``stamp``; ``None`` when it is another (changed since the client read it), has
+        none, or no ``-wal`` beside it (no client holds it open: not read, see the code).
+        Raises ``OSError`` when ``path`` cannot be stat'ed, ``ValueError`` when it is not a
+        regular file or (from :meth:`VectorStore.matrix`) a stored vector is not ``dim``
+        wide, and ``sqlite3.Error`` when the file cannot be read."""
         key = (path, stamp, model)
         with self._lock:
             if key in self._kept:
                 self._kept.move_to_end(key)
                 return self._kept[key]
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block open() for good
+            raise ValueError("index is not a regular file")
+        if not os.path.exists(path + "-wal"):
+            # an index in use is in WAL mode, its -wal there while the client holds it;
+            # SQLite's read-only open of a WAL file nobody holds would create (and leave)
+            # its -wal and -shm: the client ranks such a file itself
+            return None
         uri = "file:" + urllib.parse.quote(path) + "?mode=ro"
         conn = sqlite3.connect(uri, uri=True, timeout=5, isolation_level=None)
         try:

@@ -53,9 +53,10 @@ MAX_SENTENCES = 400
 MODEL_KEY = "embedding_model"
 VERSION_KEY = "vectors_version"
 NONCE_KEY = "vectors_nonce"
-"""Random hex written with the first version bump of an index file (again after a
-migration clears ``meta``): a rebuilt file whose counter reaches the same version, even
-under a reused inode, still has another :meth:`VectorStore.stamp`."""
+"""Random hex written anew with every version bump: two files (or two states of one file)
+share a :meth:`VectorStore.stamp` only when they hold the same write, even when one was
+rebuilt to the same counter under a reused inode, or a copy of the file was restored over
+it after both took other writes."""
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)`` while embedding."""
@@ -110,14 +111,26 @@ class VectorStore:
 
     def _bump(self) -> None:
         self.set_meta(VERSION_KEY, str(int(self.get_meta(VERSION_KEY) or 0) + 1))
-        if not self.get_meta(NONCE_KEY):
-            self.set_meta(NONCE_KEY, secrets.token_hex(8))
+        self.set_meta(NONCE_KEY, secrets.token_hex(8))
 
-    def stamp(self) -> str:
-        """``nonce:version`` of the stored vectors: changes whenever a chunk, sentence or
-        vector does (:data:`NONCE_KEY`); what the embedding server's cached matrix of this
-        file is checked against."""
-        return f"{self.get_meta(NONCE_KEY) or ''}:{self.get_meta(VERSION_KEY) or 0}"
+    def changed(self) -> None:
+        """Record that chunks or vectors were written behind this store's back (an
+        ``INSERT`` into ``embeddings`` by another module): a new :meth:`stamp`. Call it in
+        the same transaction as the write."""
+        self._bump()
+
+    def stamp(self) -> str | None:
+        """``nonce:version`` of the stored vectors, read in one statement: changes whenever
+        a chunk or vector does (:data:`NONCE_KEY`); what the embedding server's cached
+        matrix of this file is checked against. ``None`` when the file has no nonce (its
+        vectors last written by a release before nonces, or ``meta`` cleared by a
+        migration): such a stamp cannot tell two files apart, so nothing is checked
+        against it."""
+        values = dict(self.conn.execute(
+            "SELECT key, value FROM meta WHERE key IN (?, ?)", (NONCE_KEY, VERSION_KEY)))
+        if not values.get(NONCE_KEY):
+            return None
+        return f"{values[NONCE_KEY]}:{values.get(VERSION_KEY) or 0}"
 
     def replace_chunks(self, key: str, chunks: Sequence[str]) -> None:
         """Store the chunk texts of document ``key`` (embeddings are added later)."""
@@ -276,11 +289,12 @@ class VectorStore:
         :class:`~indexes.query_vector.QueryVector`). A ``QueryVector`` from the embedding
         server, with ``allowed`` ``None`` and ``path`` (this database's file) given, is
         searched by that server over its cached matrix of the file when the server's copy
-        has this :meth:`stamp`; otherwise (no server, another stamp, a failed or malformed
-        reply) here, the same :func:`nearest`."""
+        has this :meth:`stamp` (and the file has one); otherwise (no server, another
+        stamp, a failed or malformed reply) here, the same :func:`nearest`."""
         searcher = getattr(query_vector, "searcher", None)
-        if searcher is not None and path is not None and allowed is None:
-            found = searcher.nearest(query_vector, path, self.stamp(), model,
+        if searcher is not None and path is not None and allowed is None and \
+                (stamp := self.stamp()) is not None:
+            found = searcher.nearest(query_vector, path, stamp, model,
                                      limit=limit, excluded=excluded)
             if found is not None:
                 return found
