@@ -7,7 +7,7 @@ import sqlite3
 
 from indexes.fts_triggers import REBUILD_FTS
 from indexes.passages import TOKENIZER
-from indexes.vectors import SENTENCES_TABLE
+from indexes.vectors import NONCE_MIGRATION, SENTENCES_TABLE
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: documents, FTS5 (unicode61) and trigram indexes kept in step by triggers
@@ -96,6 +96,7 @@ MIGRATIONS: tuple[str, ...] = (
     REBUILD_FTS,  # 5: code-like names (C++, C#, F#, .NET) indexed with a spelled-out token
     REBUILD_FTS,  # 6: the same again for C--, A*, D* (code_tokens learnt them)
     SENTENCES_TABLE,  # 7: each document's sentences, embedded for the answer picker
+    NONCE_MIGRATION,  # 8: a stamp for vectors written before nonces (embedding server)
 )
 
 

@@ -53,6 +53,12 @@ MAX_SENTENCES = 400
 MODEL_KEY = "embedding_model"
 VERSION_KEY = "vectors_version"
 NONCE_KEY = "vectors_nonce"
+NONCE_MIGRATION = """
+    INSERT OR REPLACE INTO meta(key, value) VALUES ('vectors_nonce', lower(hex(randomblob(8))));
+"""
+"""Schema migration 8 of :mod:`indexes.store`: a nonce for a file whose vectors were last
+written before nonces existed, so its :meth:`VectorStore.stamp` names it at once (the
+embedding server can rank its vectors) rather than after its next write."""
 """Random hex written anew with every version bump: two files (or two states of one file)
 share a :meth:`VectorStore.stamp` only when they hold the same write, even when one was
 rebuilt to the same counter under a reused inode, or a copy of the file was restored over

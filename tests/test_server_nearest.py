@@ -216,3 +216,22 @@ def test_a_served_wiki_search_process_never_imports_numpy(repo: Path, cli, runti
     assert ranked == [(h["path"], round(h["score"], 4))
                       for h in json.loads(here.stdout)["hits"]]
     assert "vector" in json.loads(served.stdout)["legs"]
+
+
+def test_an_index_from_before_nonces_gets_a_stamp_when_opened(remote: RemoteEmbedder,
+                                                              tmp_path: Path) -> None:
+    """Schema migration 8: an index whose vectors were written by an older release (no
+    nonce) is named by a stamp as soon as it is opened, so the server ranks it at once."""
+    import sqlite3
+
+    path = tmp_path / "index.sqlite"
+    _index(path, remote, TOPICS).close()
+    with sqlite3.connect(path) as conn:  # as an older release left it
+        conn.execute("DELETE FROM meta WHERE key = 'vectors_nonce'")
+        conn.execute("PRAGMA user_version = 7")
+    reopened = SearchIndex(path)
+    stamp = reopened.vectors.stamp()
+    assert stamp is not None and stamp.endswith(":" + reopened.get_meta("vectors_version"))
+    query = remote.encode_query("annual leave")
+    assert remote.nearest(query, str(path.resolve()), stamp, MODEL, limit=1,
+                          excluded=set())[0][0] == "leave.md"
