@@ -106,18 +106,31 @@ def wiki_executable() -> str:
     return shutil.which("wiki") or "wiki"
 
 
+LAUNCHER = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], "
+            "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+"""Runs its arguments as a command and prints that command's peak RSS (KiB)."""
+
+
 def run_child(command: list[str]) -> tuple[float, int, int, str]:
-    """Run ``command``; returns (wall seconds, exit status, peak RSS in KiB, stdout)."""
+    """Run ``command``; returns (wall seconds, exit status, peak RSS in KiB, stdout).
+    The peak RSS comes from a second run started by a small launcher process
+    (:data:`LAUNCHER`): Linux carries a process's peak RSS across fork and exec, so a child
+    forked from this process (the model loaded: ~1.1 GB) would report this process's
+    peak, not its own."""
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              env=bench_start.user_env())  # with .pyc files, as installed
     output = child.stdout.read() if child.stdout else b""
-    _, status, usage = os.wait4(child.pid, 0)
+    _, status, _ = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.stdout:
         child.stdout.close()
-    return wall, child.returncode, usage.ru_maxrss, output.decode("utf-8", "replace")
+    launched = subprocess.run([sys.executable, "-c", LAUNCHER, *command], capture_output=True,
+                              text=True, check=False, env=bench_start.user_env())
+    return wall, child.returncode, int(launched.stdout.strip() or 0), \
+        output.decode("utf-8", "replace")
 
 
 def cli_search(repo: Path, runs: int, words: tuple[str, ...] = ("search", CLI_QUERY)) -> dict:
