@@ -54,15 +54,17 @@ def propose(
         raise UsageError("give a FILE (or --edit ID to use $EDITOR, or --retract ID)")
     else:
         text = _read(file)
+        name = Path(file).name if file != "-" else "-"
         if edit:
             base = base or _inferred(wiki, edit, text)
-            result = authoring.edit_entry(wiki, edit, text, redact=redact, base=base)
+            result = authoring.edit_entry(wiki, edit, text, redact=redact, base=base,
+                                          source_name=name)
         elif supersede:
-            result = authoring.supersede_entry(wiki, supersede, text, redact=redact, base=base)
+            result = authoring.supersede_entry(wiki, supersede, text, redact=redact, base=base,
+                                               source_name=name)
         else:
             result = authoring.new_entry(wiki, text, category=category, redact=redact,
-                                         source_name=Path(file).name if file != "-" else "-",
-                                         base=base)
+                                         source_name=name, base=base)
     if result.titled_from is not None:
         report(f"note: {file} has no frontmatter: titled {quoted(result.titled_from, 80)} "
                "from its first '#' heading")

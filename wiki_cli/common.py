@@ -97,7 +97,7 @@ def parse_legs(value: str | None) -> tuple[str, ...] | None:
 
 
 LegsOption = Annotated[str | None, typer.Option(
-    "--legs", parser=parse_legs,
+    "--legs", parser=parse_legs, metavar="LEGS",
     help=f"Comma-separated legs to run: {','.join(LEG_NAMES)} (default: "
          "wiki.toml; llm needs a model, see docs/llm.md).")]
 RerankOption = Annotated[bool, typer.Option(

@@ -169,7 +169,9 @@ def ask(
             report(f"dropped ({why}): {text}")
         for citation in answer.citations:
             sources = ", ".join(citation.sources) or "no source"
-            out.print(plain(f"[{citation.number}] {citation.title} — {citation.path} "
+            where = f"{citation.title} › {citation.section}" if citation.section \
+                else citation.title
+            out.print(plain(f"[{citation.number}] {where} — {citation.path} "
                             f"(id {citation.entry_id}; from {sources})"))
             citation_warnings(citation)
             for uri in [] if citation.stale or citation.unverifiable else \

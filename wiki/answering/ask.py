@@ -29,6 +29,7 @@ from wiki.answering.revalidate import Revalidated, Revalidation
 from wiki.answering.revalidate import revalidate as check_sources
 from wiki.answering.search import SearchRequest, SearchResult, run_search
 from wiki.store.entry import now_iso
+from wiki.store.markdown_text import heading_above
 from wiki.store.storage import notify, storage_cause
 from wiki.store.workspace import Wiki
 
@@ -47,6 +48,10 @@ class Citation(Revalidated):
     sources: list[str]
     changed_sources: list[str] = field(default_factory=list)
     """Cited files changed since the entry was written (marked by the git hook)."""
+    section: str | None = None
+    """The heading inside the entry above every sentence quoted from it, when that is not
+    the heading its title already names (an entry that holds a short section merged into
+    the one before it, :mod:`wiki.ingest.sections`); ``None`` otherwise."""
 
 
 @dataclass(frozen=True)
@@ -263,7 +268,8 @@ def _extract(result: SearchResult, request: AskRequest, entries: list,
     if not picked.sentences and entries:  # confident retrieval, no sentence: the summary
         sentences = [(entries[0].summary or entries[0].title, 1)]
         numbers[0] = 1
-    citations = [_citation(number, entries[position], result)
+    citations = [_citation(number, entries[position], result,
+                           [text for text, at in picked.sentences if at == position])
                  for position, number in sorted(numbers.items(), key=lambda p: p[1])]
     return {**scores, "sentences": sentences, "citations": citations,
             "picked": picked.sentences or [(text, 0) for text, _ in sentences]}
@@ -325,7 +331,8 @@ def _fit(result: SearchResult, request: AskRequest, entries: list, picked: dict)
                                         f"{request.budget}: ask again with --budget "
                                         f"{evidence.needed} or more")}
     return {**scores, "sentences": evidence.sentences,
-            "citations": [_citation(number, entries[position], result)
+            "citations": [_citation(number, entries[position], result,
+                                    [t for t, n in evidence.sentences if n == number])
                           for number, position in enumerate(evidence.cited, start=1)],
             "tokens": tokens}
 
@@ -337,9 +344,22 @@ def _annotate(citations: list[Citation], checks: Revalidation) -> dict:
             "revalidation": checks.summary()}
 
 
-def _citation(number: int, entry, result: SearchResult) -> Citation:
+def _citation(number: int, entry, result: SearchResult, quoted: list[str]) -> Citation:
     return Citation(number, entry.id, entry.path, entry.title, [s.uri for s in entry.sources],
-                    [m["uri"] for m in result.marks.get(entry.path, [])])
+                    [m["uri"] for m in result.marks.get(entry.path, [])],
+                    section=_section(entry, quoted))
+
+
+def _section(entry, quoted: list[str]) -> str | None:
+    """The one heading above all of ``quoted`` in ``entry``'s body, unless the entry's
+    title ends with it (``Source: Heading``) or there is none."""
+    found = {heading_above(entry.body, text) for text in quoted}
+    if len(found) != 1:
+        return None
+    (heading,) = found
+    if heading is None or entry.title.endswith(heading) or heading == entry.title:
+        return None
+    return heading
 
 
 GAP_QUESTION_CHARS = 2000

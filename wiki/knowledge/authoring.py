@@ -107,17 +107,25 @@ def _titled(source_name: str, text: bytes, line: int | None) -> tuple[str, bytes
 
 def edit_entry(wiki: Wiki, target: str, text: bytes, *,
                author: Identity | None = None, redact: bool = False,
-               base: str | None = None) -> Authored:
+               base: str | None = None, source_name: str | None = None) -> Authored:
     """Propose ``text`` as the new content of entry ``target`` (id or path); its id must
     stay the same. Raises ``NotFoundError``, ``EntryError`` and ``SecretError`` (a secret
     not already in the entry; ``redact`` replaces secrets instead). With ``base`` older
     than the head, the edit is of the entry as it was there: a proposal that is behind,
     landing only if nobody changed the entry since (:func:`wiki.review.basis.infer_base` finds
-    the base of a file exported earlier)."""
+    the base of a file exported earlier). ``source_name``: the file ``text`` came from,
+    named by an ``EntryError`` about it (default: the entry's path)."""
     snapshot = read_base(wiki, base)
     current = find_entry(wiki, target, snapshot)
     text = _screened(text, current.path, redact, before=current.to_bytes())
-    draft = Entry.parse(current.path, text)
+    try:
+        draft = Entry.parse(current.path, text)
+    except EntryError as exc:
+        if source_name is None:
+            raise
+        raise EntryError(source_name, f"{exc.reason} (the new text of {current.path}: an "
+                         "edit gives the whole entry, frontmatter included)",
+                         field=exc.field, line=exc.line) from None
     if draft.id != current.id:
         raise ConfigError(f"{current.path}: an edit cannot change the id ({current.id} -> "
                           f"{draft.id}); propose a new entry that supersedes it instead")
@@ -153,15 +161,16 @@ def retract_entry(wiki: Wiki, target: str, reason: str, *,
 
 def supersede_entry(wiki: Wiki, target: str, text: bytes, *,
                     author: Identity | None = None, redact: bool = False,
-                    base: str | None = None) -> Authored:
+                    base: str | None = None, source_name: str = "new.md") -> Authored:
     """Propose a new entry that replaces ``target``: the new one records ``supersedes``,
     the old one becomes ``superseded`` with ``superseded_by`` (kept, hidden by default,
     found with ``--include-superseded`` or ``--as-of``). ``SecretError`` as for
-    :func:`new_entry`."""
+    :func:`new_entry`; ``EntryError`` naming ``source_name`` (the file ``text`` came
+    from) for a malformed one."""
     snapshot = read_base(wiki, base)
     old = find_entry(wiki, target, snapshot)
-    text = _screened(text, "new.md", redact)
-    draft = _draft("new.md", text)
+    text = _screened(text, source_name, redact)
+    draft = _draft(source_name, text)
     if draft.id == old.id:
         raise ConfigError(f"the replacement needs its own id, not {old.id}")
     new, retired = supersession(old, draft, set(snapshot.files), now_iso())

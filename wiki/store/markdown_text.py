@@ -141,9 +141,43 @@ def plain_text(markdown: str) -> str:
 
 
 def sentences(markdown: str) -> list[str]:
-    """The sentences of ``markdown`` as plain text, in order."""
+    """The sentences of ``markdown`` as plain text, in order. A sentence does not end
+    inside brackets or a quotation that close later in the block (``(...? ...)``,
+    ``"...? ..."``): a quoted question stays inside the sentence that quotes it."""
     return [s.strip() for block in blocks(markdown, headings=False)
-            for s in _SENTENCE_END.split(block) if s.strip()]
+            for s in _closed(_SENTENCE_END.split(block)) if s.strip()]
+
+
+_PAIRS = (("(", ")"), ("[", "]"), ("\u201c", "\u201d"))
+
+
+def _closed(pieces: list[str]) -> list[str]:
+    """``pieces`` (one block split at sentence ends) with a piece left inside open
+    brackets or quotes joined to the following ones, up to the piece that closes them;
+    an opening never closed in the block joins nothing (a stray ``(`` or ``"``), and at
+    most :data:`_MAX_JOINED` pieces make one sentence (a stray one closed by a later,
+    unrelated bracket cannot swallow the block)."""
+    out: list[str] = []
+    joined = 0
+    for i, piece in enumerate(pieces):
+        if out and joined < _MAX_JOINED and _still_open(out[-1], " ".join(pieces[i:])):
+            out[-1] = f"{out[-1]} {piece}"
+            joined += 1
+        else:
+            out.append(piece)
+            joined = 1
+    return out
+
+
+_MAX_JOINED = 3
+
+
+def _still_open(text: str, rest: str) -> bool:
+    """Whether ``text`` leaves a bracket or quotation open that ``rest`` closes."""
+    for opening, closing in _PAIRS:
+        if text.count(opening) > text.count(closing) and closing in rest:
+            return True
+    return text.count('"') % 2 == 1 and '"' in rest
 
 
 def summary(markdown: str, *, max_chars: int = 240) -> str:
@@ -230,3 +264,20 @@ def _headings(markdown: str) -> list[tuple[int, str, int]]:
             found.append((len(match.group(1)), inline_plain(strip_templates(match.group(2))),
                           number))
     return found
+
+
+def heading_above(markdown: str, sentence: str) -> str | None:
+    """The text of the last heading (outside code) above the first place ``sentence`` (as
+    :func:`sentences` gives it; a trailing ``…`` of a clipped one ignored) occurs in
+    ``markdown``; ``None`` when it occurs before any heading or nowhere."""
+    wanted = sentence.removesuffix("…").strip()
+    if not wanted:
+        return None
+    lines = markdown.splitlines()
+    marks = _headings(markdown)
+    starts = [0] + [line for _, _, line in marks]
+    ends = [line for _, _, line in marks] + [len(lines)]
+    for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        if any(s.startswith(wanted) for s in sentences("\n".join(lines[start:end]))):
+            return marks[index - 1][1] if index else None
+    return None
