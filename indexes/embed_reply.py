@@ -90,16 +90,22 @@ def reply_dim(reply: dict, where: Path) -> int:
     return dim
 
 
+def _width(reply: dict, where: Path, dim: int | None) -> int:
+    """:func:`reply_dim`, which must be ``dim`` when that is known."""
+    width = reply_dim(reply, where)
+    if dim is not None and width != dim:
+        raise EmbedderUnavailableError(
+            f"embedding server {where}: vectors {width} wide, expected {dim}")
+    return width
+
+
 def reply_vectors(reply: dict, rows: int, where: Path, dim: int | None = None) -> np.ndarray:
     """The reply's vectors as a ``(rows, dim)`` float32 array of finite values; ``dim``,
     when known, must match the reply's. Raises :class:`EmbedderUnavailableError` when the
     reply's width, count or values are not that."""
     import numpy as np
 
-    width = reply_dim(reply, where)
-    if dim is not None and width != dim:
-        raise EmbedderUnavailableError(
-            f"embedding server {where}: vectors {width} wide, expected {dim}")
+    width = _width(reply, where, dim)
     encoded = reply.get("vectors")
     try:
         if not isinstance(encoded, str):
@@ -119,10 +125,7 @@ def reply_vector(reply: dict, where: Path, dim: int | None = None) -> tuple[byte
     """The reply's single vector, without numpy: ``(float32 little-endian bytes, dim)``.
     Raises :class:`EmbedderUnavailableError` unless the reply holds exactly one vector of
     finite values, ``dim`` wide when ``dim`` is given."""
-    width = reply_dim(reply, where)
-    if dim is not None and width != dim:
-        raise EmbedderUnavailableError(
-            f"embedding server {where}: vectors {width} wide, expected {dim}")
+    width = _width(reply, where, dim)
     encoded = reply.get("vectors")
     try:
         data = base64.b64decode(encoded if isinstance(encoded, str) else "", validate=True)

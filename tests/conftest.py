@@ -146,3 +146,24 @@ def vectors_on(monkeypatch):
     embedders.register("fake-hash", lambda: model)
     monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-hash")
     return model
+
+
+@pytest.fixture(scope="module")
+def served_runtime():
+    """A private runtime dir for the test module's real embedding server (every server
+    started there is stopped at the end): tests/served_vectors.py."""
+    from served_vectors import runtime_dir
+
+    with runtime_dir("sv-") as path:
+        yield path
+
+
+@pytest.fixture()
+def remote(served_runtime: Path, monkeypatch):
+    """A ``RemoteEmbedder`` of the real model whose server runs in ``served_runtime``."""
+    from served_vectors import MODEL
+
+    from indexes.embed_server import RemoteEmbedder
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(served_runtime))
+    return RemoteEmbedder(MODEL, idle_seconds=120)

@@ -11,66 +11,23 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from served_vectors import MODEL, TOPICS, build_index, docs, landed_with_server
 
 from indexes import embedders
 from indexes.dbfile import borrow_embeddings
-from indexes.documents import Document
 from indexes.embed_server import RemoteEmbedder
 from indexes.store import SearchIndex
 from indexes.vectors import NONCE_KEY, VERSION_KEY, embed_pending
 from wiki.store import gitcli
 
-MODEL = embedders.DEFAULT_MODEL
-TOPICS = {"travel": "Book flights and hotels for work trips; file the travel voucher.",
-          "payroll": "Salaries are paid every second Friday by direct deposit.",
-          "laptops": "Request a laptop from IT; it ships within a week.",
-          "security": "Rotate your signing keys every ninety days.",
-          "leave": "Annual leave accrues at four hours per pay period."}
-
 needs_model = pytest.mark.skipif(embedders.load_default.probe() is not None,
                                  reason="the real embedding model is not installed")
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[Path]:
-    """A private, short runtime dir for this module's server (stopped at the end)."""
-    path = Path(tempfile.mkdtemp(prefix="bk-", dir="/tmp"))
-    yield path
-    for log in path.glob("wiki/*.log"):
-        for line in log.read_text(errors="replace").splitlines():
-            if "serving" in line and "(pid " in line:
-                pid = int(line.split("(pid ")[1].split(",")[0])
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGTERM)
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture()
-def remote(runtime: Path, monkeypatch) -> RemoteEmbedder:
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    return RemoteEmbedder(MODEL, idle_seconds=120)
-
-
-def _docs(topics: dict[str, str]) -> list[Document]:
-    return [Document(key=f"{name}.md", doc_id=name, title=name.title(), body=text,
-                     sentences=tuple(part.strip() + "." for part in text.split(";")))
-            for name, text in topics.items()]
-
-
-def _index(path: Path, remote: RemoteEmbedder, topics: dict[str, str]) -> SearchIndex:
-    index = SearchIndex(path)
-    index.upsert(_docs(topics))
-    embed_pending(index.vectors, remote)
-    return index
 
 
 def _served_and_local(index: SearchIndex, query, limit: int = 6):
@@ -89,18 +46,18 @@ def test_a_restored_copy_that_diverged_is_not_answered_from_the_other_history(
     the original's nonce: after the same number of writes both histories had one stamp,
     and the server answered the restored file from the other history's matrix."""
     path, backup = tmp_path / "index.sqlite", tmp_path / "backup.sqlite"
-    _index(path, remote, TOPICS).close()  # closed: checkpointed, one file
+    build_index(path, remote, TOPICS).close()  # closed: checkpointed, one file
     shutil.copy(path, backup)
     query = remote.encode_query("who do I ask for a new computer")
     index = SearchIndex(path)
-    index.upsert(_docs({"hardware": "New computers and monitors are ordered through IT."}))
+    index.upsert(docs({"hardware": "New computers and monitors are ordered through IT."}))
     embed_pending(index.vectors, remote)
     served, local = _served_and_local(index, query)
     assert served == local and served[0][0] == "hardware.md"  # cached by the server now
     index.close()
     shutil.copy(backup, path)  # restored; then the same number of writes, other text
     index = SearchIndex(path)
-    index.upsert(_docs({"garden": "Water the office plants on Mondays."}))
+    index.upsert(docs({"garden": "Water the office plants on Mondays."}))
     embed_pending(index.vectors, remote)
     served, local = _served_and_local(index, query)
     assert "hardware.md" not in [k for k, _ in local]
@@ -113,9 +70,9 @@ def test_embeddings_borrowed_from_the_live_index_change_the_stamp(
         remote: RemoteEmbedder, tmp_path: Path) -> None:
     """``--as-of``'s snapshot borrows the live file's vectors: a write to ``embeddings``
     like any other, so a matrix the server read before it is not used after it."""
-    live = _index(tmp_path / "live.sqlite", remote, TOPICS)
+    live = build_index(tmp_path / "live.sqlite", remote, TOPICS)
     snapshot = SearchIndex(tmp_path / "snapshot.sqlite")
-    snapshot.upsert(_docs(TOPICS))  # chunks, no vectors yet
+    snapshot.upsert(docs(TOPICS))  # chunks, no vectors yet
     query = remote.encode_query("payday")
     assert _served_and_local(snapshot, query) == ([], [])
     before = snapshot.vectors.stamp()
@@ -140,7 +97,7 @@ def test_a_file_without_a_nonce_is_ranked_here(remote: RemoteEmbedder,
     other = {name: text for name, text in TOPICS.items() if name != "laptops"}
     versions = []
     for topics in (TOPICS, {**other, "garden": "Water the office plants on Mondays."}):
-        index = _index(path, remote, topics)
+        index = build_index(path, remote, topics)
         index.conn.execute("DELETE FROM meta WHERE key = ?", (NONCE_KEY,))  # an old file
         versions.append(index.get_meta(VERSION_KEY))
         served, local = _served_and_local(index, query)
@@ -178,7 +135,7 @@ def test_a_request_never_makes_the_server_create_files(remote: RemoteEmbedder,
     """SQLite's read-only open of a WAL file that no connection holds creates its -wal
     and -shm (and leaves them): a request naming such a file is not read by the server."""
     path = tmp_path / "index.sqlite"
-    index = _index(path, remote, TOPICS)
+    index = build_index(path, remote, TOPICS)
     stamp = index.vectors.stamp()
     index.close()
     before = sorted(os.listdir(tmp_path))
@@ -242,24 +199,16 @@ def test_the_wiki_section_in_one_read_is_what_git_config_get_gives(tmp_path: Pat
 
 @needs_model
 def test_served_searches_equal_unserved_ones_with_filters_and_as_of(
-        repo: Path, cli, runtime: Path) -> None:
+        repo: Path, cli, served_runtime: Path) -> None:
     """Whole ``wiki search`` processes, server on and off: the same hits and scores with
     a category filter, ``--as-of`` (a temporary snapshot index) and ``--route``."""
     import sys
 
-    from conftest import BOB, acting_as, write
-
-    for folder, names in (("hr", ("payroll", "leave")), ("it", ("laptops", "security")),
-                          ("travel", ("travel",))):
-        for name in names:
-            write(repo / "docs" / folder / f"{name}.md",
-                  f"# {name.title()}\n\n{TOPICS[name]}\n")
-    assert cli("init").exit_code == 0
-    proposal = cli("ingest", "docs").stdout.strip()
-    with acting_as(BOB):
-        assert cli("approve", proposal).exit_code == 0
-    env = {**os.environ, "WIKI_EMBED_MODEL": MODEL, "WIKI_EMBED_SERVER": "auto",
-           "XDG_RUNTIME_DIR": str(runtime)}
+    folders = {"payroll": "hr", "leave": "hr", "laptops": "it", "security": "it",
+               "travel": "travel"}
+    env = landed_with_server(cli, repo, {
+        f"{folders[name]}/{name}.md": f"# {name.title()}\n\n{text}\n"
+        for name, text in TOPICS.items()}, served_runtime)
     base = [sys.executable, "-m", "wiki_cli", "search", "--json", "--limit", "5"]
     asked = [["new computer"], ["new computer", "--as-of", "2999-01-01"],
              ["keys", "--legs", "vector"], ["paid", "--route"]]

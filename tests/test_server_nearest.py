@@ -7,22 +7,18 @@ Unix socket."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import BOB, acting_as, write
+from served_vectors import MODEL, TOPICS, build_index, landed_with_server
 
 from indexes import embedders
 from indexes.documents import Document
@@ -33,47 +29,12 @@ from indexes.query_vector import QueryVector
 from indexes.store import SearchIndex
 from indexes.vectors import embed_pending
 
-MODEL = embedders.DEFAULT_MODEL
-TOPICS = {"travel": "Book flights and hotels for work trips; file the travel voucher.",
-          "payroll": "Salaries are paid every second Friday by direct deposit.",
-          "laptops": "Request a laptop from IT; it ships within a week.",
-          "security": "Rotate your signing keys every ninety days.",
-          "leave": "Annual leave accrues at four hours per pay period."}
-
 pytestmark = pytest.mark.skipif(embedders.load_default.probe() is not None,
                                 reason="the real embedding model is not installed")
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[Path]:
-    """A private, short runtime dir for the module's server (stopped at the end)."""
-    path = Path(tempfile.mkdtemp(prefix="sn-", dir="/tmp"))
-    yield path
-    for log in path.glob("wiki/*.log"):
-        for line in log.read_text(errors="replace").splitlines():
-            if "serving" in line and "(pid " in line:
-                pid = int(line.split("(pid ")[1].split(",")[0])
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGTERM)
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture()
-def remote(runtime: Path, monkeypatch) -> RemoteEmbedder:
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    return RemoteEmbedder(MODEL, idle_seconds=120)
-
-
-def _index(path: Path, remote: RemoteEmbedder, topics: dict[str, str]) -> SearchIndex:
-    index = SearchIndex(path)
-    index.upsert([Document(key=f"{name}.md", doc_id=name, title=name.title(), body=text)
-                  for name, text in topics.items()])
-    embed_pending(index.vectors, remote)
-    return index
-
-
 def test_the_server_ranks_as_the_client_would(remote: RemoteEmbedder, tmp_path: Path) -> None:
-    index = _index(tmp_path / "index.sqlite", remote, TOPICS)
+    index = build_index(tmp_path / "index.sqlite", remote, TOPICS)
     query = remote.encode_query("how do I claim travel expenses")
     assert isinstance(query, QueryVector) and query.searcher is remote
     stamp = index.vectors.stamp()
@@ -96,7 +57,7 @@ def test_the_server_ranks_as_the_client_would(remote: RemoteEmbedder, tmp_path: 
 def test_a_changed_or_rebuilt_index_is_never_answered_from_the_old_matrix(
         remote: RemoteEmbedder, tmp_path: Path) -> None:
     path = tmp_path / "index.sqlite"
-    index = _index(path, remote, TOPICS)
+    index = build_index(path, remote, TOPICS)
     query = remote.encode_query("who do I ask for a new computer")
     old = index.vectors.stamp()
     assert remote.nearest(query, str(path.resolve()), old, MODEL, limit=1,
@@ -114,7 +75,7 @@ def test_a_changed_or_rebuilt_index_is_never_answered_from_the_old_matrix(
     # the same file built again from other text: same version counter, another nonce
     index.close()
     path.unlink()
-    rebuilt = _index(path, remote, {name: "Nothing about computers here." if name == "laptops"
+    rebuilt = build_index(path, remote, {name: "Nothing about computers here." if name == "laptops"
                                     else text for name, text in TOPICS.items()})
     assert rebuilt.vectors.stamp().split(":")[1] == old.split(":")[1]
     assert rebuilt.vectors.stamp() != old
@@ -125,7 +86,7 @@ def test_a_changed_or_rebuilt_index_is_never_answered_from_the_old_matrix(
 
 def test_a_request_the_server_cannot_answer_is_ranked_here(remote: RemoteEmbedder,
                                                            tmp_path: Path) -> None:
-    index = _index(tmp_path / "index.sqlite", remote, TOPICS)
+    index = build_index(tmp_path / "index.sqlite", remote, TOPICS)
     query = remote.encode_query("payday")
     for path in ("relative/index.sqlite", str(tmp_path / "missing.sqlite"),
                  str(tmp_path)):  # not absolute; no such file; a folder
@@ -168,7 +129,7 @@ def test_a_reply_out_of_protocol_is_refused(hits) -> None:
 
 def test_a_hostile_server_cannot_steer_the_vector_leg(remote: RemoteEmbedder,
                                                       tmp_path: Path) -> None:
-    index = _index(tmp_path / "index.sqlite", remote, TOPICS)
+    index = build_index(tmp_path / "index.sqlite", remote, TOPICS)
     query = remote.encode_query("rotate keys")
     expected = [h.key for h in index.search_vector(np.asarray(query), MODEL, limit=3)]
     short = Path(tempfile.mkdtemp(prefix="hs-", dir="/tmp"))
@@ -186,17 +147,11 @@ def test_a_hostile_server_cannot_steer_the_vector_leg(remote: RemoteEmbedder,
         shutil.rmtree(short, ignore_errors=True)
 
 
-def test_a_served_wiki_search_process_never_imports_numpy(repo: Path, cli, runtime: Path,
+def test_a_served_wiki_search_process_never_imports_numpy(repo: Path, cli, served_runtime: Path,
                                                           monkeypatch) -> None:
     """The whole command, as a user runs it: same output as the in-process ranking."""
-    for name, text in TOPICS.items():
-        write(repo / "docs" / f"{name}.md", f"# {name.title()}\n\n{text}\n")
-    assert cli("init").exit_code == 0
-    proposal = cli("ingest", "docs").stdout.strip()
-    with acting_as(BOB):
-        assert cli("approve", proposal).exit_code == 0
-    env = {**os.environ, "WIKI_EMBED_MODEL": MODEL, "WIKI_EMBED_SERVER": "auto",
-           "XDG_RUNTIME_DIR": str(runtime)}
+    env = landed_with_server(cli, repo, {f"{name}.md": f"# {name.title()}\n\n{text}\n"
+                                         for name, text in TOPICS.items()}, served_runtime)
     argv = [sys.executable, "-X", "importtime", "-m", "wiki_cli", "search", "--json",
             "travel voucher"]
     first = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True,
@@ -225,7 +180,7 @@ def test_an_index_from_before_nonces_gets_a_stamp_when_opened(remote: RemoteEmbe
     import sqlite3
 
     path = tmp_path / "index.sqlite"
-    _index(path, remote, TOPICS).close()
+    build_index(path, remote, TOPICS).close()
     with sqlite3.connect(path) as conn:  # as an older release left it
         conn.execute("DELETE FROM meta WHERE key = 'vectors_nonce'")
         conn.execute("PRAGMA user_version = 7")
