@@ -23,3 +23,12 @@ def entry(entry_id: str, title: str, body: str, **fields) -> str:
     for key, value in fields.items():
         lines.append(f"{key}: {value}")
     return "---\n" + "\n".join(lines) + f"\n---\n{body}\n"
+
+
+MILEAGE = "The mileage rate is 0.67 dollars per mile."
+
+
+def land_mileage_fact(w: Wiki) -> None:
+    """Land ``travel/mileage.md`` (id ``ml``), a fact entry holding ``mileage_rate: 0.67``."""
+    land(w, {"travel/mileage.md": entry("ml", "Mileage rate", MILEAGE, summary=MILEAGE,
+                                        type="fact", facts="{mileage_rate: 0.67}")})

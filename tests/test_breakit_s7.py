@@ -187,7 +187,7 @@ def test_a_distilled_ingest_does_not_bring_back_a_replaced_fact_value(wiki: Wiki
                                                                       monkeypatch) -> None:
     from conftest import write
     from fake_llm import install
-    from memory_helpers import entry, land
+    from memory_helpers import land_mileage_fact
 
     from wiki.ingest.pipeline import ingest
     from wiki.knowledge.distill import Distiller
@@ -195,10 +195,7 @@ def test_a_distilled_ingest_does_not_bring_back_a_replaced_fact_value(wiki: Wiki
     from wiki.llm.settings import open_client
     from wiki.review.proposals import approve
 
-    land(wiki, {"travel/mileage.md": entry(
-        "ml", "Mileage rate", "The mileage rate is 0.67 dollars per mile.",
-        summary="The mileage rate is 0.67 dollars per mile.", type="fact",
-        facts="{mileage_rate: 0.67}")})
+    land_mileage_fact(wiki)
     corrected = set_fact(wiki, "mileage_rate", "0.70", author=ALICE)  # the hand correction
     approve(wiki, corrected.proposal.name, approver=BOB)
     fake = install(monkeypatch)
@@ -278,14 +275,21 @@ def test_a_nul_byte_is_refused_when_proposing_not_left_unlandable(cli, wiki: Wik
     assert wiki.store.list_refs(wiki.proposal_prefix) == {}
 
 
-def test_the_hook_marks_the_other_files_of_a_commit_holding_a_name_that_is_not_utf8(
-        cli, wiki: Wiki, repo: Path) -> None:
+def _committed_and_landed(wiki: Wiki, repo: Path) -> Path:
+    """``docs/good.md`` written, committed on the work tree's branch and landed as an
+    entry; returns its path."""
     from conftest import ingest_and_land, write
 
     good = write(repo / "docs" / "good.md", "# Good\n\nGood text here.\n")
     subprocess.run(["git", "-C", str(repo), "add", "docs"], check=True)
     subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "good"], check=True)
     ingest_and_land(wiki, good)
+    return good
+
+
+def test_the_hook_marks_the_other_files_of_a_commit_holding_a_name_that_is_not_utf8(
+        cli, wiki: Wiki, repo: Path) -> None:
+    good = _committed_and_landed(wiki, repo)
     good.write_text("# Good\n\nGood text, edited.\n")
     (repo / "docs" / "bad\udcff.md").write_bytes(b"# Bad\n\nBad name.\n")
     subprocess.run(["git", "-C", str(repo), "add", "docs"], check=True)
@@ -298,12 +302,7 @@ def test_the_hook_marks_the_other_files_of_a_commit_holding_a_name_that_is_not_u
 
 def test_a_source_renamed_to_a_name_that_is_not_utf8_is_missing_not_a_broken_lint(
         cli, wiki: Wiki, repo: Path) -> None:
-    from conftest import ingest_and_land, write
-
-    good = write(repo / "docs" / "good.md", "# Good\n\nGood text here.\n")
-    subprocess.run(["git", "-C", str(repo), "add", "docs"], check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "good"], check=True)
-    ingest_and_land(wiki, good)
+    _committed_and_landed(wiki, repo)
     subprocess.run(["git", "-C", str(repo), "mv", "docs/good.md", b"docs/g\xffood.md"],
                    check=True)
     subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "rename"], check=True)

@@ -13,7 +13,7 @@ from conftest import ALICE, BOB, write
 from fake_llm import install
 from test_safety import UPPER, rand
 
-from tests.memory_helpers import entry, land
+from tests.memory_helpers import entry, land, land_mileage_fact
 from wiki.ingest.pipeline import ingest
 from wiki.knowledge.distill import distill
 from wiki.knowledge.facts import current
@@ -136,10 +136,7 @@ def test_a_duplicate_becomes_an_update_not_a_new_entry(wiki: Wiki, repo: Path,
 
 def test_a_changed_fact_value_becomes_a_supersession(wiki: Wiki, repo: Path,
                                                      monkeypatch) -> None:
-    land(wiki, {"travel/mileage.md": entry(
-        "ml", "Mileage rate", "The mileage rate is 0.67 dollars per mile.",
-        summary="The mileage rate is 0.67 dollars per mile.", type="fact",
-        facts="{mileage_rate: 0.67}")})
+    land_mileage_fact(wiki)
     fake = install(monkeypatch)
     fake.distilled = [{"title": "Mileage rate", "type": "fact", "key": "mileage_rate",
                        "value": "0.70", "claim": "The mileage rate is 0.70 dollars per mile."}]
