@@ -158,7 +158,11 @@ class RemoteEmbedder:
             return None
         try:
             with sock:
-                return reply_hits(self._request(sock, request), self.socket_path, limit)
+                found = reply_hits(self._request(sock, request), self.socket_path, limit)
+            if found is not None and any(key in excluded for key, _ in found):
+                raise EmbedderUnavailableError(  # the filters left it out: never shown
+                    f"embedding server {self.socket_path}: a hit the filters exclude")
+            return found
         except EmbedderUnavailableError as exc:
             log.warning("nearest on the embedding server failed, ranking here: %s", exc)
             return None

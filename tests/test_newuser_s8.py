@@ -85,3 +85,18 @@ def test_a_citation_names_the_section_a_merged_entry_quotes(cli, repo: Path) -> 
     # a sentence under the heading the title names: no section added
     plain = json.loads(cli("ask", "--json", "what does benchmark row 3 report?").stdout)
     assert plain["citations"] and plain["citations"][0]["section"] is None
+
+
+def test_a_huge_bracketed_paragraph_is_split_in_one_pass() -> None:
+    """An entry is untrusted: one paragraph of 20,000 sentences inside one bracket pair
+    (each piece would look open to the end) is split with at most 3 pieces joined; the
+    first version joined the rest of the block for every piece (quadratic: gigabytes of
+    copying at index time)."""
+    from wiki.store.markdown_text import sentences
+
+    body = " ".join(f"Sentence number {i} is here." for i in range(20_000))
+    found = sentences(f"({body})")
+    assert len(found) == 19_998
+    assert found[0] == "(Sentence number 0 is here. Sentence number 1 is here. " \
+                       "Sentence number 2 is here."
+    assert found[-1] == "Sentence number 19999 is here.)"

@@ -143,6 +143,14 @@ def test_a_hostile_server_cannot_steer_the_vector_leg(remote: RemoteEmbedder,
                                   searcher=RemoteEmbedder(MODEL, socket_path=where,
                                                           start=False, request_timeout=5))
             assert [h.key for h in index.search_vector(hostile, MODEL, limit=3)] == expected
+        # a hit the filters leave out is refused even in an otherwise well-formed reply
+        where = short / "excl.sock"
+        HostileServer(where, b'{"ok": true, "hits": [["payroll.md", 0.9]]}\n')
+        squatter = RemoteEmbedder(MODEL, socket_path=where, start=False, request_timeout=5)
+        assert squatter.nearest(query, str(index.path.resolve()), index.vectors.stamp(),
+                                MODEL, limit=3, excluded={"payroll.md"}) is None
+        assert squatter.nearest(query, str(index.path.resolve()), index.vectors.stamp(),
+                                MODEL, limit=3, excluded=set()) == [("payroll.md", 0.9)]
     finally:
         shutil.rmtree(short, ignore_errors=True)
 

@@ -157,10 +157,14 @@ def _closed(pieces: list[str]) -> list[str]:
     an opening never closed in the block joins nothing (a stray ``(`` or ``"``), and at
     most :data:`_MAX_JOINED` pieces make one sentence (a stray one closed by a later,
     unrelated bracket cannot swallow the block)."""
+    closers = [c for _, c in _PAIRS] + ['"']
+    later: list[frozenset[str]] = [frozenset()] * (len(pieces) + 1)  # closers in pieces[i:]
+    for i in range(len(pieces) - 1, -1, -1):  # one pass: a long block stays linear
+        later[i] = later[i + 1] | {c for c in closers if c in pieces[i]}
     out: list[str] = []
     joined = 0
     for i, piece in enumerate(pieces):
-        if out and joined < _MAX_JOINED and _still_open(out[-1], " ".join(pieces[i:])):
+        if out and joined < _MAX_JOINED and _still_open(out[-1], later[i]):
             out[-1] = f"{out[-1]} {piece}"
             joined += 1
         else:
@@ -172,12 +176,13 @@ def _closed(pieces: list[str]) -> list[str]:
 _MAX_JOINED = 3
 
 
-def _still_open(text: str, rest: str) -> bool:
-    """Whether ``text`` leaves a bracket or quotation open that ``rest`` closes."""
+def _still_open(text: str, closed_later: frozenset[str]) -> bool:
+    """Whether ``text`` leaves a bracket or quotation open whose closing character is in
+    ``closed_later`` (those found in the rest of the block)."""
     for opening, closing in _PAIRS:
-        if text.count(opening) > text.count(closing) and closing in rest:
+        if closing in closed_later and text.count(opening) > text.count(closing):
             return True
-    return text.count('"') % 2 == 1 and '"' in rest
+    return '"' in closed_later and text.count('"') % 2 == 1
 
 
 def summary(markdown: str, *, max_chars: int = 240) -> str:
