@@ -1,7 +1,10 @@
 """``wiki.toml``: the settings that live on the branch (categories, ingest, review, search).
 
 Per-user settings (model names, keys, the branch name) come from the environment or git
-config, never from here. Unknown keys are errors, so a typo never silently does nothing.
+config, never from here. Unknown sections and keys (in ``[wiki]`` too), a section that is
+not a table and a list item of the wrong type are errors, so a typo never silently does
+nothing and nothing is kept that a later reader might trust. Which settings change what
+readers trust (and so need an override at review) is :mod:`wiki.review.settings`.
 """
 
 from __future__ import annotations
