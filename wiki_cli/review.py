@@ -49,7 +49,8 @@ def approve(
     override_flags: Annotated[str | None, typer.Option(
         "--override-flags", metavar="REASON",
         help="Land a proposal the review check flagged (instruction-like text, control "
-        "characters, size, non-regular files, file names, schema, broken dependencies); "
+        "characters, size, non-regular files, file names, schema, broken dependencies, "
+        "review policy, trust settings of wiki.toml); "
         "REASON is recorded in the landing commit. Secrets cannot be overridden.")] = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -143,7 +144,7 @@ def _yaml_diff(field: str, old, new) -> list[str]:
 
 
 def _short(value, width: int = 80) -> str:
-    text = "(none)" if value is None else one_line(str(value))
+    text = "(none)" if value is None else '""' if value == "" else one_line(str(value))
     return text if len(text) <= width else text[:width - 1] + "…"
 
 

@@ -34,6 +34,12 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
     ``approvals_required``, ``allow_self_approval`` turned on, ``require_signatures``
     turned off (``R008``). The policy on the wiki head still decides who may land it;
     the flag makes the weakening an explicit, recorded override.
+``trust-setting``
+    any other change of a setting that changes what readers trust (which sources and
+    files are read, which model text is sent to, who may land what: the table is
+    :data:`wiki.review.settings.TRUST`), either way, one flag per setting named as its
+    kind (``R009 llm.model``); and a deletion of ``wiki.toml`` (``R009
+    config-deleted``).
 ``breaks-dependency``
     a deleted entry that a live entry still names (``relations``, ``supersedes``,
     ``superseded_by``: lint W006 afterwards), or a retracted one that a live entry
@@ -61,9 +67,9 @@ from wiki.store.workspace import Wiki
 SECRET_FLAG, INSTRUCTION, CONTROL, SIZE = "secret", "instruction", "control-chars", "size"
 NON_REGULAR, FILE_NAME, SCHEMA, BREAKS = ("non-regular", "file-name", "schema",
                                          "breaks-dependency")
-POLICY = "review-policy"
+POLICY, TRUST_SETTING = "review-policy", "trust-setting"
 CATEGORIES = (SECRET_FLAG, INSTRUCTION, CONTROL, SIZE, NON_REGULAR, FILE_NAME, SCHEMA, BREAKS,
-              POLICY)
+              POLICY, TRUST_SETTING)
 """Every flag category, in the order messages list them."""
 NOT_OVERRIDABLE = frozenset({SECRET_FLAG})
 """Categories ``wiki approve --override-flags`` cannot land: a secret in a landed commit is
@@ -154,7 +160,7 @@ def summary(flags: Iterable[ReviewFlag]) -> str:
 
 
 def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
-    from wiki.review import fields as review_fields  # imports this module's flag types
+    from wiki.review import settings  # imports this module's flag types
 
     before, after = tree_items(wiki, base), tree_items(wiki, tip)
     changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
@@ -169,7 +175,7 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
         if path == CONFIG_PATH:
             texts = [blob_text(blobs.get(i.sha)) if i is not None and i.type == "blob" else None
                      for i in (old, new)]
-            flags += review_fields.policy_flags(*texts)
+            flags += settings.setting_flags(*texts, deleted=new is None)
         if new is None:
             continue
         old_text = blob_text(blobs.get(old.sha)) if old is not None and old.type == "blob" else None
