@@ -18,10 +18,17 @@ from wiki_cli.render import out, plain, print_json, table
 
 @app.command("proposals")
 def list_proposals(json_output: JsonOption = False) -> None:
-    """List open proposals: name, author, age, entries touched, stale or not."""
+    """List open proposals: name, author, age, entries touched, stale or not. A branch
+    whose name does not read as itself (bidi, invisible characters) is not listed; a
+    warning on stderr says why."""
     from wiki.review.proposals import list_proposals as run
+    from wiki.review.proposals import unlisted_proposals
 
-    proposals = run(open_wiki())
+    wiki = open_wiki()
+    proposals = run(wiki)
+    for ref, why in unlisted_proposals(wiki):
+        report(f"warning: {ref} is not listed as a proposal: its name {why}; rename it "
+               "with git (`git branch -m`) to review it")
     if json_output:
         print_json(proposals)
         return
@@ -82,6 +89,7 @@ def diff(
     """Show what a proposal changes: per entry, per field, and the body; plus the review
     hash to pass to `wiki approve --expect`."""
     from wiki.review.diff import proposal_diff
+    from wiki.review.names import command_line
 
     result = proposal_diff(open_wiki(), proposal)
     if json_output:
@@ -95,8 +103,9 @@ def diff(
         out.print(plain(f"flagged: {where}: {flag.kind} ({flag.rule}) {flag.category}: "
                         f"{flag.detail or 'read it as a reviewer'}"), style="yellow")
     if result.flags:
-        out.print(plain(f"approve refuses it unless overridden: wiki approve {result.proposal} "
-                        "--override-flags REASON (secrets cannot be overridden)"),
+        hint = command_line("approve", result.proposal, "--override-flags REASON")
+        out.print(plain(f"approve refuses it unless overridden: {hint} (secrets cannot be "
+                        "overridden)"),
                   style="yellow")
     for conflict in result.conflicts:
         out.print(plain(f"conflict: {conflict}: left as it is; the source's change needs a "

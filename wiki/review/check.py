@@ -7,11 +7,13 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
 
 ``secret``
     a secret (:mod:`wiki.safety.scan`, rules ``S0xx``) new in a changed file, a new file's name,
-    a commit message, or a blob of any commit of the range (history lands too); also a
-    blob too large to scan (``R006``) or that is not UTF-8 text (``R007``: NUL bytes,
-    UTF-16, binary). Never overridable.
+    the proposal's metadata (branch name; each commit's message, trailers, author and
+    committer names, emails and other headers: :mod:`wiki.review.metadata`), or a blob of
+    any commit of the range (history lands too); also a blob too large to scan (``R006``)
+    or a blob or commit object that is not UTF-8 text (``R007``: NUL bytes, UTF-16,
+    binary). Never overridable.
 ``instruction``
-    instruction-like text (``I001``-``I006``) new in a file, a name or a commit message.
+    instruction-like text (``I001``-``I006``) new in a file, a name or the metadata.
 ``control-chars``
     terminal control characters (``I007``): C0/C1 controls other than tab and newline,
     ESC/CSI/OSC sequences, a lone carriage return.
@@ -83,7 +85,7 @@ SCAN_FACTOR = 8
 """Blobs larger than this many times the cap are not read: flagged ``R006`` (a secret in
 them cannot be ruled out)."""
 CACHE_SIZE = 256
-_CACHE: dict[tuple[str, str, str, int], tuple[ReviewFlag, ...]] = {}
+_CACHE: dict[tuple[str, str, str, int, str], tuple[ReviewFlag, ...]] = {}
 REGULAR_MODE = 0o100644
 MAX_NAME_BYTES = 255
 _WINDOWS_INVALID = set('\\:*?"<>|')
@@ -136,18 +138,20 @@ def tree_items(wiki: Wiki, commit: str | None) -> dict[str, TreeItem]:
     return items
 
 
-def check(wiki: Wiki, base: str, tip: str) -> list[ReviewFlag]:
+def check(wiki: Wiki, base: str, tip: str, ref: str | None = None) -> list[ReviewFlag]:
     """Every flag of what ``base..tip`` would land (see the module docstring), sorted by
-    category, path and position. Raises :class:`WikiError` only when git itself fails."""
+    category, path and position; with ``ref`` (the proposal's full ref name) its branch
+    name's flags too (:mod:`wiki.review.metadata`). Raises :class:`WikiError` only when
+    git itself fails."""
     try:
         cap = wiki.config().ingest.max_bytes
     except WikiError:  # an invalid wiki.toml on the head: the default cap still holds
         cap = IngestConfig().max_bytes
-    key = (str(wiki.repo.git_dir), base, tip, cap)
+    key = (str(wiki.repo.git_dir), base, tip, cap, ref or "")
     if key not in _CACHE:
         if len(_CACHE) >= CACHE_SIZE:
             _CACHE.clear()
-        _CACHE[key] = _check(wiki, base, tip, cap)
+        _CACHE[key] = _check(wiki, base, tip, cap, ref)
     return list(_CACHE[key])
 
 
@@ -159,8 +163,9 @@ def summary(flags: Iterable[ReviewFlag]) -> str:
     return ", ".join(f"{n} {c}" for c, n in counts.items() if n)
 
 
-def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
-    from wiki.review import settings  # imports this module's flag types
+def _check(wiki: Wiki, base: str, tip: str, cap: int,
+           ref: str | None) -> tuple[ReviewFlag, ...]:
+    from wiki.review import metadata, settings  # both import this module's flag types
 
     before, after = tree_items(wiki, base), tree_items(wiki, tip)
     changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
@@ -186,6 +191,8 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
 
     flags += index_flags(wiki, base, tip, before, after, changed, blobs)
     flags += dependency_flags(wiki, tip, before, after, changed, blobs)
+    flags += metadata.commit_flags(wiki, base, tip)
+    flags += metadata.name_flags(ref) if ref else []
     flags += _history_flags(wiki, base, tip, before, after, limit)
     order = {c: i for i, c in enumerate(CATEGORIES)}
     unique = dict.fromkeys(flags)
@@ -340,12 +347,9 @@ def _name_flags(path: str, after: dict[str, TreeItem]) -> list[ReviewFlag]:
 
 def _history_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
                    after: dict[str, TreeItem], limit: int) -> list[ReviewFlag]:
-    """Commit messages of the range (secrets, instructions, control characters) and
-    secrets in blobs that only intermediate commits hold: they land in history too."""
+    """Secrets in blobs that only intermediate commits hold: they land in history too
+    (the commits' own metadata: :func:`wiki.review.metadata.commit_flags`)."""
     flags: list[ReviewFlag] = []
-    for commit in wiki.repo.iter_commits(f"{base}..{tip}"):
-        where = f"commit {commit.hexsha[:12]} message"
-        flags += content_flags(commit.message, where, None)
     done = subprocess.run(["git", f"--git-dir={wiki.repo.git_dir}", "rev-list", "--objects",
                            tip, "--not", base], capture_output=True)
     if done.returncode != 0:
