@@ -55,8 +55,8 @@ def _findings(ctx: LintContext, code: str, severity: str, category: str, advice:
 @rule("W014", "secret", ERROR)
 def secret(ctx: LintContext):
     """A secret (token, key, password, connection string with a password) in a file of
-    the branch (an entry, an ``index.md`` overview, ``wiki.toml``). The branch's history keeps it: rotate the credential,
-    then edit it out."""
+    the branch (an entry, an ``index.md`` overview, ``wiki.toml``). The branch's history
+    keeps it: rotate the credential, then edit it out."""
     yield from _findings(ctx, "W014", ERROR, SECRET,
                          "rotate the credential, then propose an edit without it")
 
