@@ -201,7 +201,10 @@ def _encoded_instruction(text: str, match: re.Match[str]) -> bool:
     return _hides_instruction(run.encode("ascii"), ENCODED_DEPTH)
 
 
+@functools.lru_cache(maxsize=8192)
 def _hides_instruction(run: bytes, depth: int) -> bool:
+    """Whether base64 ``run`` decodes to instruction text (memoised: prose repeats its
+    long words, and most runs are words)."""
     hints = _word_hints()
     for data in _decodings(run):
         if hints.search(data.lower()) and _instruction_in(data.decode("utf-8", "replace")):
