@@ -35,14 +35,19 @@ def index_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
                if indextree.is_entry_path(p) or p in indexes}
     expected = with_indexes(snapshot, changes)
     for path in indexes:
+        folder = indextree.parent(path)
         text = blob_text(blobs[after[path].sha]) or ""
         old = before.get(path)
         old_text = blob_text(wiki.store.read(old.sha)) if old and old.type == "blob" else None
         want = expected.get(path)
-        generated = want.decode("utf-8", "surrogateescape") if want is not None else ""
         # all of it is screened (what is below the marker lands too when the drift is
-        # overridden); what the generated listing holds was screened in its entries
-        flags += content_flags(text, path, (old_text or "") + "\0" + generated)
+        # overridden) against what the generator would have written without this
+        # proposal's overview: the base's text, a new folder's heading and the listing
+        # (whose titles and summaries were screened in their entries). ``want`` carries
+        # the proposer's overview above its marker, so it is never the reference whole.
+        generated = "\0".join((old_text or "", indextree.split_overview(None, folder),
+                               indextree.listing_part(want)))
+        flags += content_flags(text, path, generated)
         if want != blobs[after[path].sha]:
             flags.append(ReviewFlag("R004", "index-drift", path, 0, 0, SCHEMA,
                                     "its listing is not the one its entries generate"
