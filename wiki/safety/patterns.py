@@ -300,7 +300,8 @@ def _row(rule: str, kind: str, description: str, regex: str, *, group: int | str
                    description, regex, group, accept, folded, hints, flags)
 
 
-_EDGE = r"(?<![A-Za-z0-9_-])"
+# a token may follow a dash (`fix-ghp_...`: a ref name has no spaces), not a letter, digit or _
+_EDGE = r"(?<![A-Za-z0-9_])"
 _END = r"(?![A-Za-z0-9_-])"
 _KEY_PREFIX = r"(?<![A-Za-z0-9])"
 _VALUE = (r"""(?P<sep>:=|=>|=|:)[ \t]*(?!=)(?P<q>["'])?"""
