@@ -194,7 +194,8 @@ def compare(bodies: dict[str, str]) -> dict:
         ob, nb = old_blocks(body), new.blocks(body)
         removed, added = _changes(ob, nb)
         totals.update(old_blocks=len(ob), new_blocks=len(nb), removed=len(removed),
-                      added=len(added))
+                      added=len(added), old_sentences=len(old_sentences(body)),
+                      new_sentences=len(new.sentences(body)))
         checks = {
             "blocks": ob != nb,
             "plain_text (indexed)": old_text(body) != new.plain_text(body),
@@ -237,10 +238,13 @@ def report(result: dict, examples: int) -> str:
     totals = result["totals"]
     lines = [header("Markdown blocks: the old line splitter against the CommonMark parser",
                     facts),
-             "## Pages that differ\n", md_table(["what", f"pages (of {result['pages']})"], rows),
+             "", "## Pages that differ\n",
+             md_table(["what", f"pages (of {result['pages']})"], rows),
              "", f"Blocks over all pages: {totals.get('old_blocks', 0)} before, "
              f"{totals.get('new_blocks', 0)} after; {totals.get('removed', 0)} removed and "
-             f"{totals.get('added', 0)} added (a block whose text changed counts in both).",
+             f"{totals.get('added', 0)} added (a block whose text changed counts in both). "
+             f"Answer sentences: {totals.get('old_sentences', 0)} before, "
+             f"{totals.get('new_sentences', 0)} after.",
              "", "## Examples\n"]
     ranked = sorted(result["diffs"].items(),
                     key=lambda kv: -(len(kv[1]["blocks_removed"]) + len(kv[1]["blocks_added"])))
