@@ -12,11 +12,8 @@ from indexes.names import fold_name
 from wiki.knowledge.relations import ACYCLIC, cycles
 from wiki.lint.model import ERROR, WARNING, Finding, LintContext, as_ids, rule
 from wiki.store.entry import Entry
+from wiki.store.markdown_blocks import links
 
-_INLINE_LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*(<[^>\n]*>|[^)\s]+)(?:\s+[^)]*)?\)")
-_REF_LINK = re.compile(r"^ {0,3}\[[^\]\n]+\]:\s*(<[^>\n]*>|\S+)", re.MULTILINE)
-_FENCE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$", re.MULTILINE | re.DOTALL)
-_CODE_SPAN = re.compile(r"`[^`\n]*`")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -59,11 +56,10 @@ def near_duplicate(ctx: LintContext):
 
 
 def link_targets(body: str) -> list[str]:
-    """Inline and reference-style link targets of a markdown ``body`` (code left out)."""
-    text = _CODE_SPAN.sub("", _FENCE.sub("", body))
-    found = [m.group(1) for m in _INLINE_LINK.finditer(text)]
-    found += [m.group(1) for m in _REF_LINK.finditer(text)]
-    return [t[1:-1] if t.startswith("<") and t.endswith(">") else t for t in found]
+    """Inline and reference-style link targets of a markdown ``body``, as the CommonMark
+    parser finds them (nothing inside code spans or code blocks; targets percent-encoded,
+    which :func:`resolve_link` decodes)."""
+    return links(body)
 
 
 def resolve_link(entry_path: str, target: str) -> str | None:

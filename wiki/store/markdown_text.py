@@ -1,14 +1,17 @@
 """Markdown to plain text, sentences, summaries and heading sections.
 
 This is the extractive core of ingest and ``ask`` (the part of the product that is ours
-to write): deliberately simple, line based, and aware of fenced code so that a ``#``
-inside a code block is never a heading.
+to write). The block structure (headings, paragraphs, lists, tables, code) comes from the
+CommonMark parser in :mod:`wiki.store.markdown_blocks`, so a ``#`` inside any code block
+is never a heading; inline markup is turned into plain text here.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from wiki.store import markdown_blocks as mb
 
 # Every inline span below (a tag's attributes, a link's text and target, an emphasis) is at
 # most SPAN characters, so a hostile run such as "*a " * 20000, "<a " * 20000 or "![" * 20000
@@ -29,17 +32,12 @@ _IMAGE = re.compile(rf"!\[([^\]]{{0,{SPAN}}})\]\([^)]{{0,{SPAN}}}\)")
 _LINK = re.compile(rf"\[([^\]]{{1,{SPAN}}})\]\((?:[^()\s]|\([^)]{{0,{SPAN}}}\))*"
                    rf"(?:\s+\"[^\"]{{0,{SPAN}}}\")?\)")
 _REF_LINK = re.compile(rf"\[([^\]]{{1,{SPAN}}})\]\[[^\]]{{0,{SPAN}}}\]")
-_REF_DEF = re.compile(r"^\s*\[[^\]]+\]:\s+\S+.*$", re.MULTILINE)
 _AUTOLINK = re.compile(rf"<(https?://[^>]{{1,{SPAN}}})>")
 _EMPHASIS = re.compile(rf"(\*\*|\*|~~)(?=\S)(.{{1,{SPAN}}}?)(?<=\S)\1")
 # CommonMark: an underscore inside a word (include_superseded, as_of) never emphasises
 _UNDERSCORE_EMPHASIS = re.compile(
     rf"(?<![\w_])(__|_)(?=[^\s_])(.{{1,{SPAN}}}?)(?<=[^\s_])\1(?![\w_])")
 _CODE = re.compile(r"`([^`]*)`")
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+(?=[\"'(\[]?[A-Z0-9\u3000-\u9fff])")
 _WORD = re.compile(r"\w+")
 
@@ -51,9 +49,27 @@ def strip_templates(text: str) -> str:
     return _cut(text, "<!--", "-->")
 
 
-def _cut(text: str, opening: str, closing: str) -> str:
-    """``text`` without each span from ``opening`` to the first ``closing`` after it
-    (an opening never closed is kept, with what follows); linear in ``text``."""
+def _masked(markdown: str) -> str:
+    """``markdown`` for the parser: each template span replaced by an empty ``{% %}`` tag
+    per line it touches (``{%%}``; over two lines ``{%`` line break ``%}``). No line
+    becomes blank, so the parser sees a line where the site renders the template's output
+    (a shortcode alone on a line inside an HTML table does not end the table); every line
+    keeps its number; and :func:`strip_templates` removes the marks with the line breaks
+    inside them, so a block's text reads as before. HTML comments stay: the parser knows
+    them."""
+    for opening, closing in _TEMPLATES:
+        markdown = _cut(markdown, opening, closing,
+                        lambda span: "{%" + "%}{%".join(_LINE_BREAK.findall(span)) + "%}")
+    return markdown
+
+
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+def _cut(text: str, opening: str, closing: str, replace=lambda span: "") -> str:
+    """``text`` with each span from ``opening`` to the first ``closing`` after it replaced
+    by ``replace(span)`` (removed by default; an opening never closed is kept, with what
+    follows); linear in ``text``."""
     if opening not in text:
         return text
     kept: list[str] = []
@@ -64,6 +80,7 @@ def _cut(text: str, opening: str, closing: str) -> str:
             break
         kept.append(text[position:start])
         position = end + len(closing)
+        kept.append(replace(text[start:position]))
     kept.append(text[position:])
     return "".join(kept)
 
@@ -83,56 +100,35 @@ def inline_plain(line: str) -> str:
 
 def blocks(markdown: str, *, keep_code: bool = False, headings: bool = True) -> list[str]:
     """Plain-text blocks of ``markdown``: paragraphs, list items, table rows and headings,
-    in order. Link definitions are left out, fenced code unless ``keep_code``, and
-    headings and table header rows unless ``headings``."""
+    in order, as the CommonMark parser finds them (:mod:`wiki.store.markdown_blocks`).
+    Link definitions are left out, code (fenced or indented) unless ``keep_code`` (then one
+    block per non-blank line), and headings and table header rows unless ``headings``. An
+    HTML block counts as text, one block per run of non-blank lines, tags removed."""
     out: list[str] = []
-    paragraph: list[str] = []
-    in_fence = False
-    last_was_row = False
-
-    def flush() -> None:
-        if paragraph:
-            text = inline_plain(" ".join(paragraph))
-            if text:
-                out.append(text)
-            paragraph.clear()
-
-    for line in _REF_DEF.sub("", strip_templates(markdown)).splitlines():
-        if _FENCE.match(line):
-            flush()
-            in_fence = not in_fence
+    for block in mb.parse(_masked(markdown)):
+        if block.kind == mb.CODE:
+            if keep_code:
+                out += [line.strip() for line in strip_templates(block.text).splitlines()
+                        if line.strip()]
             continue
-        if in_fence:
-            if keep_code and line.strip():
-                out.append(line.strip())
+        if block.kind in (mb.HEADING, mb.HEADER_ROW) and not headings:
             continue
-        stripped = line.strip()
-        if not stripped or _TABLE_RULE.match(stripped):
-            flush()
-            if stripped and not headings and last_was_row and out:
-                out.pop()  # the row above a |---| rule is the table's header
-            continue
-        heading = _HEADING.match(stripped)
-        last_was_row = stripped.startswith("|")
-        if heading:
-            flush()
-            if headings:
-                out.append(inline_plain(heading.group(2)))
-            continue
-        if stripped.startswith("|"):
-            flush()
-            cells = [inline_plain(c) for c in stripped.strip("|").split("|")]
-            row = " | ".join(c for c in cells if c)
-            if row:
-                out.append(row)
-            continue
-        if _LIST_MARK.match(line):
-            flush()
-            paragraph.append(_LIST_MARK.sub("", line))
-            continue
-        paragraph.append(stripped.lstrip("> ").strip())
-    flush()
+        out += [text for text in _texts(block) if text]
     return out
+
+
+def _texts(block: mb.Block) -> list[str]:
+    """The plain text(s) of one non-code block, templates and comments removed."""
+    if block.kind in (mb.ROW, mb.HEADER_ROW):
+        return [" | ".join(c for c in (_plain(cell) for cell in block.cells) if c)]
+    if block.kind == mb.HTML:
+        return [_plain(run) for run in re.split(r"\n[ \t]*\n", strip_templates(block.text))]
+    return [_plain(block.text)]
+
+
+def _plain(source: str) -> str:
+    """Inline markdown ``source`` (lines joined) as one line of plain text."""
+    return inline_plain(" ".join(strip_templates(source).split("\n")))
 
 
 def plain_text(markdown: str) -> str:
@@ -205,14 +201,15 @@ def summary(markdown: str, *, max_chars: int = 240) -> str:
 
 
 def _prose_blocks(markdown: str) -> list[str]:
-    headings = {inline_plain(m.group(2)) for m in
-                (_HEADING.match(line.strip()) for line in markdown.splitlines()) if m}
-    return [b for b in blocks(markdown)
-            if b not in headings and " | " not in b and len(_WORD.findall(b)) >= 3]
+    """The paragraphs (list items and HTML text included) of at least three words."""
+    return [text for block in mb.parse(_masked(markdown))
+            if block.kind in (mb.PARAGRAPH, mb.HTML)
+            for text in _texts(block) if len(_WORD.findall(text)) >= 3]
 
 
 def first_heading(markdown: str, level: int = 1) -> str | None:
-    """The text of the first heading of exactly ``level`` outside code, or ``None``."""
+    """The text of the first top-level heading (ATX or setext, not inside a list or
+    blockquote) of exactly ``level``, or ``None``."""
     for heading_level, text, _ in _headings(markdown):
         if heading_level == level:
             return text
@@ -236,18 +233,18 @@ class Section:
 
 
 def split_sections(markdown: str, level: int = 2) -> list[Section]:
-    """Split at headings of ``level`` (outside fenced code)."""
-    lines = markdown.splitlines(keepends=True)
-    cuts = [(number, text) for heading_level, text, number in _headings(markdown)
+    """Split at the top-level headings of ``level`` (ATX or setext; never inside code, a
+    list or a blockquote). Each section's text is ``markdown`` sliced at line starts, so
+    the sections joined are ``markdown`` byte for byte."""
+    starts = mb.line_starts(markdown)
+    cuts = [(line, text) for heading_level, text, line in _headings(markdown)
             if heading_level == level]
     sections: list[Section] = []
     seen: dict[str, int] = {}
-    starts = [0] + [n for n, _ in cuts]
-    headings = [""] + [t for _, t in cuts]
-    for index, start in enumerate(starts):
-        end = starts[index + 1] if index + 1 < len(starts) else len(lines)
-        text = "".join(lines[start:end])
-        heading = headings[index]
+    offsets = [0] + [starts[line] for line, _ in cuts] + [len(markdown)]
+    headings = [""] + [text for _, text in cuts]
+    for index, heading in enumerate(headings):
+        text = markdown[offsets[index]:offsets[index + 1]]
         seen[heading] = seen.get(heading, 0) + 1
         if index == 0 and not text.strip():
             continue
@@ -256,19 +253,9 @@ def split_sections(markdown: str, level: int = 2) -> list[Section]:
 
 
 def _headings(markdown: str) -> list[tuple[int, str, int]]:
-    found = []
-    in_fence = False
-    for number, line in enumerate(markdown.splitlines()):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence:
-            continue
-        match = _HEADING.match(line)
-        if match:
-            found.append((len(match.group(1)), inline_plain(strip_templates(match.group(2))),
-                          number))
-    return found
+    """``(level, plain text, 0-based line)`` of each top-level heading of ``markdown``."""
+    return [(block.level, inline_plain(strip_templates(block.text)), block.start)
+            for block in mb.parse(_masked(markdown)) if block.kind == mb.HEADING and block.top]
 
 
 def heading_above(markdown: str, sentence: str) -> str | None:
@@ -278,11 +265,11 @@ def heading_above(markdown: str, sentence: str) -> str | None:
     wanted = sentence.removesuffix("…").strip()
     if not wanted:
         return None
-    lines = markdown.splitlines()
+    offsets = mb.line_starts(markdown)
     marks = _headings(markdown)
-    starts = [0] + [line for _, _, line in marks]
-    ends = [line for _, _, line in marks] + [len(lines)]
+    starts = [0] + [offsets[line] for _, _, line in marks]
+    ends = starts[1:] + [len(markdown)]
     for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
-        if any(s.startswith(wanted) for s in sentences("\n".join(lines[start:end]))):
+        if any(s.startswith(wanted) for s in sentences(markdown[start:end])):
             return marks[index - 1][1] if index else None
     return None
