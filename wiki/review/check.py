@@ -38,6 +38,12 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
     a deleted entry that a live entry still names (``relations``, ``supersedes``,
     ``superseded_by``: lint W006 afterwards), or a retracted one that a live entry
     ``depends_on`` or ``supersedes`` (``R005``).
+``invalid-tree``
+    an object of ``base..tip`` that git's own fsck refuses (:mod:`wiki.store.fsck`): a
+    tree with duplicate entries or a file and a folder of the same name, entries out of
+    order, a ``.``, ``..`` or ``.git`` name, a bad mode, a malformed commit (``R009``). A
+    remote with ``receive.fsckObjects`` refuses such a push and a checkout writes it wrong,
+    so it is never overridable.
 
 Findings already present in the base version of a file are not held against the change
 (lint W014/W015 report them). Results are memoised per ``(repository, base, tip, cap)``:
@@ -61,13 +67,14 @@ from wiki.store.workspace import Wiki
 SECRET_FLAG, INSTRUCTION, CONTROL, SIZE = "secret", "instruction", "control-chars", "size"
 NON_REGULAR, FILE_NAME, SCHEMA, BREAKS = ("non-regular", "file-name", "schema",
                                          "breaks-dependency")
-POLICY = "review-policy"
+POLICY, INVALID_TREE = "review-policy", "invalid-tree"
 CATEGORIES = (SECRET_FLAG, INSTRUCTION, CONTROL, SIZE, NON_REGULAR, FILE_NAME, SCHEMA, BREAKS,
-              POLICY)
+              POLICY, INVALID_TREE)
 """Every flag category, in the order messages list them."""
-NOT_OVERRIDABLE = frozenset({SECRET_FLAG})
+NOT_OVERRIDABLE = frozenset({SECRET_FLAG, INVALID_TREE})
 """Categories ``wiki approve --override-flags`` cannot land: a secret in a landed commit is
-pushed to every clone and stays in history."""
+pushed to every clone and stays in history; an object git's fsck refuses cannot be pushed to
+a checking remote nor checked out right."""
 LOCKS_OUT = "invalid-config"
 """The one schema flag no override lands: every command reads ``wiki.toml`` on the head
 first, so an invalid one would stop ``propose`` and ``approve`` of its own fix."""
@@ -181,10 +188,23 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
     flags += index_flags(wiki, base, tip, before, after, changed, blobs)
     flags += dependency_flags(wiki, tip, before, after, changed, blobs)
     flags += _history_flags(wiki, base, tip, before, after, limit)
+    flags += invalid_objects(wiki, [tip], [base])
     order = {c: i for i, c in enumerate(CATEGORIES)}
     unique = dict.fromkeys(flags)
     return tuple(sorted(unique, key=lambda f: (order.get(f.category, 99), f.path, f.line,
                                                f.column, f.rule)))
+
+
+def invalid_objects(wiki: Wiki, include: list[str], exclude: list[str]) -> list[ReviewFlag]:
+    """``R009`` flags (``invalid-tree``) for the objects reachable from ``include`` and not
+    from ``exclude`` that git's fsck refuses (:func:`wiki.store.fsck.object_problems`; git
+    stops at the first). The flag's path is the object id, its kind git's message id."""
+    from wiki.store.fsck import object_problems
+
+    return [ReviewFlag("R009", message_id, sha, 0, 0, INVALID_TREE,
+                       f"git fsck: {text} (a remote that checks objects refuses it)")
+            for sha, message_id, text in object_problems(str(wiki.repo.git_dir), include,
+                                                         exclude)]
 
 
 def _sizes(wiki: Wiki, shas: set[str]) -> dict[str, int]:

@@ -22,12 +22,14 @@ from wiki.errors import (
     ProposalClosedError,
     RefMovedError,
     ReviewChangedError,
+    ReviewFlaggedError,
     SelfApprovalError,
     StaleProposalError,
+    TreePathError,
 )
 from wiki.review import approval_policy, overviews
 from wiki.review.change_key import change_key
-from wiki.review.check import ReviewFlag, check
+from wiki.review.check import ReviewFlag, check, invalid_objects
 from wiki.review.gate import (
     MIN_EXPECT_DIGITS,
     expected_hash,
@@ -272,7 +274,10 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     A proposal the review check flagged (``proposal.flags``) is refused with
     :class:`ReviewFlaggedError` unless ``override`` gives a reason; the reason and every
     overridden flag are recorded as ``Wiki-Override:`` / ``Wiki-Overridden-Flag:`` trailers
-    of the landing commit. Secrets cannot be overridden.
+    of the landing commit. Secrets cannot be overridden, nor objects git's fsck refuses
+    (:mod:`wiki.store.fsck`): in the proposal (its ``R009`` flags) or in the landing commit
+    itself (:class:`ReviewFlaggedError`; a merge that would make a path both a file and a
+    folder is :class:`StaleProposalError`).
     """
     wanted = expected_hash(expect) if expect is not None else None
     proposal = get_proposal(wiki, name)
@@ -321,7 +326,12 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
                     f"base; it is kept — try `wiki rebase {proposal.name}`")
             changes = {p: (wiki.store.read(tip_files[p].sha) if p in tip_files else None)
                        for p in ours}
-            tree = wiki.store.write_tree(snapshot.files, with_indexes(snapshot, changes))
+            try:
+                tree = wiki.store.write_tree(snapshot.files, with_indexes(snapshot, changes))
+            except TreePathError as exc:
+                raise StaleProposalError(
+                    f"proposal {proposal.name} cannot land on the wiki as it is now: {exc}; "
+                    f"it is kept — try `wiki rebase {proposal.name}`") from None
         proposers = ", ".join(str(a) for a in proposal.authors) or "unknown"
         message = (f"Land proposal {proposal.name}: {proposal.subject}\n\n"
                    f"Proposed-by: {proposers}\n"
@@ -330,6 +340,12 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
                    + override_trailers(proposal, reason))
         commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver,
                                    sign=approval_policy.signing(wiki))
+        refused = invalid_objects(wiki, [commit], [head])  # what a push of the landing sends
+        if refused:
+            raise ReviewFlaggedError(
+                f"proposal {proposal.name} would land an object git refuses "
+                f"({refused[0].path[:12]}: {refused[0].detail}); nothing was landed",
+                refused)
         try:  # the wiki moves and the proposal closes in one atomic ref transaction
             with write_lock(wiki.state_dir):  # one writer at a time (wiki.store.locking)
                 wiki.store.update_refs([(wiki.ref, commit, head),
