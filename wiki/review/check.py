@@ -183,7 +183,7 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
         flags += _file_flags(path, new, old, old_text, blobs, sizes, cap, limit)
         if old is None:
             flags += _name_flags(path, after)
-    from wiki.review.tree import dependency_flags, index_flags
+    from wiki.review.tree import dependency_flags, index_flags, invalid_objects
 
     flags += index_flags(wiki, base, tip, before, after, changed, blobs)
     flags += dependency_flags(wiki, tip, before, after, changed, blobs)
@@ -193,18 +193,6 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
     unique = dict.fromkeys(flags)
     return tuple(sorted(unique, key=lambda f: (order.get(f.category, 99), f.path, f.line,
                                                f.column, f.rule)))
-
-
-def invalid_objects(wiki: Wiki, include: list[str], exclude: list[str]) -> list[ReviewFlag]:
-    """``R009`` flags (``invalid-tree``) for the objects reachable from ``include`` and not
-    from ``exclude`` that git's fsck refuses (:func:`wiki.store.fsck.object_problems`; git
-    stops at the first). The flag's path is the object id, its kind git's message id."""
-    from wiki.store.fsck import object_problems
-
-    return [ReviewFlag("R009", message_id, sha, 0, 0, INVALID_TREE,
-                       f"git fsck: {text} (a remote that checks objects refuses it)")
-            for sha, message_id, text in object_problems(str(wiki.repo.git_dir), include,
-                                                         exclude)]
 
 
 def _sizes(wiki: Wiki, shas: set[str]) -> dict[str, int]:

@@ -29,7 +29,7 @@ from wiki.errors import (
 )
 from wiki.review import approval_policy, overviews
 from wiki.review.change_key import change_key
-from wiki.review.check import ReviewFlag, check, invalid_objects
+from wiki.review.check import ReviewFlag, check
 from wiki.review.gate import (
     MIN_EXPECT_DIGITS,
     expected_hash,
@@ -37,7 +37,7 @@ from wiki.review.gate import (
     override_trailers,
     review_hash,
 )
-from wiki.review.tree import check_ids
+from wiki.review.tree import check_ids, invalid_objects
 from wiki.safety.scan import Flag, screen, screen_changes
 from wiki.store import indextree
 from wiki.store.branch import TreeFile

@@ -1,13 +1,21 @@
 """Review-check flags about the proposal's tree as a whole (:mod:`wiki.review.check`):
-``index.md`` files whose listing is not the generated one, and entries deleted or retracted
-while a live entry still depends on them."""
+``index.md`` files whose listing is not the generated one, entries deleted or retracted
+while a live entry still depends on them, and objects git's own fsck refuses."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from wiki.errors import DuplicateIdError, EntryError
-from wiki.review.check import BREAKS, SCHEMA, ReviewFlag, TreeItem, blob_text, content_flags
+from wiki.review.check import (
+    BREAKS,
+    INVALID_TREE,
+    SCHEMA,
+    ReviewFlag,
+    TreeItem,
+    blob_text,
+    content_flags,
+)
 from wiki.store import indextree
 from wiki.store.branch import TreeFile
 from wiki.store.entry import Entry
@@ -137,3 +145,15 @@ def check_ids(wiki: Wiki, name: str, tip_files: Mapping[str, TreeFile], ours: se
                                        f"{entry_id!r} of {others[0]}; ids are never reused")
     finally:
         index.close()
+
+
+def invalid_objects(wiki: Wiki, include: list[str], exclude: list[str]) -> list[ReviewFlag]:
+    """``R009`` flags (``invalid-tree``) for the objects reachable from ``include`` and not
+    from ``exclude`` that git's fsck refuses (:func:`wiki.store.fsck.object_problems`; git
+    stops at the first). The flag's path is the object id, its kind git's message id."""
+    from wiki.store.fsck import object_problems
+
+    return [ReviewFlag("R009", message_id, sha, 0, 0, INVALID_TREE,
+                       f"git fsck: {text} (a remote that checks objects refuses it)")
+            for sha, message_id, text in object_problems(str(wiki.repo.git_dir), include,
+                                                         exclude)]
