@@ -73,7 +73,7 @@ def set_review(wiki: Wiki, **settings: object) -> None:
         toml = toml.replace(old, f"{key} = {str(value).lower()}")
     proposal, _ = propose(wiki, {"wiki.toml": toml.encode()}, kind="config", base=None,
                           subject="review policy", author=ALICE)
-    approve(wiki, proposal.name, approver=BOB)
+    approve(wiki, proposal.name, approver=BOB, override="the team's policy")  # R008/R009
 
 
 # --- approval records --------------------------------------------------------------------

@@ -90,14 +90,15 @@ def test_the_judges_no_turns_the_answer_into_a_gap_with_the_reason(
 
 def test_the_threshold_comes_from_wiki_toml(populated: Wiki, monkeypatch) -> None:
     install(monkeypatch)
-    land(populated, {"wiki.toml": "[llm]\ngap_judge = \"on\"\ngap_judge_below = 0.01\n"})
+    land(populated, {"wiki.toml": "[llm]\ngap_judge = \"on\"\ngap_judge_below = 0.01\n"},
+         override="the judge on (R009)")
     answer = ask(populated, NOT_ANSWERED, synthesize=False)
     assert answer.judge["below"] == 0.01 and not answer.gap
 
 
 def test_the_environment_turns_a_team_default_off(populated: Wiki, monkeypatch) -> None:
     fake = install(monkeypatch)
-    land(populated, {"wiki.toml": "[llm]\ngap_judge = \"on\"\n"})
+    land(populated, {"wiki.toml": "[llm]\ngap_judge = \"on\"\n"}, override="the judge on (R009)")
     monkeypatch.setenv("WIKI_GAP_JUDGE", "off")
     assert not ask(populated, NOT_ANSWERED, synthesize=False).gap
     assert fake.calls == 0

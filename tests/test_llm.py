@@ -209,7 +209,7 @@ def test_llm_leg_in_wiki_toml_without_a_model_is_skipped(populated, cli, monkeyp
     monkeypatch.delenv("WIKI_MODEL", raising=False)
     text = (populated.store.read_path(populated.require_head(), "wiki.toml").decode()
             .replace('legs = ["alias", "bm25", "vector"]', 'legs = ["alias", "bm25", "llm"]'))
-    _land(populated, {"wiki.toml": text})
+    _land(populated, {"wiki.toml": text}, override="the llm leg on (R009)")
     run = cli("search", "per diem")
     assert run.exit_code == 0 and "note: llm leg skipped: no model configured" in run.stderr
 

@@ -136,7 +136,7 @@ def test_two_approvals_required(wiki: Wiki) -> None:
     toml = wiki.snapshot().read("wiki.toml").decode().replace(
         "approvals_required = 1", "approvals_required = 2")
     config = _propose(wiki, "wiki.toml", toml)
-    approve(wiki, config.name, approver=BOB)
+    approve(wiki, config.name, approver=BOB, override="two reviewers from now on")  # R009
     head = wiki.head()
     proposal = _propose(wiki, "a.md", entry_text("a1", "A", "x"))
     first = approve(wiki, proposal.name, approver=BOB)

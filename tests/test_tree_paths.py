@@ -130,14 +130,14 @@ def test_a_hand_made_tree_git_refuses_is_flagged_and_never_lands(cli, pager: Wik
         tip = _hand_made_tree(pager, repo, name, extra)
         flags = check(pager, head, tip)
         invalid = [f for f in flags if f.category == "invalid-tree"]
-        assert invalid and invalid[0].rule == "R009" and not invalid[0].overridable, name
+        assert invalid and invalid[0].rule == "R010" and not invalid[0].overridable, name
         with acting_as(BOB):
             refused = cli("approve", name, "--override-flags", "looks fine to me")
         assert refused.exit_code == 5, (name, refused.output)
         assert "git refuses the object" in refused.stderr and refused.stderr.count("\n") == 1
         assert pager.head() == head
     listed = cli("proposals").stdout
-    assert all(f"{name} " in listed for name in cases) and listed.count("R009") == len(cases)
+    assert all(f"{name} " in listed for name in cases) and listed.count("R010") == len(cases)
 
 
 def test_a_merge_that_would_make_a_file_and_a_folder_is_stale(wiki: Wiki, repo: Path) -> None:

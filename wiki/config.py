@@ -1,7 +1,10 @@
 """``wiki.toml``: the settings that live on the branch (categories, ingest, review, search).
 
 Per-user settings (model names, keys, the branch name) come from the environment or git
-config, never from here. Unknown keys are errors, so a typo never silently does nothing.
+config, never from here. Unknown sections and keys (in ``[wiki]`` too), a section that is
+not a table and a list item of the wrong type are errors, so a typo never silently does
+nothing and nothing is kept that a later reader might trust. Which settings change what
+readers trust (and so need an override at review) is :mod:`wiki.review.settings`.
 """
 
 from __future__ import annotations
@@ -183,19 +186,33 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> WikiConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    version = data.pop("wiki", {}).get("version", 1)  # [wiki] holds the format version only
-    if version != 1:
-        raise ConfigError(f"{path} [wiki]: version {version!r} is not supported by this "
-                          "wiki (1); upgrade wiki")
+    _check_format(data.pop("wiki", {}), path)
     sections = {}
     for name, values in data.items():
         if name not in _SECTIONS:
             raise ConfigError(f"{path}: unknown section [{name}] "
                               f"(known: {', '.join(sorted(_SECTIONS))})")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: [{name}] must be a table of settings, got "
+                              f"{values!r}")
         sections[name] = _section(_SECTIONS[name], values, f"{path} [{name}]")
     config = WikiConfig(**sections)
     _check_ranges(config, path)
     return config
+
+
+def _check_format(table, path: str) -> None:
+    """``[wiki]`` holds the format version only: another key (which a later reader might
+    trust) or a version other than the integer 1 is an error, like any unknown key."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [wiki] must be a table holding version = 1, got {table!r}")
+    unknown = [key for key in table if key != "version"]
+    if unknown:
+        raise ConfigError(f"{path} [wiki]: unknown key '{unknown[0]}' (known: version)")
+    version = table.get("version", 1)
+    if isinstance(version, bool) or version != 1 or not isinstance(version, int):
+        raise ConfigError(f"{path} [wiki]: version {version!r} is not supported by this "
+                          "wiki (1); upgrade wiki")
 
 
 def _check_ranges(config: WikiConfig, path: str) -> None:
@@ -320,8 +337,9 @@ def _section(cls, values: dict, where: str):
         default = getattr(defaults, key)
         if isinstance(default, tuple):
             numeric = bool(default) and all(_number(v) for v in default)
-            if not isinstance(value, list) or numeric and not all(_number(v) for v in value):
-                kind = "a list of non-negative numbers" if numeric else "a list"
+            wanted = _number if numeric else lambda v: isinstance(v, str)
+            if not isinstance(value, list) or not all(wanted(v) for v in value):
+                kind = "a list of non-negative numbers" if numeric else "a list of strings"
                 raise ConfigError(f"{where}: '{key}' must be {kind}, got {value!r}")
             value = tuple(value)
         elif isinstance(default, bool):

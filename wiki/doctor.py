@@ -175,7 +175,20 @@ def check_repository(repo: Path | str, branch: str | None) -> list[Check]:
     except WikiError as exc:
         checks.append(Check("config", ERROR, str(exc), "correct wiki.toml on the wiki branch "
                             "(docs/cli.md, Settings) through a proposal"))
-    return checks + check_index(wiki, head) + [check_hook(wiki), check_cron(wiki)]
+    return (checks + check_index(wiki, head) + check_proposal_names(wiki)
+            + [check_hook(wiki), check_cron(wiki)])
+
+
+def check_proposal_names(wiki) -> list[Check]:
+    """Branches under the proposal namespace that are not listed as proposals because their
+    names do not read as themselves (:func:`wiki.review.names.unreadable`): a warning each,
+    nothing when there are none."""
+    from wiki.review.proposals import unlisted_proposals
+
+    return [Check("proposal names", WARNING, f"{ref} is not listed as a proposal: its name "
+                  f"{why}", "rename it with git: `git branch -m OLD NEW` (or `git update-ref "
+                  "refs/heads/<wiki>-proposals/NEW <commit>` and delete the old ref), then "
+                  "review it as NEW") for ref, why in unlisted_proposals(wiki)]
 
 
 def check_index(wiki, head: str) -> list[Check]:

@@ -18,10 +18,17 @@ from wiki_cli.render import out, plain, print_json, table
 
 @app.command("proposals")
 def list_proposals(json_output: JsonOption = False) -> None:
-    """List open proposals: name, author, age, entries touched, stale or not."""
+    """List open proposals: name, author, age, entries touched, stale or not. A branch
+    whose name does not read as itself (bidi, invisible characters) is not listed; a
+    warning on stderr says why."""
     from wiki.review.proposals import list_proposals as run
+    from wiki.review.proposals import unlisted_proposals
 
-    proposals = run(open_wiki())
+    wiki = open_wiki()
+    proposals = run(wiki)
+    for ref, why in unlisted_proposals(wiki):
+        report(f"warning: {ref} is not listed as a proposal: its name {why}; rename it "
+               "with git (`git branch -m`) to review it")
     if json_output:
         print_json(proposals)
         return
@@ -49,7 +56,8 @@ def approve(
     override_flags: Annotated[str | None, typer.Option(
         "--override-flags", metavar="REASON",
         help="Land a proposal the review check flagged (instruction-like text, control "
-        "characters, size, non-regular files, file names, schema, broken dependencies); "
+        "characters, size, non-regular files, file names, schema, broken dependencies, "
+        "review policy, trust settings of wiki.toml); "
         "REASON is recorded in the landing commit. Secrets cannot be overridden.")] = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -81,6 +89,7 @@ def diff(
     """Show what a proposal changes: per entry, per field, and the body; plus the review
     hash to pass to `wiki approve --expect`."""
     from wiki.review.diff import proposal_diff
+    from wiki.review.names import command_line
 
     result = proposal_diff(open_wiki(), proposal)
     if json_output:
@@ -94,8 +103,9 @@ def diff(
         out.print(plain(f"flagged: {where}: {flag.kind} ({flag.rule}) {flag.category}: "
                         f"{flag.detail or 'read it as a reviewer'}"), style="yellow")
     if result.flags:
-        out.print(plain(f"approve refuses it unless overridden: wiki approve {result.proposal} "
-                        "--override-flags REASON (secrets cannot be overridden)"),
+        hint = command_line("approve", result.proposal, "--override-flags REASON")
+        out.print(plain(f"approve refuses it unless overridden: {hint} (secrets cannot be "
+                        "overridden)"),
                   style="yellow")
     for conflict in result.conflicts:
         out.print(plain(f"conflict: {conflict}: left as it is; the source's change needs a "
@@ -143,7 +153,7 @@ def _yaml_diff(field: str, old, new) -> list[str]:
 
 
 def _short(value, width: int = 80) -> str:
-    text = "(none)" if value is None else one_line(str(value))
+    text = "(none)" if value is None else '""' if value == "" else one_line(str(value))
     return text if len(text) <= width else text[:width - 1] + "…"
 
 

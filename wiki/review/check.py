@@ -7,11 +7,13 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
 
 ``secret``
     a secret (:mod:`wiki.safety.scan`, rules ``S0xx``) new in a changed file, a new file's name,
-    a commit message, or a blob of any commit of the range (history lands too); also a
-    blob too large to scan (``R006``) or that is not UTF-8 text (``R007``: NUL bytes,
-    UTF-16, binary). Never overridable.
+    the proposal's metadata (branch name; each commit's message, trailers, author and
+    committer names, emails and other headers: :mod:`wiki.review.metadata`), or a blob of
+    any commit of the range (history lands too); also a blob too large to scan (``R006``)
+    or a blob or commit object that is not UTF-8 text (``R007``: NUL bytes, UTF-16,
+    binary). Never overridable.
 ``instruction``
-    instruction-like text (``I001``-``I006``) new in a file, a name or a commit message.
+    instruction-like text (``I001``-``I006``) new in a file, a name or the metadata.
 ``control-chars``
     terminal control characters (``I007``): C0/C1 controls other than tab and newline,
     ESC/CSI/OSC sequences, a lone carriage return.
@@ -34,16 +36,19 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
     ``approvals_required``, ``allow_self_approval`` turned on, ``require_signatures``
     turned off (``R008``). The policy on the wiki head still decides who may land it;
     the flag makes the weakening an explicit, recorded override.
+``trust-setting``
+    any other change of a setting that changes what readers trust (which sources and
+    files are read, which model text is sent to, who may land what: the table is
+    :data:`wiki.review.settings.TRUST`), either way, one flag per setting named as its
+    kind (``R009 llm.model``); and a deletion of ``wiki.toml`` (``R009
+    config-deleted``).
 ``breaks-dependency``
     a deleted entry that a live entry still names (``relations``, ``supersedes``,
     ``superseded_by``: lint W006 afterwards), or a retracted one that a live entry
     ``depends_on`` or ``supersedes`` (``R005``).
 ``invalid-tree``
-    an object of ``base..tip`` that git's own fsck refuses (:mod:`wiki.store.fsck`): a
-    tree with duplicate entries or a file and a folder of the same name, entries out of
-    order, a ``.``, ``..`` or ``.git`` name, a bad mode, a malformed commit (``R009``). A
-    remote with ``receive.fsckObjects`` refuses such a push and a checkout writes it wrong,
-    so it is never overridable.
+    an object of ``base..tip`` git's own fsck refuses (:mod:`wiki.store.fsck`; ``R010``,
+    never overridable: a checking remote refuses the push, a checkout writes it wrong).
 
 Findings already present in the base version of a file are not held against the change
 (lint W014/W015 report them). Results are memoised per ``(repository, base, tip, cap)``:
@@ -67,14 +72,13 @@ from wiki.store.workspace import Wiki
 SECRET_FLAG, INSTRUCTION, CONTROL, SIZE = "secret", "instruction", "control-chars", "size"
 NON_REGULAR, FILE_NAME, SCHEMA, BREAKS = ("non-regular", "file-name", "schema",
                                          "breaks-dependency")
-POLICY, INVALID_TREE = "review-policy", "invalid-tree"
+POLICY, TRUST_SETTING, INVALID_TREE = "review-policy", "trust-setting", "invalid-tree"
 CATEGORIES = (SECRET_FLAG, INSTRUCTION, CONTROL, SIZE, NON_REGULAR, FILE_NAME, SCHEMA, BREAKS,
-              POLICY, INVALID_TREE)
+              POLICY, TRUST_SETTING, INVALID_TREE)
 """Every flag category, in the order messages list them."""
 NOT_OVERRIDABLE = frozenset({SECRET_FLAG, INVALID_TREE})
 """Categories ``wiki approve --override-flags`` cannot land: a secret in a landed commit is
-pushed to every clone and stays in history; an object git's fsck refuses cannot be pushed to
-a checking remote nor checked out right."""
+pushed to every clone and stays in history; git refuses an invalid tree."""
 LOCKS_OUT = "invalid-config"
 """The one schema flag no override lands: every command reads ``wiki.toml`` on the head
 first, so an invalid one would stop ``propose`` and ``approve`` of its own fix."""
@@ -84,7 +88,7 @@ SCAN_FACTOR = 8
 """Blobs larger than this many times the cap are not read: flagged ``R006`` (a secret in
 them cannot be ruled out)."""
 CACHE_SIZE = 256
-_CACHE: dict[tuple[str, str, str, int], tuple[ReviewFlag, ...]] = {}
+_CACHE: dict[tuple[str, str, str, int, str], tuple[ReviewFlag, ...]] = {}
 REGULAR_MODE = 0o100644
 MAX_NAME_BYTES = 255
 _WINDOWS_INVALID = set('\\:*?"<>|')
@@ -137,18 +141,20 @@ def tree_items(wiki: Wiki, commit: str | None) -> dict[str, TreeItem]:
     return items
 
 
-def check(wiki: Wiki, base: str, tip: str) -> list[ReviewFlag]:
+def check(wiki: Wiki, base: str, tip: str, ref: str | None = None) -> list[ReviewFlag]:
     """Every flag of what ``base..tip`` would land (see the module docstring), sorted by
-    category, path and position. Raises :class:`WikiError` only when git itself fails."""
+    category, path and position; with ``ref`` (the proposal's full ref name) its branch
+    name's flags too (:mod:`wiki.review.metadata`). Raises :class:`WikiError` only when
+    git itself fails."""
     try:
         cap = wiki.config().ingest.max_bytes
     except WikiError:  # an invalid wiki.toml on the head: the default cap still holds
         cap = IngestConfig().max_bytes
-    key = (str(wiki.repo.git_dir), base, tip, cap)
+    key = (str(wiki.repo.git_dir), base, tip, cap, ref or "")
     if key not in _CACHE:
         if len(_CACHE) >= CACHE_SIZE:
             _CACHE.clear()
-        _CACHE[key] = _check(wiki, base, tip, cap)
+        _CACHE[key] = _check(wiki, base, tip, cap, ref)
     return list(_CACHE[key])
 
 
@@ -160,8 +166,9 @@ def summary(flags: Iterable[ReviewFlag]) -> str:
     return ", ".join(f"{n} {c}" for c, n in counts.items() if n)
 
 
-def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
-    from wiki.review import fields as review_fields  # imports this module's flag types
+def _check(wiki: Wiki, base: str, tip: str, cap: int,
+           ref: str | None) -> tuple[ReviewFlag, ...]:
+    from wiki.review import metadata, settings  # both import this module's flag types
 
     before, after = tree_items(wiki, base), tree_items(wiki, tip)
     changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
@@ -176,7 +183,7 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
         if path == CONFIG_PATH:
             texts = [blob_text(blobs.get(i.sha)) if i is not None and i.type == "blob" else None
                      for i in (old, new)]
-            flags += review_fields.policy_flags(*texts)
+            flags += settings.setting_flags(*texts, deleted=new is None)
         if new is None:
             continue
         old_text = blob_text(blobs.get(old.sha)) if old is not None and old.type == "blob" else None
@@ -187,6 +194,8 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int) -> tuple[ReviewFlag, ...]:
 
     flags += index_flags(wiki, base, tip, before, after, changed, blobs)
     flags += dependency_flags(wiki, tip, before, after, changed, blobs)
+    flags += metadata.commit_flags(wiki, base, tip)
+    flags += metadata.name_flags(ref) if ref else []
     flags += _history_flags(wiki, base, tip, before, after, limit)
     flags += invalid_objects(wiki, [tip], [base])
     order = {c: i for i, c in enumerate(CATEGORIES)}
@@ -342,12 +351,9 @@ def _name_flags(path: str, after: dict[str, TreeItem]) -> list[ReviewFlag]:
 
 def _history_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
                    after: dict[str, TreeItem], limit: int) -> list[ReviewFlag]:
-    """Commit messages of the range (secrets, instructions, control characters) and
-    secrets in blobs that only intermediate commits hold: they land in history too."""
+    """Secrets in blobs that only intermediate commits hold: they land in history too
+    (the commits' own metadata: :func:`wiki.review.metadata.commit_flags`)."""
     flags: list[ReviewFlag] = []
-    for commit in wiki.repo.iter_commits(f"{base}..{tip}"):
-        where = f"commit {commit.hexsha[:12]} message"
-        flags += content_flags(commit.message, where, None)
     done = subprocess.run(["git", f"--git-dir={wiki.repo.git_dir}", "rev-list", "--objects",
                            tip, "--not", base], capture_output=True)
     if done.returncode != 0:

@@ -5,8 +5,9 @@ object before, mode and object after)`` of every tree entry the proposal changes
 (:func:`wiki.review.proposals.review_hash`). ``wiki diff`` shows it; ``wiki approve --expect
 HASH`` (the hash, or a prefix of at least 12 digits) refuses to land anything else, so
 what was reviewed is exactly what lands. A symbolic link is shown as a link to its target
-and a submodule as a gitlink, never as text; the flags are the review check's
-(:mod:`wiki.review.check`).
+and a submodule as a gitlink, never as text; ``wiki.toml`` setting by setting
+(:func:`wiki.review.settings.changes`) above its text diff. The flags are the review
+check's (:mod:`wiki.review.check`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from wiki.errors import EntryError
-from wiki.review import overviews
+from wiki.config import CONFIG_PATH
+from wiki.errors import ConfigError, EntryError
+from wiki.review import overviews, settings
 from wiki.review.check import tree_items
 from wiki.review.proposals import get_proposal, review_hash
 from wiki.store import indextree
@@ -129,6 +131,9 @@ def _file_change(path: str, old: bytes | None, new: bytes | None) -> FileChange:
     change.lines_removed = sum(1 for line in whole[2:] if line.startswith("-"))
     if not indextree.is_entry_path(path):
         change.body_diff = whole
+        if path == CONFIG_PATH:
+            _setting_changes(change, old_text if old is not None else None,
+                             new_text if new is not None else None)
         return change
     old_entry, new_entry = _parse(path, old), _parse(path, new)
     if isinstance(old_entry, str) or isinstance(new_entry, str):
@@ -147,6 +152,19 @@ def _file_change(path: str, old: bytes | None, new: bytes | None) -> FileChange:
     change.body_diff = list(difflib.unified_diff(
         old_body.splitlines(), new_body.splitlines(), "before", "after", lineterm=""))
     return change
+
+
+def _setting_changes(change: FileChange, old: str | None, new: str | None) -> None:
+    """A ``wiki.toml`` change setting by setting (``llm.model: '' -> 'x'``), its effective
+    values (an absent key is its default); the text diff stays below."""
+    try:
+        found = settings.changes(old, new)
+    except ConfigError as exc:
+        change.note = f"invalid wiki.toml: {exc}"
+        return
+    change.fields = [FieldChange(name, was, now) for name, was, now in found]
+    if new is None:
+        change.note = "wiki.toml deleted: every setting returns to its default"
 
 
 def _parse(path: str, data: bytes | None) -> Entry | str | None:

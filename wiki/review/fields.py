@@ -1,36 +1,13 @@
 """Review-check flags read from what a file's fields MEAN rather than its bytes
-(:mod:`wiki.review.check` calls them): a ``wiki.toml`` change that weakens ``[review]``
-(R008) and control characters written as YAML escapes in an entry's frontmatter (I007)."""
+(:mod:`wiki.review.check` calls them): control characters written as YAML escapes in an
+entry's frontmatter (I007). The flags of a ``wiki.toml`` change are in
+:mod:`wiki.review.settings`."""
 
 from __future__ import annotations
 
-from wiki.config import CONFIG_PATH, parse_config
-from wiki.errors import ConfigError, EntryError
-from wiki.review.check import CONTROL, POLICY, ReviewFlag, content_flags
+from wiki.errors import EntryError
+from wiki.review.check import CONTROL, ReviewFlag, content_flags
 from wiki.store import frontmatter
-
-
-def policy_flags(old_text: str | None, new_text: str | None) -> list[ReviewFlag]:
-    """``R008`` flags of a ``wiki.toml`` change from ``old_text`` to ``new_text``
-    (``None``: absent, i.e. the defaults) that weakens ``[review]``. An unreadable side
-    counts as the defaults (its schema flag says why)."""
-    def review(text: str | None):
-        try:
-            return parse_config(text or "").review
-        except ConfigError:
-            return parse_config("").review
-
-    was, now = review(old_text), review(new_text)
-    found = []
-    if now.approvals_required < was.approvals_required:
-        found.append(("approvals-lowered", f"approvals_required {was.approvals_required} -> "
-                                           f"{now.approvals_required}"))
-    if now.allow_self_approval and not was.allow_self_approval:
-        found.append(("self-approval-allowed", "allow_self_approval turned on"))
-    if was.require_signatures and not now.require_signatures:
-        found.append(("signatures-dropped", "require_signatures turned off"))
-    return [ReviewFlag("R008", kind, CONFIG_PATH, 0, 0, POLICY,
-                       f"weakens the review policy: {detail}") for kind, detail in found]
 
 
 def _field_strings(text: str | None) -> dict[str, str]:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from wiki.errors import ConfigError, ReviewFlaggedError
 from wiki.review.check import INVALID_TREE, LOCKS_OUT, summary, tree_items
+from wiki.review.metadata import escaped
+from wiki.review.names import command_line
 from wiki.safety.scan import screen
 from wiki.store.workspace import Wiki
 
@@ -80,13 +82,15 @@ def override_reason(proposal: Proposal, override: str | None) -> str | None:
                    "without them (or with --redact)")
         raise ReviewFlaggedError(
             f"proposal {proposal.name} holds {summary(blocking)} flag(s), e.g. "
-            f"{first.path}: {first.kind}; {why[0]}: `wiki reject {proposal.name} --reason "
-            f"...` and propose it again {why[1]}", blocking)
+            f"{first.path}: {first.kind}; {why[0]}: "
+            f"`{command_line('reject', proposal.name, '--reason ...')}` and propose it again "
+            f"{why[1]}", blocking)
     if override is None:
         raise ReviewFlaggedError(
             f"proposal {proposal.name} is flagged ({summary(proposal.flags)}): read "
-            f"`wiki diff {proposal.name}`, then land it anyway with `wiki approve "
-            f"{proposal.name} --override-flags REASON` or reject it", proposal.flags)
+            f"`{command_line('diff', proposal.name)}`, then land it anyway with "
+            f"`{command_line('approve', proposal.name, '--override-flags REASON')}` or reject "
+            "it", proposal.flags)
     reason, _ = screen(" ".join(override.split()), "the --override-flags reason")
     return reason
 
@@ -97,14 +101,9 @@ def override_trailers(proposal: Proposal, reason: str | None) -> str:
     if reason is None:
         return ""
     lines = [f"{OVERRIDE_TRAILER}: {reason}"]
-    lines += [f"{OVERRIDDEN_TRAILER}: {_one_line(str(flag))}"
+    lines += [f"{OVERRIDDEN_TRAILER}: {escaped(str(flag))}"
               for flag in proposal.flags[:MAX_FLAGS]]
     if len(proposal.flags) > MAX_FLAGS:
         lines.append(f"{OVERRIDDEN_TRAILER}: ... and {len(proposal.flags) - MAX_FLAGS} more")
     return "".join(line + "\n" for line in lines)
 
-
-def _one_line(text: str) -> str:
-    """``text`` with every character that is not printable (newlines, controls, bidi)
-    written as its escape, so a flagged path cannot forge or hide a trailer."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -22,10 +21,8 @@ from wiki.errors import (
     ProposalClosedError,
     RefMovedError,
     ReviewChangedError,
-    ReviewFlaggedError,
     SelfApprovalError,
     StaleProposalError,
-    TreePathError,
 )
 from wiki.review import approval_policy, overviews
 from wiki.review.change_key import change_key
@@ -37,7 +34,9 @@ from wiki.review.gate import (
     override_trailers,
     review_hash,
 )
-from wiki.review.tree import check_ids, invalid_objects
+from wiki.review.metadata import escaped
+from wiki.review.names import command_line, unreadable
+from wiki.review.tree import check_ids, check_landing, merged_tree
 from wiki.safety.scan import Flag, screen, screen_changes
 from wiki.store import indextree
 from wiki.store.branch import TreeFile
@@ -55,7 +54,6 @@ CHANGE_TRAILER = "Wiki-Change"
 CONFLICT_TRAILER = "Wiki-Conflict"
 MAX_FLAGS = 100
 LAND_ATTEMPTS = 5
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
 
 
 @dataclass
@@ -166,12 +164,26 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, base: str | None
 
 def list_proposals(wiki: Wiki) -> list[Proposal]:
     """Open proposals, oldest first (a branch whose tip is already in the wiki is not
-    open). Raises ``NotInitializedError`` without a wiki."""
+    open). A branch whose name does not read as itself (:func:`wiki.review.names.unreadable`)
+    is not a proposal: :func:`unlisted_proposals` names it. Raises ``NotInitializedError``
+    without a wiki."""
     head = wiki.require_head()
     refs = wiki.store.list_refs(wiki.proposal_prefix)
     proposals = [_load(wiki, ref[len(wiki.proposal_prefix):], ref, tip)
-                 for ref, tip in refs.items() if not wiki.repo.is_ancestor(tip, head)]
+                 for ref, tip in refs.items()
+                 if unreadable(ref[len(wiki.proposal_prefix):]) is None
+                 and not wiki.repo.is_ancestor(tip, head)]
     return sorted(proposals, key=lambda p: (p.created, p.name))
+
+
+def unlisted_proposals(wiki: Wiki) -> list[tuple[str, str]]:
+    """``(ref, why)`` for every branch under the proposal namespace that is not listed as
+    a proposal because its name cannot be shown and typed as itself (bidi or invisible
+    characters, not NFC, not UTF-8: :func:`wiki.review.names.unreadable`). ``ref`` is
+    written with those characters escaped (:func:`wiki.review.metadata.escaped`)."""
+    refs = wiki.store.list_refs(wiki.proposal_prefix)
+    found = [(escaped(ref), unreadable(ref[len(wiki.proposal_prefix):])) for ref in refs]
+    return [(ref, why) for ref, why in found if why is not None]
 
 
 class ProposalLandedError(ProposalClosedError, NotFoundError):
@@ -180,18 +192,23 @@ class ProposalLandedError(ProposalClosedError, NotFoundError):
 
 
 def get_proposal(wiki: Wiki, name: str) -> Proposal:
-    """The open proposal ``name`` (a full ref or branch name is accepted too).
-    Raises :class:`ProposalLandedError` naming the landing commit when it already landed
-    on the wiki branch, else :class:`NotFoundError`."""
+    """The open proposal ``name``, spelt exactly as ``wiki proposals`` lists it (a full
+    ref or branch name is accepted too). Only a branch git lists under the proposal
+    namespace with exactly that name is found, so a name is never a path or an option
+    (``-rf``, ``..``). Raises :class:`ProposalLandedError` naming the landing commit when
+    it already landed on the wiki branch, else :class:`NotFoundError` (also for a name
+    :func:`wiki.review.names.unreadable` refuses)."""
     name = name.removeprefix(wiki.proposal_prefix).removeprefix(
         wiki.proposal_prefix.removeprefix("refs/heads/"))
     ref = wiki.proposal_prefix + name
-    tip = wiki.store.resolve(ref) if _NAME.match(name) else None
+    readable = unreadable(name) is None
+    tip = wiki.store.list_refs(ref).get(ref) if readable else None
     if tip is None:
-        landed = _landed_as(wiki, name) if _NAME.match(name) else None
+        landed = _landed_as(wiki, name) if readable else None
         if landed is not None:
-            raise ProposalLandedError(f"proposal {name!r} already landed (as {landed[:12]})")
-        raise NotFoundError(f"no open proposal named {name!r} (see `wiki proposals`)")
+            raise ProposalLandedError(f"proposal {escaped(name)!r} already landed (as "
+                                      f"{landed[:12]})")
+        raise NotFoundError(f"no open proposal named {escaped(name)!r} (see `wiki proposals`)")
     return _load(wiki, name, ref, tip)
 
 
@@ -241,7 +258,7 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
                                                                     reverse=True)), "")
     return Proposal(name, ref, tip, base, commit.summary, authors,
                     first, paths, stale=head != base, approvals=approvals,
-                    flags=check(wiki, base, tip),
+                    flags=check(wiki, base, tip, ref),
                     change=_trailer(first_message, CHANGE_TRAILER) or "",
                     conflicts=_trailers(first_message, CONFLICT_TRAILER))
 
@@ -275,9 +292,7 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     :class:`ReviewFlaggedError` unless ``override`` gives a reason; the reason and every
     overridden flag are recorded as ``Wiki-Override:`` / ``Wiki-Overridden-Flag:`` trailers
     of the landing commit. Secrets cannot be overridden, nor objects git's fsck refuses
-    (:mod:`wiki.store.fsck`): in the proposal (its ``R009`` flags) or in the landing commit
-    itself (:class:`ReviewFlaggedError`; a merge that would make a path both a file and a
-    folder is :class:`StaleProposalError`).
+    (``R010``, :func:`wiki.review.tree.check_landing`, :func:`wiki.review.tree.merged_tree`).
     """
     wanted = expected_hash(expect) if expect is not None else None
     proposal = get_proposal(wiki, name)
@@ -286,8 +301,8 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     if wanted is not None and not reviewed.startswith(wanted):
         raise ReviewChangedError(
             f"proposal {proposal.name} changed since it was reviewed, or the hash is mistyped "
-            f"(review hash {reviewed}, expected {expect}); run `wiki diff {proposal.name}` "
-            "again")
+            f"(review hash {reviewed}, expected {expect}); run "
+            f"`{command_line('diff', proposal.name)}` again")
     approver = approval_policy.check_approver(wiki, proposal, approver, reviewed)
     reason = override_reason(proposal, override)
     where = wiki.checked_out_in(wiki.ref)
@@ -323,29 +338,22 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
                 raise StaleProposalError(
                     f"proposal {proposal.name} is stale: {', '.join(conflicts[:5])}"
                     f"{' ...' if len(conflicts) > 5 else ''} changed on the wiki since its "
-                    f"base; it is kept — try `wiki rebase {proposal.name}`")
+                    f"base; it is kept — try `{command_line('rebase', proposal.name)}`")
             changes = {p: (wiki.store.read(tip_files[p].sha) if p in tip_files else None)
                        for p in ours}
-            try:
-                tree = wiki.store.write_tree(snapshot.files, with_indexes(snapshot, changes))
-            except TreePathError as exc:
-                raise StaleProposalError(
-                    f"proposal {proposal.name} cannot land on the wiki as it is now: {exc}; "
-                    f"it is kept — try `wiki rebase {proposal.name}`") from None
-        proposers = ", ".join(str(a) for a in proposal.authors) or "unknown"
-        message = (f"Land proposal {proposal.name}: {proposal.subject}\n\n"
+            tree = merged_tree(wiki, proposal.name, snapshot, changes)
+        # everything copied from the proposal is escaped: no control, bidi or newline of a
+        # hand-made subject or identity reaches the wiki's history (wiki.review.metadata)
+        proposers = ", ".join(escaped(str(a)) for a in proposal.authors) or "unknown"
+        message = (f"Land proposal {escaped(proposal.name)}: {escaped(proposal.subject)}\n\n"
                    f"Proposed-by: {proposers}\n"
-                   + "".join(f"Approved-by: {who}\n" for who in approvers) +
-                   f"{PROPOSAL_TRAILER}: {proposal.name}\n{REVIEWED_TRAILER}: {reviewed}\n"
+                   + "".join(f"Approved-by: {escaped(str(who))}\n" for who in approvers) +
+                   f"{PROPOSAL_TRAILER}: {escaped(proposal.name)}\n"
+                   f"{REVIEWED_TRAILER}: {reviewed}\n"
                    + override_trailers(proposal, reason))
         commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver,
                                    sign=approval_policy.signing(wiki))
-        refused = invalid_objects(wiki, [commit], [head])  # what a push of the landing sends
-        if refused:
-            raise ReviewFlaggedError(
-                f"proposal {proposal.name} would land an object git refuses "
-                f"({refused[0].path[:12]}: {refused[0].detail}); nothing was landed",
-                refused)
+        check_landing(wiki, proposal.name, commit, head)
         try:  # the wiki moves and the proposal closes in one atomic ref transaction
             with write_lock(wiki.state_dir):  # one writer at a time (wiki.store.locking)
                 wiki.store.update_refs([(wiki.ref, commit, head),

@@ -18,6 +18,7 @@ import git
 
 from wiki.errors import EntryError, StaleProposalError
 from wiki.review import approval_policy, overviews
+from wiki.review.metadata import escaped
 from wiki.review.proposals import (
     BASE_TRAILER,
     PROPOSAL_TRAILER,
@@ -63,8 +64,8 @@ def rebase(wiki: Wiki, name: str, rebaser: Identity | None = None) -> Proposal:
             "in overlapping places on both sides; redo the change on the current wiki")
     author = proposal.authors[0] if proposal.authors else rebaser
     tree = wiki.store.write_tree(ours.files, with_indexes(ours, merged))
-    message = (f"{proposal.subject}\n\nRebased onto {head[:12]} by {rebaser}.\n\n"
-               f"{PROPOSAL_TRAILER}: {proposal.name}\n{BASE_TRAILER}: {head}\n")
+    message = (f"{escaped(proposal.subject)}\n\nRebased onto {head[:12]} by {rebaser}.\n\n"
+               f"{PROPOSAL_TRAILER}: {escaped(proposal.name)}\n{BASE_TRAILER}: {head}\n")
     commit = wiki.store.commit(tree, [head, proposal.tip], message, author=author,
                                committer=committer, sign=approval_policy.signing(wiki))
     wiki.store.update_ref(proposal.ref, commit, proposal.tip, f"wiki rebase {proposal.name}")

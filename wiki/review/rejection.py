@@ -9,6 +9,7 @@ from wiki.errors import (
     ProposalClosedError,
     RefMovedError,
 )
+from wiki.review.metadata import escaped
 from wiki.review.proposals import PROPOSAL_TRAILER, get_proposal, rejected_prefix
 from wiki.safety.scan import screen
 from wiki.store.gitrepo import Identity, current_identity
@@ -35,8 +36,9 @@ def reject(wiki: Wiki, name: str, reason: str, rejecter: Identity | None = None)
                                     "switch that worktree away before rejecting it")
     rejecter = rejecter or current_identity(wiki.repo)
     tree = wiki.repo.commit(proposal.tip).tree.hexsha
-    message = (f"Reject proposal {proposal.name}: {proposal.subject}\n\n{reason.strip()}\n\n"
-               f"Rejected-by: {rejecter}\n{PROPOSAL_TRAILER}: {proposal.name}\n")
+    message = (f"Reject proposal {escaped(proposal.name)}: {escaped(proposal.subject)}\n\n"
+               f"{reason.strip()}\n\nRejected-by: {rejecter}\n"
+               f"{PROPOSAL_TRAILER}: {escaped(proposal.name)}\n")
     commit = wiki.store.commit(tree, [proposal.tip], message, author=rejecter)
     target = rejected_prefix(wiki) + proposal.name
     try:

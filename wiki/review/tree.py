@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from wiki.errors import DuplicateIdError, EntryError
+from wiki.errors import (
+    DuplicateIdError,
+    EntryError,
+    ReviewFlaggedError,
+    StaleProposalError,
+    TreePathError,
+)
 from wiki.review.check import (
     BREAKS,
     INVALID_TREE,
@@ -43,14 +49,19 @@ def index_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
                if indextree.is_entry_path(p) or p in indexes}
     expected = with_indexes(snapshot, changes)
     for path in indexes:
+        folder = indextree.parent(path)
         text = blob_text(blobs[after[path].sha]) or ""
         old = before.get(path)
         old_text = blob_text(wiki.store.read(old.sha)) if old and old.type == "blob" else None
         want = expected.get(path)
-        generated = want.decode("utf-8", "surrogateescape") if want is not None else ""
         # all of it is screened (what is below the marker lands too when the drift is
-        # overridden); what the generated listing holds was screened in its entries
-        flags += content_flags(text, path, (old_text or "") + "\0" + generated)
+        # overridden) against what the generator would have written without this
+        # proposal's overview: the base's text, a new folder's heading and the listing
+        # (whose titles and summaries were screened in their entries). ``want`` carries
+        # the proposer's overview above its marker, so it is never the reference whole.
+        generated = "\0".join((old_text or "", indextree.split_overview(None, folder),
+                               indextree.listing_part(want)))
+        flags += content_flags(text, path, generated)
         if want != blobs[after[path].sha]:
             flags.append(ReviewFlag("R004", "index-drift", path, 0, 0, SCHEMA,
                                     "its listing is not the one its entries generate"
@@ -148,12 +159,38 @@ def check_ids(wiki: Wiki, name: str, tip_files: Mapping[str, TreeFile], ours: se
 
 
 def invalid_objects(wiki: Wiki, include: list[str], exclude: list[str]) -> list[ReviewFlag]:
-    """``R009`` flags (``invalid-tree``) for the objects reachable from ``include`` and not
+    """``R010`` flags (``invalid-tree``) for the objects reachable from ``include`` and not
     from ``exclude`` that git's fsck refuses (:func:`wiki.store.fsck.object_problems`; git
     stops at the first). The flag's path is the object id, its kind git's message id."""
     from wiki.store.fsck import object_problems
 
-    return [ReviewFlag("R009", message_id, sha, 0, 0, INVALID_TREE,
+    return [ReviewFlag("R010", message_id, sha, 0, 0, INVALID_TREE,
                        f"git fsck: {text} (a remote that checks objects refuses it)")
             for sha, message_id, text in object_problems(str(wiki.repo.git_dir), include,
                                                          exclude)]
+
+
+def merged_tree(wiki: Wiki, name: str, snapshot, changes: Mapping[str, bytes | None]) -> str:
+    """The tree of proposal ``name``'s ``changes`` on a wiki head that moved since its base
+    (``snapshot``), ``index.md`` files regenerated. Raises :class:`StaleProposalError` when
+    the merge would make a path both a file and a folder (a tree git refuses)."""
+    from wiki.review.names import command_line
+    from wiki.store.snapshot import with_indexes
+
+    try:
+        return wiki.store.write_tree(snapshot.files, with_indexes(snapshot, changes))
+    except TreePathError as exc:
+        raise StaleProposalError(f"proposal {name} cannot land on the wiki as it is now: "
+                                 f"{exc}; it is kept — try "
+                                 f"`{command_line('rebase', name)}`") from None
+
+
+def check_landing(wiki: Wiki, name: str, commit: str, head: str) -> None:
+    """Refuse the landing ``commit`` of proposal ``name`` on ``head`` when git's fsck refuses
+    an object a push of it would send (:func:`invalid_objects`): :class:`ReviewFlaggedError`
+    carrying the ``R010`` flags."""
+    refused = invalid_objects(wiki, [commit], [head])
+    if refused:
+        raise ReviewFlaggedError(f"proposal {name} would land an object git refuses "
+                                 f"({refused[0].path[:12]}: {refused[0].detail}); nothing "
+                                 "was landed", refused)

@@ -79,6 +79,16 @@ def split_overview(text: str | None, folder: str) -> str:
     return head if found else (text.rstrip("\n") + "\n\n" if text.strip() else "")
 
 
+def listing_part(data: bytes | None) -> str:
+    """The part of a generated ``index.md`` the generator writes itself: the marker and the
+    listing below it, without the overview above (``""`` for ``None`` or a text without a
+    marker). Whatever else a file holds was written by a person."""
+    if data is None:
+        return ""
+    _, found, listing = data.decode("utf-8", "surrogateescape").partition(MARKER)
+    return found + listing
+
+
 def render(folder: str, overview: str, subfolders: Mapping[str, int],
            entries: Mapping[str, Listing]) -> str:
     """The ``index.md`` text of ``folder``: ``subfolders`` maps a child folder name to
