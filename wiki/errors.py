@@ -143,6 +143,11 @@ class StorageError(WikiError):
                          "changed (free space or make it writable, then run the command again)")
 
 
+class TreePathError(ConfigError):
+    """A change would put a file and a folder of the same name in one tree, a tree git
+    refuses (``duplicateEntries``); the message names the path. Nothing was written."""
+
+
 class ReviewFlaggedError(WikiError):
     """The review check flagged the proposal (:mod:`wiki.review.check`) and the approver
     did not override (or the flags cannot be overridden: secrets). Carries ``flags``."""

@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 
 from indexes.names import fold_name
 from wiki.errors import ConfigError, DuplicateIdError, EntryError
+from wiki.knowledge.naming import new_entry_path
 from wiki.review.proposals import Proposal, propose
 from wiki.safety.scan import screen_bytes
 from wiki.store.entry import Entry, now_iso
 from wiki.store.frontmatter import render
 from wiki.store.gitrepo import Identity
 from wiki.store.lookup import find_entry
-from wiki.store.slug import slug_path, slugify, unique_path
+from wiki.store.slug import slugify, unique_path
 from wiki.store.snapshot import Snapshot
 from wiki.store.workspace import Wiki
 
@@ -51,8 +52,10 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
     """Propose a new entry from markdown ``text`` (frontmatter needs ``title``; ``id`` is
     generated when absent; plain markdown without frontmatter takes its title from its
     first ``# `` heading, reported in ``titled_from``). Raises ``EntryError`` for a malformed file,
-    ``DuplicateIdError`` when the id is taken (use :func:`edit_entry`) and ``SecretError``
-    for a secret in ``text`` (with ``redact``, it is replaced by ``[REDACTED:<kind>]``).
+    ``DuplicateIdError`` when the id is taken (use :func:`edit_entry`), ``SecretError``
+    for a secret in ``text`` (with ``redact``, it is replaced by ``[REDACTED:<kind>]``) and
+    ``ConfigError`` for a ``category`` that cannot be a folder or a title whose file name
+    another title has (:func:`wiki.knowledge.naming.new_entry_path`).
 
     ``base`` (every function here takes it) is the wiki commit the text was written
     against (default: the head, read now); the proposal is built on it (docs/review.md)."""
@@ -76,8 +79,7 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
     holder = _fact_holder(snapshot, draft)
     if holder is not None:  # a new value for a held fact key supersedes its holder
         return supersede_entry(wiki, holder, text, author=author, base=snapshot.commit)
-    taken = set(snapshot.files)
-    path = unique_path(slug_path(category), slugify(draft.title), taken)
+    path = new_entry_path(wiki, snapshot, category, draft.title)
     stamp = now_iso()
     entry = Entry(path, draft.meta, draft.body, draft.original, None).updated_with(
         created=draft.meta.get("created") or stamp, updated=stamp)

@@ -46,6 +46,9 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
     a deleted entry that a live entry still names (``relations``, ``supersedes``,
     ``superseded_by``: lint W006 afterwards), or a retracted one that a live entry
     ``depends_on`` or ``supersedes`` (``R005``).
+``invalid-tree``
+    an object of ``base..tip`` git's own fsck refuses (:mod:`wiki.store.fsck`; ``R010``,
+    never overridable: a checking remote refuses the push, a checkout writes it wrong).
 
 Findings already present in the base version of a file are not held against the change
 (lint W014/W015 report them). Results are memoised per ``(repository, base, tip, cap)``:
@@ -69,13 +72,13 @@ from wiki.store.workspace import Wiki
 SECRET_FLAG, INSTRUCTION, CONTROL, SIZE = "secret", "instruction", "control-chars", "size"
 NON_REGULAR, FILE_NAME, SCHEMA, BREAKS = ("non-regular", "file-name", "schema",
                                          "breaks-dependency")
-POLICY, TRUST_SETTING = "review-policy", "trust-setting"
+POLICY, TRUST_SETTING, INVALID_TREE = "review-policy", "trust-setting", "invalid-tree"
 CATEGORIES = (SECRET_FLAG, INSTRUCTION, CONTROL, SIZE, NON_REGULAR, FILE_NAME, SCHEMA, BREAKS,
-              POLICY, TRUST_SETTING)
+              POLICY, TRUST_SETTING, INVALID_TREE)
 """Every flag category, in the order messages list them."""
-NOT_OVERRIDABLE = frozenset({SECRET_FLAG})
+NOT_OVERRIDABLE = frozenset({SECRET_FLAG, INVALID_TREE})
 """Categories ``wiki approve --override-flags`` cannot land: a secret in a landed commit is
-pushed to every clone and stays in history."""
+pushed to every clone and stays in history; git refuses an invalid tree."""
 LOCKS_OUT = "invalid-config"
 """The one schema flag no override lands: every command reads ``wiki.toml`` on the head
 first, so an invalid one would stop ``propose`` and ``approve`` of its own fix."""
@@ -187,13 +190,14 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int,
         flags += _file_flags(path, new, old, old_text, blobs, sizes, cap, limit)
         if old is None:
             flags += _name_flags(path, after)
-    from wiki.review.tree import dependency_flags, index_flags
+    from wiki.review.tree import dependency_flags, index_flags, invalid_objects
 
     flags += index_flags(wiki, base, tip, before, after, changed, blobs)
     flags += dependency_flags(wiki, tip, before, after, changed, blobs)
     flags += metadata.commit_flags(wiki, base, tip)
     flags += metadata.name_flags(ref) if ref else []
     flags += _history_flags(wiki, base, tip, before, after, limit)
+    flags += invalid_objects(wiki, [tip], [base])
     order = {c: i for i, c in enumerate(CATEGORIES)}
     unique = dict.fromkeys(flags)
     return tuple(sorted(unique, key=lambda f: (order.get(f.category, 99), f.path, f.line,

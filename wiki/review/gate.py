@@ -1,7 +1,8 @@
 """What ``wiki approve`` requires of a reviewed proposal: the review hash ``--expect`` must
 match (:func:`review_hash`, :func:`expected_hash`), and an explicit, recorded override of
 the review check's flags (:func:`override_reason`, :func:`override_trailers`; the flags
-come from :mod:`wiki.review.check`). Secrets are never overridable."""
+come from :mod:`wiki.review.check`). Secrets and objects git refuses are never
+overridable."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from wiki.errors import ConfigError, ReviewFlaggedError
-from wiki.review.check import LOCKS_OUT, summary, tree_items
+from wiki.review.check import INVALID_TREE, LOCKS_OUT, summary, tree_items
 from wiki.review.metadata import escaped
 from wiki.review.names import command_line
 from wiki.safety.scan import screen
@@ -54,8 +55,9 @@ def expected_hash(expect: str) -> str:
 
 def override_reason(proposal: Proposal, override: str | None) -> str | None:
     """The one-line override reason to record, or ``None`` for an unflagged proposal.
-    Raises :class:`ReviewFlaggedError` (flagged, no override; or a secret, which no override
-    lands), :class:`ConfigError` (a blank reason or one with control characters) and
+    Raises :class:`ReviewFlaggedError` (flagged, no override; or a secret or an object git
+    refuses, which no override lands), :class:`ConfigError` (a blank reason or one with
+    control characters) and
     :class:`SecretError` (a secret in the reason)."""
     if override is not None:
         if not override.strip():
@@ -69,11 +71,15 @@ def override_reason(proposal: Proposal, override: str | None) -> str | None:
     blocking = [f for f in proposal.flags if not f.overridable]
     if blocking:
         first = blocking[0]
-        why = ("an invalid wiki.toml cannot be overridden (every command would stop on "
-               "it, approve of its fix included)", "with a valid one") \
-            if first.kind == LOCKS_OUT else ("secrets cannot be overridden (they would be "
-                                             "pushed to every clone)",
-                                             "without them (or with --redact)")
+        if first.kind == LOCKS_OUT:
+            why = ("an invalid wiki.toml cannot be overridden (every command would stop on "
+                   "it, approve of its fix included)", "with a valid one")
+        elif first.category == INVALID_TREE:
+            why = (f"git refuses the object ({first.detail}; no override lands it)",
+                   "with `wiki propose`")
+        else:
+            why = ("secrets cannot be overridden (they would be pushed to every clone)",
+                   "without them (or with --redact)")
         raise ReviewFlaggedError(
             f"proposal {proposal.name} holds {summary(blocking)} flag(s), e.g. "
             f"{first.path}: {first.kind}; {why[0]}: "

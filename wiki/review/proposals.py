@@ -36,7 +36,7 @@ from wiki.review.gate import (
 )
 from wiki.review.metadata import escaped
 from wiki.review.names import command_line, unreadable
-from wiki.review.tree import check_ids
+from wiki.review.tree import check_ids, check_landing, merged_tree
 from wiki.safety.scan import Flag, screen, screen_changes
 from wiki.store import indextree
 from wiki.store.branch import TreeFile
@@ -291,7 +291,8 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
     A proposal the review check flagged (``proposal.flags``) is refused with
     :class:`ReviewFlaggedError` unless ``override`` gives a reason; the reason and every
     overridden flag are recorded as ``Wiki-Override:`` / ``Wiki-Overridden-Flag:`` trailers
-    of the landing commit. Secrets cannot be overridden.
+    of the landing commit. Secrets cannot be overridden, nor objects git's fsck refuses
+    (``R010``, :func:`wiki.review.tree.check_landing`, :func:`wiki.review.tree.merged_tree`).
     """
     wanted = expected_hash(expect) if expect is not None else None
     proposal = get_proposal(wiki, name)
@@ -340,7 +341,7 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
                     f"base; it is kept — try `{command_line('rebase', proposal.name)}`")
             changes = {p: (wiki.store.read(tip_files[p].sha) if p in tip_files else None)
                        for p in ours}
-            tree = wiki.store.write_tree(snapshot.files, with_indexes(snapshot, changes))
+            tree = merged_tree(wiki, proposal.name, snapshot, changes)
         # everything copied from the proposal is escaped: no control, bidi or newline of a
         # hand-made subject or identity reaches the wiki's history (wiki.review.metadata)
         proposers = ", ".join(escaped(str(a)) for a in proposal.authors) or "unknown"
@@ -352,6 +353,7 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
                    + override_trailers(proposal, reason))
         commit = wiki.store.commit(tree, [head, proposal.tip], message, author=approver,
                                    sign=approval_policy.signing(wiki))
+        check_landing(wiki, proposal.name, commit, head)
         try:  # the wiki moves and the proposal closes in one atomic ref transaction
             with write_lock(wiki.state_dir):  # one writer at a time (wiki.store.locking)
                 wiki.store.update_refs([(wiki.ref, commit, head),

@@ -1,13 +1,27 @@
 """Review-check flags about the proposal's tree as a whole (:mod:`wiki.review.check`):
-``index.md`` files whose listing is not the generated one, and entries deleted or retracted
-while a live entry still depends on them."""
+``index.md`` files whose listing is not the generated one, entries deleted or retracted
+while a live entry still depends on them, and objects git's own fsck refuses."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from wiki.errors import DuplicateIdError, EntryError
-from wiki.review.check import BREAKS, SCHEMA, ReviewFlag, TreeItem, blob_text, content_flags
+from wiki.errors import (
+    DuplicateIdError,
+    EntryError,
+    ReviewFlaggedError,
+    StaleProposalError,
+    TreePathError,
+)
+from wiki.review.check import (
+    BREAKS,
+    INVALID_TREE,
+    SCHEMA,
+    ReviewFlag,
+    TreeItem,
+    blob_text,
+    content_flags,
+)
 from wiki.store import indextree
 from wiki.store.branch import TreeFile
 from wiki.store.entry import Entry
@@ -142,3 +156,41 @@ def check_ids(wiki: Wiki, name: str, tip_files: Mapping[str, TreeFile], ours: se
                                        f"{entry_id!r} of {others[0]}; ids are never reused")
     finally:
         index.close()
+
+
+def invalid_objects(wiki: Wiki, include: list[str], exclude: list[str]) -> list[ReviewFlag]:
+    """``R010`` flags (``invalid-tree``) for the objects reachable from ``include`` and not
+    from ``exclude`` that git's fsck refuses (:func:`wiki.store.fsck.object_problems`; git
+    stops at the first). The flag's path is the object id, its kind git's message id."""
+    from wiki.store.fsck import object_problems
+
+    return [ReviewFlag("R010", message_id, sha, 0, 0, INVALID_TREE,
+                       f"git fsck: {text} (a remote that checks objects refuses it)")
+            for sha, message_id, text in object_problems(str(wiki.repo.git_dir), include,
+                                                         exclude)]
+
+
+def merged_tree(wiki: Wiki, name: str, snapshot, changes: Mapping[str, bytes | None]) -> str:
+    """The tree of proposal ``name``'s ``changes`` on a wiki head that moved since its base
+    (``snapshot``), ``index.md`` files regenerated. Raises :class:`StaleProposalError` when
+    the merge would make a path both a file and a folder (a tree git refuses)."""
+    from wiki.review.names import command_line
+    from wiki.store.snapshot import with_indexes
+
+    try:
+        return wiki.store.write_tree(snapshot.files, with_indexes(snapshot, changes))
+    except TreePathError as exc:
+        raise StaleProposalError(f"proposal {name} cannot land on the wiki as it is now: "
+                                 f"{exc}; it is kept — try "
+                                 f"`{command_line('rebase', name)}`") from None
+
+
+def check_landing(wiki: Wiki, name: str, commit: str, head: str) -> None:
+    """Refuse the landing ``commit`` of proposal ``name`` on ``head`` when git's fsck refuses
+    an object a push of it would send (:func:`invalid_objects`): :class:`ReviewFlaggedError`
+    carrying the ``R010`` flags."""
+    refused = invalid_objects(wiki, [commit], [head])
+    if refused:
+        raise ReviewFlaggedError(f"proposal {name} would land an object git refuses "
+                                 f"({refused[0].path[:12]}: {refused[0].detail}); nothing "
+                                 "was landed", refused)

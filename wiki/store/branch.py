@@ -22,10 +22,11 @@ from git.index.fun import write_tree_from_cache
 from git.index.typ import BaseIndexEntry
 from gitdb.base import IStream
 
-from wiki.errors import RefMovedError, SigningError, WikiError
+from wiki.errors import RefMovedError, SigningError, TreePathError, WikiError, quoted
 from wiki.store.gitrepo import Identity
 from wiki.store.indextree import is_text_name
 from wiki.store.storage import writing
+from wiki.store.treepaths import clashes
 
 ZERO_SHA = "0" * 40
 FILE_MODE = stat.S_IFREG | 0o644
@@ -122,12 +123,33 @@ class BranchStore:
 
     # -- reading -----------------------------------------------------------------------
     def files(self, commit: str | None) -> dict[str, TreeFile]:
-        """Every file of ``commit``'s tree as ``path -> TreeFile`` (empty for ``None``)."""
+        """Every file of ``commit``'s tree as ``path -> TreeFile`` (empty for ``None``).
+        A tree GitPython refuses to read (a ``.git`` name, which only a branch made by hand
+        can hold) is listed by ``git ls-tree`` instead, so the review check can flag it."""
         if commit is None:
             return {}
         tree = self.repo.commit(commit).tree
-        return {item.path: TreeFile(item.hexsha, item.mode)
-                for item in tree.traverse() if item.type == "blob"}
+        try:
+            return {item.path: TreeFile(item.hexsha, item.mode)
+                    for item in tree.traverse() if item.type == "blob"}
+        except ValueError:
+            return self._listed_files(commit)
+
+    def _listed_files(self, commit: str) -> dict[str, TreeFile]:
+        """:meth:`files` through ``git ls-tree -r -z`` (names that are not UTF-8 keep their
+        bytes as surrogate escapes). Raises :class:`WikiError` when git fails."""
+        done = subprocess.run(["git", f"--git-dir={self.repo.git_dir}", "ls-tree", "-r", "-z",
+                               "--full-tree", commit], capture_output=True)
+        if done.returncode != 0:
+            raise WikiError(f"git ls-tree {commit[:12]} failed: "
+                            + done.stderr.decode("utf-8", "replace").strip())
+        files = {}
+        for record in done.stdout.split(b"\0"):
+            head, _, path = record.partition(b"\t")
+            mode, kind, sha = (head.decode().split() + ["", "", ""])[:3]
+            if kind == "blob":
+                files[path.decode("utf-8", "surrogateescape")] = TreeFile(sha, int(mode, 8))
+        return files
 
     def read(self, sha: str) -> bytes:
         """The content of blob ``sha``."""
@@ -176,7 +198,8 @@ class BranchStore:
     def write_tree(self, base: Mapping[str, TreeFile],
                    changes: Mapping[str, bytes | None]) -> str:
         """Store the tree of ``base`` with ``changes`` applied (``None`` deletes a path);
-        returns the tree sha."""
+        returns the tree sha. Raises :class:`TreePathError` when ``changes`` make a path
+        both a file and a folder (:mod:`wiki.store.treepaths`)."""
         files = dict(base)
         for path, data in changes.items():
             if data is None:
@@ -184,6 +207,12 @@ class BranchStore:
             else:
                 mode = files[path].mode if path in files else FILE_MODE
                 files[path] = TreeFile(self.store_blob(data), mode)
+        made = sorted(set(clashes(files)) - set(clashes(base)))
+        if made:
+            under = min(p for p in files if p.startswith(made[0] + "/"))
+            raise TreePathError(f"{quoted(made[0])} would be both a file and a folder (of "
+                                f"{quoted(under)}): git refuses such a tree; nothing was "
+                                "written")
         if not all(map(is_text_name, files)):
             return self._git_write_tree(files)
         entries = [BaseIndexEntry((f.mode, bytes.fromhex(f.sha), 0, p))

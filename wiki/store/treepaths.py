@@ -1,0 +1,58 @@
+"""Which paths one tree can hold together: never a file and a folder of the same name.
+
+git stores a file ``a/b.md`` and a folder ``a/b.md/`` as two entries named ``b.md`` in the
+tree of ``a``: ``git fsck`` reports ``duplicateEntries``, a remote with
+``receive.fsckObjects`` refuses the push and a checkout writes only one of them. The
+generated ``index.md`` of a folder and ``wiki.toml`` at the root are files too, so a folder
+of either name clashes as soon as it is written. :func:`clashes` finds such pairs in a set
+of paths; :func:`check_folder` refuses a folder a new entry cannot go to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from wiki.config import CONFIG_PATH
+from wiki.errors import ConfigError, quoted
+from wiki.store.indextree import INDEX_NAME
+
+
+def folders_of(paths: Iterable[str]) -> set[str]:
+    """Every folder above a path of ``paths`` (``a/b/c.md`` -> ``a``, ``a/b``)."""
+    found: set[str] = set()
+    for path in paths:
+        parts = path.split("/")[:-1]
+        found.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return found
+
+
+def clashes(paths: Iterable[str]) -> list[str]:
+    """The paths of ``paths`` that are also a folder of another path, sorted (empty: a
+    valid tree). Compared exactly, as git compares names."""
+    paths = set(paths)
+    return sorted(paths & folders_of(paths))
+
+
+def check_folder(folder: str, files: Iterable[str], *, shown: str) -> None:
+    """Refuse ``folder`` (slugged, ``/``-separated; empty is the root) as the folder of a
+    new entry in a tree holding ``files``, when it or a folder above it is a file there
+    (compared case-insensitively, as a checkout on macOS or Windows would), is named
+    ``index.md`` (every folder's generated listing) or is ``wiki.toml`` at the root.
+    ``shown`` is the value as the caller gave it, named by the one-line
+    :class:`ConfigError`."""
+    if not folder:
+        return
+    parts = folder.split("/")
+    taken = {p.casefold() for p in files}
+    for i in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:i])
+        if parts[i - 1].casefold() == INDEX_NAME:
+            why = f"{quoted(prefix)} is the name of a folder's generated listing"
+        elif prefix.casefold() == CONFIG_PATH:
+            why = f"{quoted(prefix)} is the wiki's settings file"
+        elif prefix.casefold() in taken:
+            why = f"{quoted(prefix)} is a file of the wiki"
+        else:
+            continue
+        raise ConfigError(f"category {quoted(shown)}: {why}, so it cannot also be a folder "
+                          "(git would refuse the tree); choose another category")
