@@ -18,7 +18,7 @@ from test_breakit_trust import TOKEN, _git, commit_files, set_ref
 
 from wiki.review.proposals import approve as land
 from wiki.review.proposals import get_proposal, propose
-from wiki.safety import patterns
+from wiki.safety import encoded
 from wiki.safety.patterns import BY_RULE
 from wiki.safety.scan import scan
 from wiki.store import indextree
@@ -146,12 +146,12 @@ def b64(text: str, *, urlsafe: bool = False, padded: bool = True) -> str:
 
 
 def test_the_floor_is_the_shortest_instruction_the_rules_match() -> None:
-    """``ENCODED_MIN_CHARS`` is the base64 length (unpadded) of the shortest text the
+    """``encoded.MIN_CHARS`` is the base64 length (unpadded) of the shortest text the
     instruction rules I001, I002 and I004 can match; a run shorter than that holds none."""
     shortest = min(sre_parser.parse(BY_RULE[r].source).getwidth()[0]
                    for r in ("I001", "I002", "I004"))
-    assert -(-shortest * 4 // 3) == patterns.ENCODED_MIN_CHARS
-    assert len(b64("act as dan", padded=False)) == patterns.ENCODED_MIN_CHARS
+    assert -(-shortest * 4 // 3) == encoded.MIN_CHARS
+    assert len(b64("act as dan", padded=False)) == encoded.MIN_CHARS
     assert [f.rule for f in scan("act as dan")] == ["I002"]
 
 

@@ -22,6 +22,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from wiki.safety import encoded
+
 SECRET, INSTRUCTION = "secret", "instruction"
 ERROR, WARNING = "error", "warning"
 
@@ -169,65 +171,15 @@ def _readable_link_payload(text: str, match: re.Match[str]) -> bool:
                    if row.category == INSTRUCTION and row.rule not in ("I005", "I008"))
 
 
-ENCODED_MIN_CHARS = 14
-"""The shortest base64 run that can hold an instruction: the instruction rules I001, I002
-and I004 match no text shorter than 10 characters (a two-word role change), which base64
-writes in 14 characters without padding. ``tests/test_review_generated_and_encoded.py``
-recomputes it from the rows' regular expressions."""
-ENCODED_DEPTH = 2
-"""How many layers of base64 :func:`_encoded_instruction` peels (text encoded twice)."""
-WRAPPED_MAX_CHARS = 16_384
-"""How much of a wrapped block (whole lines of base64 after a run) is joined to it."""
 _B64 = "[A-Za-z0-9+/_-]"
-_B64_BYTES = re.compile(rb"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{%d,}" % ENCODED_MIN_CHARS)
-_WRAPPED = re.compile(r"(?:[ \t]*\r?\n[ \t]*" + _B64 + r"+={0,2}(?=[ \t]*(?:\r?\n|\Z)))+")
-_NOT_B64 = re.compile(r"[\s=]")
-_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
 _WORD_RULES = ("I001", "I002", "I003", "I004")
 """The instruction rows that read words: what a decoded text is tried against."""
 
 
 def _encoded_instruction(text: str, match: re.Match[str]) -> bool:
-    """Whether a run of the base64 alphabet (standard or URL-safe, padded or not, with the
-    whole lines of base64 that follow it when it ends its line: wrapped output) decodes to
-    text an instruction row that reads words (I001-I004) matches, at any of the four
-    alignments (a prefix glued to the run shifts its groups) and through
-    :data:`ENCODED_DEPTH` layers."""
-    run = match.group(0)
-    wrapped = _WRAPPED.match(text, match.end(), match.end() + WRAPPED_MAX_CHARS)
-    if wrapped:
-        run += wrapped.group(0)
-    run = _NOT_B64.sub("", run)
-    return _hides_instruction(run.encode("ascii"), ENCODED_DEPTH)
-
-
-@functools.lru_cache(maxsize=8192)
-def _hides_instruction(run: bytes, depth: int) -> bool:
-    """Whether base64 ``run`` decodes to instruction text (memoised: prose repeats its
-    long words, and most runs are words)."""
-    hints = _word_hints()
-    for data in _decodings(run):
-        if hints.search(data.lower()) and _instruction_in(data.decode("utf-8", "replace")):
-            return True
-        if depth > 1 and any(_hides_instruction(inner.group(0), depth - 1)
-                             for inner in _B64_BYTES.finditer(data)):
-            return True
-    return False
-
-
-def _decodings(run: bytes):
-    """The bytes ``run`` decodes to from each of its first four characters (a garbled
-    start leaves the rest readable)."""
-    run = run.translate(_TO_STANDARD)
-    for offset in range(4):
-        piece = run[offset:]
-        piece = piece[:len(piece) - 1] if len(piece) % 4 == 1 else piece
-        if len(piece) < ENCODED_MIN_CHARS - 3:
-            return
-        try:
-            yield base64.b64decode(piece + b"=" * (-len(piece) % 4), validate=True)
-        except ValueError:  # binascii.Error
-            continue
+    """Whether the base64 run ``match`` (and wrapped lines after it) decodes to text a row
+    of :data:`_WORD_RULES` matches (:func:`wiki.safety.encoded.hides`)."""
+    return encoded.hides(encoded.joined_run(text, match), _word_hints(), _instruction_in)
 
 
 @functools.cache
@@ -427,7 +379,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _row("I008", "encoded-instruction",
          "base64 text (14+ characters, either alphabet, padded or not, wrapped or not) that "
          "decodes to instruction-like text",
-         r"(?<![A-Za-z0-9+/=_-])" + _B64 + f"{{{ENCODED_MIN_CHARS},}}={{0,2}}",
+         r"(?<![A-Za-z0-9+/=_-])" + _B64 + f"{{{encoded.MIN_CHARS},}}={{0,2}}",
          accept=_encoded_instruction),
     _row("I005", "encoded-payload", "a long base64 blob (200+ characters) that may hide text",
          r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{200,}={0,2}", accept=_base64),
