@@ -77,10 +77,14 @@ def test_quiet_and_verbose(cli, repo: Path) -> None:
 
 def test_shell_completion_is_offered(runner) -> None:
     assert "--install-completion" in runner.invoke(app, ["--help"]).stdout
-    script = subprocess.run([sys.executable, "-m", "wiki_cli", "--show-completion", "bash"],
-                            capture_output=True, text=True, timeout=60,
+    # typer finds the shell among the process's ancestors (shellingham): run from bash,
+    # as a user does, not from whatever started the suite (a suite started with no shell
+    # above it got "Shell  not supported"); `; exit` keeps bash from exec-ing python
+    script = subprocess.run(["bash", "-c", '"$0" -m wiki_cli --show-completion; exit $?',
+                             sys.executable], capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert script.returncode == 0 and "_WIKI_COMPLETE" in script.stdout
+    assert script.returncode == 0, script.stderr
+    assert "_WIKI_COMPLETE" in script.stdout and "complete -o" in script.stdout
 
 
 def test_no_color_is_respected(repo: Path) -> None:

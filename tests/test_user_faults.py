@@ -150,6 +150,15 @@ def test_doctor_piped_has_no_padding(cli) -> None:
     assert lines and all(line == line.rstrip() for line in lines)
 
 
+def _as_from_a_terminal() -> None:
+    """``preexec_fn``: Ctrl-C acts as it does for a command typed in a terminal. A child
+    inherits an *ignored* SIGINT (a background job of a non-interactive shell, nohup, or a
+    pytest-xdist worker: execnet ignores it), and Python then keeps ignoring it, so the
+    signal these tests send did nothing and the command ran on ("no wiki branch", exit 2)
+    when the suite was started in the background."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wiki_with_import_hook(repo: Path, prelude: str, on_import: str, argv: list[str]):
     """Run ``wiki ARGV`` in a real process whose import of ``wiki_cli.query`` (the
     command's heavy modules, before the CLI's own Ctrl-C handler is set) first runs the
@@ -166,7 +175,7 @@ def _wiki_with_import_hook(repo: Path, prelude: str, on_import: str, argv: list[
             "from wiki_cli.app import main\n"
             "main()\n")
     return subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, text=True,
-                          capture_output=True, timeout=120)
+                          capture_output=True, timeout=120, preexec_fn=_as_from_a_terminal)
 
 
 def test_ctrl_c_while_starting_says_interrupted(repo: Path) -> None:
@@ -195,7 +204,7 @@ def test_ctrl_c_on_python_m_wiki_cli_says_interrupted(repo: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     process = subprocess.Popen([sys.executable, "-m", "wiki_cli", "ask", "x"], cwd=repo,
                                env=env, text=True, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
+                               stderr=subprocess.PIPE, preexec_fn=_as_from_a_terminal)
     time.sleep(0.3)  # not a timed assertion: any moment of start-up must give one line
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
