@@ -24,7 +24,7 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
     a symlink, a submodule (gitlink) or an executable file (``R002``): a wiki holds
     plain files only.
 ``file-name``
-    a new path that is not NFC, has a hidden, dot, ``..``, Windows-reserved or
+    a new path that is not NFC or unprintable, has a hidden, dot, ``..``, Windows-reserved or
     Windows-invalid component, is too long, clashes by case with another path, or is not
     a wiki file (an entry ``.md``, an ``index.md`` or ``wiki.toml``) (``R003``).
 ``schema``
