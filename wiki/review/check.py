@@ -24,7 +24,7 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
     a symlink, a submodule (gitlink) or an executable file (``R002``): a wiki holds
     plain files only.
 ``file-name``
-    a new path that is not NFC, has a hidden, dot, ``..``, Windows-reserved or
+    a new path that is not NFC or unprintable, has a hidden, dot, ``..``, Windows-reserved or
     Windows-invalid component, is too long, clashes by case with another path, or is not
     a wiki file (an entry ``.md``, an ``index.md`` or ``wiki.toml``) (``R003``).
 ``schema``
@@ -49,6 +49,10 @@ A proposal branch can be made by hand with plain git, so nothing written at prop
 ``invalid-tree``
     an object of ``base..tip`` git's own fsck refuses (:mod:`wiki.store.fsck`; ``R010``,
     never overridable: a checking remote refuses the push, a checkout writes it wrong).
+``unrelated-history``
+    a tip that shares no commit with the wiki branch (``R011``, never overridable): there
+    is no base to review it from (``base`` is the tip itself), yet approve's merge would
+    bring every commit and blob of its history into the wiki's.
 
 Findings already present in the base version of a file are not held against the change
 (lint W014/W015 report them). Results are memoised per ``(repository, base, tip, cap)``:
@@ -58,7 +62,6 @@ commits are immutable, so the same range always gives the same flags.
 from __future__ import annotations
 
 import subprocess
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -67,18 +70,21 @@ from wiki.errors import ConfigError, EntryError, WikiError
 from wiki.safety.scan import SECRET, Finding, Flag, scan
 from wiki.store import indextree
 from wiki.store.entry import Entry
+from wiki.store.treepaths import case_twins
 from wiki.store.workspace import Wiki
 
 SECRET_FLAG, INSTRUCTION, CONTROL, SIZE = "secret", "instruction", "control-chars", "size"
 NON_REGULAR, FILE_NAME, SCHEMA, BREAKS = ("non-regular", "file-name", "schema",
                                          "breaks-dependency")
 POLICY, TRUST_SETTING, INVALID_TREE = "review-policy", "trust-setting", "invalid-tree"
+UNRELATED = "unrelated-history"
 CATEGORIES = (SECRET_FLAG, INSTRUCTION, CONTROL, SIZE, NON_REGULAR, FILE_NAME, SCHEMA, BREAKS,
-              POLICY, TRUST_SETTING, INVALID_TREE)
+              POLICY, TRUST_SETTING, INVALID_TREE, UNRELATED)
 """Every flag category, in the order messages list them."""
-NOT_OVERRIDABLE = frozenset({SECRET_FLAG, INVALID_TREE})
+NOT_OVERRIDABLE = frozenset({SECRET_FLAG, INVALID_TREE, UNRELATED})
 """Categories ``wiki approve --override-flags`` cannot land: a secret in a landed commit is
-pushed to every clone and stays in history; git refuses an invalid tree."""
+pushed to every clone and stays in history; git refuses an invalid tree; a history that
+shares no commit with the wiki was not reviewed, yet its landing merge would bring it all."""
 LOCKS_OUT = "invalid-config"
 """The one schema flag no override lands: every command reads ``wiki.toml`` on the head
 first, so an invalid one would stop ``propose`` and ``approve`` of its own fix."""
@@ -90,10 +96,6 @@ them cannot be ruled out)."""
 CACHE_SIZE = 256
 _CACHE: dict[tuple[str, str, str, int, str], tuple[ReviewFlag, ...]] = {}
 REGULAR_MODE = 0o100644
-MAX_NAME_BYTES = 255
-_WINDOWS_INVALID = set('\\:*?"<>|')
-_WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
-                     *(f"lpt{i}" for i in range(1, 10))}
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,7 @@ def summary(flags: Iterable[ReviewFlag]) -> str:
 def _check(wiki: Wiki, base: str, tip: str, cap: int,
            ref: str | None) -> tuple[ReviewFlag, ...]:
     from wiki.review import metadata, settings  # both import this module's flag types
+    from wiki.review.history_names import tree_name_flags
 
     before, after = tree_items(wiki, base), tree_items(wiki, tip)
     changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
@@ -178,6 +181,7 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int,
     readable = [s for s, n in sizes.items() if n <= limit]
     blobs = wiki.store.read_many(readable)
     flags: list[ReviewFlag] = []
+    twins = dict(case_twins([p for p in changed if p in after and p not in before], after))
     for path in changed:
         old, new = before.get(path), after.get(path)
         if path == CONFIG_PATH:
@@ -189,7 +193,7 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int,
         old_text = blob_text(blobs.get(old.sha)) if old is not None and old.type == "blob" else None
         flags += _file_flags(path, new, old, old_text, blobs, sizes, cap, limit)
         if old is None:
-            flags += _name_flags(path, after)
+            flags += _name_flags(path, twins.get(path))
     from wiki.review.tree import dependency_flags, index_flags, invalid_objects
 
     flags += index_flags(wiki, base, tip, before, after, changed, blobs)
@@ -197,11 +201,24 @@ def _check(wiki: Wiki, base: str, tip: str, cap: int,
     flags += metadata.commit_flags(wiki, base, tip)
     flags += metadata.name_flags(ref) if ref else []
     flags += _history_flags(wiki, base, tip, before, after, limit)
+    flags += tree_name_flags(wiki, base, tip, before.keys() | after.keys())
     flags += invalid_objects(wiki, [tip], [base])
+    flags += _unrelated(wiki, base, tip)
     order = {c: i for i, c in enumerate(CATEGORIES)}
     unique = dict.fromkeys(flags)
     return tuple(sorted(unique, key=lambda f: (order.get(f.category, 99), f.path, f.line,
                                                f.column, f.rule)))
+
+
+def _unrelated(wiki: Wiki, base: str, tip: str) -> list[ReviewFlag]:
+    """``R011`` when ``tip`` has no commit in common with the wiki branch (the proposal
+    loader then takes the tip as its own base, so ``base..tip`` is empty)."""
+    head = wiki.head()
+    if base != tip or head is None or wiki.repo.is_ancestor(tip, head):
+        return []
+    return [ReviewFlag("R011", UNRELATED, f"commit {tip[:12]}", 0, 0, UNRELATED,
+                       "shares no commit with the wiki branch: nothing to review it from, "
+                       "yet landing would merge its whole history into the wiki's")]
 
 
 def _sizes(wiki: Wiki, shas: set[str]) -> dict[str, int]:
@@ -298,7 +315,7 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
         return flags  # its overview and listing: wiki.review.tree.index_flags
     flags += content_flags(text, path, old_text if old is not None else None)
     if path.endswith(".md"):
-        flags += review_fields.escaped_control_flags(
+        flags += review_fields.decoded_field_flags(
             text, path, old_text if old is not None else None)
     if indextree.is_entry_path(path) and new.mode == REGULAR_MODE:
         try:
@@ -315,38 +332,16 @@ def _file_flags(path: str, new: TreeItem, old: TreeItem | None, old_text: str | 
     return flags
 
 
-def _name_flags(path: str, after: dict[str, TreeItem]) -> list[ReviewFlag]:
+def _name_flags(path: str, twin: str | None) -> list[ReviewFlag]:
     """Flags of a new path: what it says (secrets, instructions, control characters) and
-    whether it is a safe, portable wiki file name."""
-    flags = content_flags(path, path, None)
+    whether it is a safe, portable wiki file name (:mod:`wiki.review.filenames`; ``twin``:
+    the path a case-insensitive checkout takes it for)."""
+    from wiki.review.filenames import name_problems
+
     flags = [ReviewFlag(f.rule, f.kind, path, 0, 0, f.category, "in the file name: "
-                        + f.detail) for f in flags]
-    problems = []
-    if not indextree.is_text_name(path):
-        problems.append("not UTF-8 text (bytes no name can be read as)")
-    elif unicodedata.normalize("NFC", path) != path:
-        problems.append("not in Unicode NFC form")
-    for part in path.split("/"):
-        stem = part.partition(".")[0].strip().lower()
-        if part in ("", ".", ".."):
-            problems.append(f"an empty, '.' or '..' component {part!r}")
-        elif part.startswith("."):
-            problems.append(f"a hidden component {part!r} (.git*, dot files)")
-        elif _WINDOWS_INVALID & set(part) or part[-1] in ". ":
-            problems.append(f"a component {part!r} no Windows checkout can hold")
-        elif stem in _WINDOWS_RESERVED:
-            problems.append(f"a Windows device name {part!r}")
-        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
-            problems.append(f"a component longer than {MAX_NAME_BYTES} bytes")
-    if not (path == CONFIG_PATH or path.endswith(".md")):
-        problems.append("not a wiki file (an entry .md, an index.md or wiki.toml)")
-    folded = path.casefold()
-    clash = sorted(p for p in after if p != path and p.casefold() == folded)
-    if clash:
-        problems.append(f"the same name as {clash[0]!r} on a case-insensitive file system")
-    flags += [ReviewFlag("R003", "bad-file-name", path, 0, 0, FILE_NAME, problem)
-              for problem in problems]
-    return flags
+                        + f.detail) for f in content_flags(path, path, None)]
+    return flags + [ReviewFlag("R003", "bad-file-name", path, 0, 0, FILE_NAME, problem)
+                    for problem in name_problems(path, twin)]
 
 
 def _history_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],

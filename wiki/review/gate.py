@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from wiki.errors import ConfigError, ReviewFlaggedError
-from wiki.review.check import INVALID_TREE, LOCKS_OUT, summary, tree_items
+from wiki.review.check import INVALID_TREE, LOCKS_OUT, UNRELATED, summary, tree_items
 from wiki.review.metadata import escaped
 from wiki.review.names import command_line
 from wiki.safety.scan import screen
@@ -74,6 +74,9 @@ def override_reason(proposal: Proposal, override: str | None) -> str | None:
         if first.kind == LOCKS_OUT:
             why = ("an invalid wiki.toml cannot be overridden (every command would stop on "
                    "it, approve of its fix included)", "with a valid one")
+        elif first.category == UNRELATED:
+            why = ("a history that shares no commit with the wiki was never reviewed (no "
+                   "override lands it)", "as commits on the wiki branch")
         elif first.category == INVALID_TREE:
             why = (f"git refuses the object ({first.detail}; no override lands it)",
                    "with `wiki propose`")

@@ -173,16 +173,25 @@ def invalid_objects(wiki: Wiki, include: list[str], exclude: list[str]) -> list[
 def merged_tree(wiki: Wiki, name: str, snapshot, changes: Mapping[str, bytes | None]) -> str:
     """The tree of proposal ``name``'s ``changes`` on a wiki head that moved since its base
     (``snapshot``), ``index.md`` files regenerated. Raises :class:`StaleProposalError` when
-    the merge would make a path both a file and a folder (a tree git refuses)."""
+    the merge would make a path both a file and a folder (a tree git refuses), or give a
+    new path of the proposal the name of another (of it or of a folder above it) on a
+    case-insensitive file system: the review checked the twins of the base, not of the
+    head it lands on."""
     from wiki.review.names import command_line
     from wiki.store.snapshot import with_indexes
+    from wiki.store.treepaths import case_twins
 
-    try:
-        return wiki.store.write_tree(snapshot.files, with_indexes(snapshot, changes))
-    except TreePathError as exc:
-        raise StaleProposalError(f"proposal {name} cannot land on the wiki as it is now: "
-                                 f"{exc}; it is kept — try "
-                                 f"`{command_line('rebase', name)}`") from None
+    new = [p for p, data in changes.items() if data is not None and p not in snapshot.files]
+    twins = case_twins(new, {*snapshot.files, *new})
+    why = (f"{twins[0][0]!r} would have the same name as {twins[0][1]!r} on a "
+           "case-insensitive file system") if twins else None
+    if why is None:
+        try:
+            return wiki.store.write_tree(snapshot.files, with_indexes(snapshot, changes))
+        except TreePathError as exc:
+            why = str(exc)
+    raise StaleProposalError(f"proposal {name} cannot land on the wiki as it is now: {why}; "
+                             f"it is kept — try `{command_line('rebase', name)}`")
 
 
 def check_landing(wiki: Wiki, name: str, commit: str, head: str) -> None:

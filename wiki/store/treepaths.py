@@ -33,6 +33,24 @@ def clashes(paths: Iterable[str]) -> list[str]:
     return sorted(paths & folders_of(paths))
 
 
+def case_twins(new: Iterable[str], paths: Iterable[str]) -> list[tuple[str, str]]:
+    """``(path, other)`` for each path of ``new`` that a case-insensitive file system (a
+    checkout on macOS or Windows) would take for ``other``, a different spelling among
+    ``paths`` of it or of a folder above it (``Ops/q.md`` writes into ``ops/``), sorted."""
+    spellings: dict[str, set[str]] = {}
+    for path in set(paths) | set(new):
+        for prefix in (*folders_of([path]), path):
+            spellings.setdefault(prefix.casefold(), set()).add(prefix)
+    found = []
+    for path in sorted(set(new)):
+        for prefix in sorted(folders_of([path]), key=len) + [path]:
+            others = sorted(spellings.get(prefix.casefold(), set()) - {prefix})
+            if others:
+                found.append((path, others[0]))
+                break
+    return found
+
+
 def check_folder(folder: str, files: Iterable[str], *, shown: str) -> None:
     """Refuse ``folder`` (slugged, ``/``-separated; empty is the root) as the folder of a
     new entry in a tree holding ``files``, when it or a folder above it is a file there
