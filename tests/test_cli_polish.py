@@ -121,3 +121,22 @@ def test_user_errors_are_one_line_without_traceback(cli, repo: Path, argv) -> No
     assert "Traceback" not in result.output
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 or "Usage:" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("columns", [60, 80, 200])
+def test_help_summaries_are_whole_sentences(runner, columns: int) -> None:
+    """Issue 28 item 6: `wiki --help` (and a group's) lists each command's whole first
+    sentence, wrapped to the width, never cut with "..." at click's 45 characters."""
+    from wiki_cli.help_text import first_sentence
+
+    for args in (["--help"], ["hook", "--help"], ["cron", "--help"]):
+        shown = runner.invoke(app, args, terminal_width=columns).output
+        listing = shown.split("Commands:", 1)[1].split("Exit codes:", 1)[0]
+        assert not [line for line in listing.splitlines() if line.rstrip().endswith("...")]
+        assert " ".join(listing.split()).count(".") >= 2
+    folded = "".join(runner.invoke(app, ["--help"], terminal_width=columns).output.split())
+    for name, command in typer.main.get_command(app).commands.items():
+        assert "".join(f"{name} {first_sentence(command.help)}".split()) in folded
+    assert first_sentence("Do x (e.g. y). More.") == "Do x (e.g. y)."
+    assert first_sentence("One line\nwrapped here.\n\nSecond paragraph.") == \
+        "One line wrapped here."
