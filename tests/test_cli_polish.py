@@ -140,3 +140,21 @@ def test_help_summaries_are_whole_sentences(runner, columns: int) -> None:
     assert first_sentence("Do x (e.g. y). More.") == "Do x (e.g. y)."
     assert first_sentence("One line\nwrapped here.\n\nSecond paragraph.") == \
         "One line wrapped here."
+
+
+def test_piped_tables_have_no_padding(cli, wiki, repo: Path) -> None:
+    """Issue 28 item 6: piped, no line of any table (log, search --explain, status,
+    proposals) ends in the spaces that pad it to the widest row."""
+    from conftest import git, ingest_and_land
+
+    write(repo / "docs" / "leave.md", "# A long title about annual leave requests in HR Links\n\n"
+                                      "Annual leave is requested in HR Links.\n")
+    write(repo / "docs" / "tock.md", "# Tock\n\nTock line 670 is for time out of office.\n")
+    git(repo, "add", "docs")
+    git(repo, "commit", "-q", "-m", "docs")
+    ingest_and_land(wiki, repo / "docs")
+    for args in (["log"], ["search", "--explain", "annual leave"], ["status"],
+                 ["history", "docs/leave.md"]):
+        shown = cli(*args).stdout
+        assert len(shown.splitlines()) >= 2, (args, shown)
+        assert [line for line in shown.splitlines() if line.endswith(" ")] == [], args
