@@ -121,3 +121,40 @@ def test_user_errors_are_one_line_without_traceback(cli, repo: Path, argv) -> No
     assert "Traceback" not in result.output
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 or "Usage:" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("columns", [60, 80, 200])
+def test_help_summaries_are_whole_sentences(runner, columns: int) -> None:
+    """Issue 28 item 6: `wiki --help` (and a group's) lists each command's whole first
+    sentence, wrapped to the width, never cut with "..." at click's 45 characters."""
+    from wiki_cli.help_text import first_sentence
+
+    for args in (["--help"], ["hook", "--help"], ["cron", "--help"]):
+        shown = runner.invoke(app, args, terminal_width=columns).output
+        listing = shown.split("Commands:", 1)[1].split("Exit codes:", 1)[0]
+        assert not [line for line in listing.splitlines() if line.rstrip().endswith("...")]
+        assert " ".join(listing.split()).count(".") >= 2
+    folded = "".join(runner.invoke(app, ["--help"], terminal_width=columns).output.split())
+    for name, command in typer.main.get_command(app).commands.items():
+        assert "".join(f"{name} {first_sentence(command.help)}".split()) in folded
+    assert first_sentence("Do x (e.g. y). More.") == "Do x (e.g. y)."
+    assert first_sentence("One line\nwrapped here.\n\nSecond paragraph.") == \
+        "One line wrapped here."
+
+
+def test_piped_tables_have_no_padding(cli, wiki, repo: Path) -> None:
+    """Issue 28 item 6: piped, no line of any table (log, search --explain, status,
+    proposals) ends in the spaces that pad it to the widest row."""
+    from conftest import git, ingest_and_land
+
+    write(repo / "docs" / "leave.md", "# A long title about annual leave requests in HR Links\n\n"
+                                      "Annual leave is requested in HR Links.\n")
+    write(repo / "docs" / "tock.md", "# Tock\n\nTock line 670 is for time out of office.\n")
+    git(repo, "add", "docs")
+    git(repo, "commit", "-q", "-m", "docs")
+    ingest_and_land(wiki, repo / "docs")
+    for args in (["log"], ["search", "--explain", "annual leave"], ["status"],
+                 ["history", "docs/leave.md"]):
+        shown = cli(*args).stdout
+        assert len(shown.splitlines()) >= 2, (args, shown)
+        assert [line for line in shown.splitlines() if line.endswith(" ")] == [], args

@@ -50,12 +50,14 @@ def build(modules: tuple[str, ...] = MODULES):
     for name in modules:  # __import__, not importlib: `-X importtime` lists these then
         __import__(f"wiki_cli.{name}")
     from wiki_cli.common import app
+    from wiki_cli.help_text import set_summaries
 
     if modules == MODULES:
         rank = {f"wiki_cli.{name}": i for i, name in enumerate(MODULES)}
         app.registered_commands.sort(key=lambda info: rank.get(info.callback.__module__, -1))
         app.registered_groups.sort(
             key=lambda info: rank.get(_group_module(info), -1))
+    set_summaries(app)  # whole first sentences in `wiki --help`, never cut with "..."
     return app
 
 

@@ -8,7 +8,7 @@ import typer
 
 from wiki_cli.common import JsonOption, app, state
 from wiki_cli.errors import FINDINGS
-from wiki_cli.render import plain, print_json, print_unpadded, table
+from wiki_cli.render import out, plain, print_json, table
 
 STYLES = {"ok": "green", "info": "cyan", "warning": "yellow", "error": "bold red"}
 
@@ -33,6 +33,6 @@ def doctor(
         for check in checks:
             grid.add_row(check.name, plain(check.level, STYLES[check.level]),
                          plain(check.message), plain(check.fix))
-        print_unpadded(grid)
+        out.print(grid)
     if has_errors(checks):
         raise typer.Exit(FINDINGS)

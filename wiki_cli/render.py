@@ -56,10 +56,18 @@ class InertConsole(Console):
 
     def print(self, *objects, **kwargs) -> None:
         """:meth:`Console.print`; a :class:`Grid` is not cropped to the terminal's width
-        (it is as wide as its identifiers need)."""
+        (it is as wide as its identifiers need). Piped (not a terminal), no line ends in
+        the spaces that pad it to the widest row of a table (a long fix made every line of
+        ``wiki doctor | cat`` 266 columns wide)."""
         if any(isinstance(o, Grid) for o in objects):
             kwargs.setdefault("crop", False)
-        super().print(*objects, **kwargs)
+        if self.is_terminal or self._buffer_index:  # a terminal, or already capturing
+            super().print(*objects, **kwargs)
+            return
+        with self.capture() as captured:
+            super().print(*objects, **kwargs)
+        self.file.write("\n".join(line.rstrip(" ") for line in captured.get().split("\n")))
+        self.file.flush()
 
     def render_str(self, text: str, **kwargs) -> Text:
         """:meth:`Console.render_str` of :func:`~wiki_cli.inert.shown` ``text``."""
@@ -167,15 +175,3 @@ def plain(text: str, style: str | Style = "") -> Text:
     """Stored text as shown: no rich markup interpretation of ``[...]``, secrets masked,
     control characters inert."""
     return Text(shown(text), style=style)
-
-
-def print_unpadded(grid) -> None:
-    """``grid`` on stdout; piped (not a terminal), without the spaces that pad each line
-    to the widest row (a long fix made every line ~240 columns wide)."""
-    if out.is_terminal:
-        out.print(grid)
-        return
-    with out.capture() as captured:
-        out.print(grid)
-    out.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
-    out.file.flush()

@@ -33,8 +33,8 @@ def needs_revalidation(ctx: LintContext):
     ``wiki hook``); re-ingest the source or confirm the entry."""
     if not index_exists(ctx.wiki):
         return  # no derived state yet: the hook has marked nothing
-    # marks are read as stored; no sync needed for them
-    marked = revalidation_marks(ctx.wiki, synced=False)
+    # synced: an entry updated since its mark (landed by plain git too) is no longer marked
+    marked = revalidation_marks(ctx.wiki)
     by_path = {e.path: e for e in ctx.entries}
     for path, items in sorted(marked.items()):
         entry = by_path.get(path)

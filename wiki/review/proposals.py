@@ -40,6 +40,7 @@ from wiki.review.tree import check_ids, check_landing, merged_tree
 from wiki.safety.scan import Flag, screen, screen_changes
 from wiki.store import indextree
 from wiki.store.branch import TreeFile
+from wiki.store.derived import refresh
 from wiki.store.gitrepo import Identity, authored_at, current_committer, current_identity
 from wiki.store.locking import write_lock
 from wiki.store.snapshot import Snapshot, with_indexes
@@ -264,8 +265,7 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
 
 
 def _trailer(message: str, key: str) -> str | None:
-    found = _trailers(message, key)
-    return found[0] if found else None
+    return next(iter(_trailers(message, key)), None)
 
 
 def _trailers(message: str, key: str) -> list[str]:
@@ -365,6 +365,7 @@ def approve(wiki: Wiki, name: str, approver: Identity | None = None, *,
                     f"proposal {proposal.name} was landed, rejected or changed by someone "
                     "else meanwhile; nothing was written") from None
             continue
+        refresh(wiki)  # status and lint read the landed state at once (wiki.store.derived)
         return Landing(proposal.name, commit, merged, approver, approvals=len(approvers))
     raise RefMovedError(f"the wiki branch kept moving; proposal {proposal.name} was not "
                         f"landed after {LAND_ATTEMPTS} attempts — run `wiki approve` again")

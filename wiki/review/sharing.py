@@ -27,6 +27,7 @@ import git
 from wiki.errors import BranchCheckedOutError, ConfigError, RemoteError, StorageError
 from wiki.review import overviews
 from wiki.review.proposals import BASE_TRAILER, PROPOSAL_TRAILER, rejected_prefix
+from wiki.store.derived import refresh
 from wiki.store.gitrepo import current_identity
 from wiki.store.snapshot import Snapshot, with_indexes
 from wiki.store.storage import disk_cause, storage_cause
@@ -78,6 +79,8 @@ def sync_remote(wiki: Wiki, remote: str = "origin") -> SyncResult:
     result = _sync_branch(wiki, remote, local, theirs)
     _sync_rejections(wiki, remote, tracking, rejected, result)
     _sync_proposals(wiki, remote, tracking, proposals, result)
+    if result.head != local:
+        refresh(wiki)  # status and lint read the state sync brought (wiki.store.derived)
     return result
 
 

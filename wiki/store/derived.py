@@ -32,8 +32,8 @@ from wiki.store.derived_db import (
     recover,
 )
 from wiki.store.gitrepo import committed_at
-from wiki.store.index_url import index_space, index_url
-from wiki.store.storage import is_damaged, storage_error
+from wiki.store.index_url import index_exists, index_space, index_url
+from wiki.store.storage import is_damaged, notify, storage_error
 from wiki.store.workspace import Wiki
 
 if TYPE_CHECKING:
@@ -204,6 +204,23 @@ def open_synced(wiki: Wiki, *, write: bool = False) -> tuple[SearchIndex, SyncRe
             raise
         return opened.index, report
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def refresh(wiki: Wiki) -> None:
+    """Bring an existing index up to the wiki head right after the branch moved (approve,
+    sync), so that what reports read next (``wiki status``, lint W010) is the landed state.
+    A wiki with no index yet is left alone (its first read builds one). A fault while
+    syncing is a notice (:func:`wiki.store.storage.notify`), never a failure of the change
+    that already landed: the next read syncs again."""
+    if not index_exists(wiki):
+        return
+    try:
+        index, _ = open_synced(wiki)
+    except (WikiError, DatabaseError, OSError) as error:
+        notify(f"the search index was not brought up to the new head ({error}); "
+               "the next search or `wiki index` will")
+        return
+    index.close()
 
 
 def rebuild(wiki: Wiki) -> SyncReport:
