@@ -63,8 +63,11 @@ setup-llm: $(STAMP)
 demo: $(STAMP)
 	WIKI="$(abspath $(BIN)/wiki)" bash scripts/demo.sh
 
+## make test: the whole suite, one pytest-xdist worker per core (each test is hermetic: its
+## own HOME, git config and tmp folders; a worker starts its own test PostgreSQL);
+## PYTEST_ARGS="-k name" or "-n 0" passes options through
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -46,7 +46,7 @@ def _other_python(tmp_path: Path) -> Path:
 
 def _make(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()  # not the outer make's (CI runs make test)
-           if k not in {"PYTHON", "VENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"}}
+           if k not in {"PYTHON", "VENV", "PYTEST_ARGS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"}}
     return subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True,
                           env=env, timeout=60)
 
@@ -73,7 +73,7 @@ def test_make_keeps_a_venv_of_the_same_python(tmp_path: Path) -> None:
     for args in ([f"PYTHON={sys.executable}"], []):
         done = _make("test", *args, f"VENV={venv}")
         assert done.returncode == 0, done.stderr
-        assert done.stdout.strip() == f"{venv}/bin/python -m pytest"
+        assert done.stdout.strip() == f"{venv}/bin/python -m pytest -n auto"
 
 
 def test_make_names_a_python_that_does_not_run(tmp_path: Path) -> None:
