@@ -38,7 +38,7 @@ def run_tool(tools, method, kwargs: dict[str, Any]) -> Any:
 
     # the notices are collected in this call's context (a context variable set here, in
     # the worker thread running the call), so calls on other repositories running at the
-    # same time never take them nor add to them (issue 25, item 6)
+    # same time never take them nor add to them (docs/decisions.md, "Per-call state")
     with collect_notices() as notices, tools.lock, command_scope(), using(tools.spec):
         bad = not_unicode(kwargs)
         if bad is not None:

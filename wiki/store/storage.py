@@ -37,7 +37,8 @@ _GIT_WORDS = ("No space left on device", "Read-only file system", "Permission de
 _collector: ContextVar[list[str] | None] = ContextVar("wiki_notices", default=None)
 """The notices of the call running in this context (:func:`collect_notices`); ``None``
 outside any call. A context variable, not a module list: ``wiki serve`` runs calls for
-several repositories at once, each in its own worker thread (issue 25, item 6)."""
+several repositories at once, each in its own worker thread (docs/decisions.md, "Per-call
+state and bounded inputs")."""
 
 
 @contextmanager
