@@ -172,8 +172,8 @@ class NotRegularFileError(UsageError):
     def __init__(self, path: str, kind: str, target: str | None = None):
         self.path, self.kind, self.target = path, kind, target
         through = f"a symbolic link to {kind} ({target})" if target else kind
-        super().__init__(f"{path}: is {through}, not a regular file; name a regular file "
-                         "(or remove what is there)")
+        super().__init__(f"{path}: is {through}, not a regular file; put a regular file "
+                         "there or name one")
 
 
 class FileTooLargeError(UsageError):
