@@ -182,3 +182,101 @@ def test_append_regular_appends_and_creates(tmp_path: Path) -> None:
     link.symlink_to("/dev/null")
     with pytest.raises(NotRegularFileError, match="a symbolic link to a character device"):
         append_regular(link, "three\n")
+
+
+# -- kind: one [llm] timeout for the whole model call, however slowly the provider sends ---------
+
+TRICKLE_GAP = 0.5
+"""Seconds between the bytes the trickling provider sends: well under the 2 s timeout, so
+no single read waits long enough to trip a per-read timeout."""
+
+
+@pytest.fixture
+def trickle(monkeypatch):
+    """An OpenAI-compatible provider on 127.0.0.1 that answers every POST with a 200 and a
+    1 MB ``Content-Length``, then sends the body one byte every :data:`TRICKLE_GAP`
+    seconds until the test ends; selected as the model ``openai/trickle``. Yields the
+    paths of the requests received."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from wiki.llm import backend
+
+    stop, received = threading.Event(), []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            received.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(1 << 20))
+            self.end_headers()
+            body = b'{"id": "x", "object": "chat.completion", "choices": [' + b" " * (1 << 20)
+            for byte in body:
+                if stop.wait(TRICKLE_GAP):
+                    return
+                try:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                except OSError:
+                    return
+
+        def log_message(self, *args) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("OPENAI_API_BASE", f"http://127.0.0.1:{server.server_port}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.setenv("WIKI_MODEL", "openai/trickle")
+    backend.litellm()
+    try:
+        yield received
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_trickling_provider_is_cut_off_at_the_llm_timeout(trickle, wiki: Wiki) -> None:
+    """httpx's timeout is per read, and a byte every half second resets it: the old code
+    waited for the whole megabyte (days). One deadline for the whole call now: the
+    client raises the timeout error (the join below only keeps the old code from hanging
+    the suite; no time is asserted)."""
+    from wiki.llm.client import LLMClient
+    from wiki.llm.errors import LLMTimeoutError
+
+    client = LLMClient("openai/trickle", timeout=2)
+    with pytest.raises(LLMTimeoutError, match="no answer within 2.0 s"):
+        _finished(client.complete, [{"role": "user", "content": "hello"}])
+    assert trickle == ["/v1/chat/completions"]
+    assert client.usage.timeouts == 1 and client.usage.errors == 1
+
+
+ENTRIES = {
+    "travel/per-diem.md": entry(
+        "pd", "Per diem", "Per diem covers meals and incidental expenses on travel days. "
+        "The first and last travel day pay 75 percent of the daily rate.",
+        summary="Daily meal money."),
+    "travel/lodging.md": entry(
+        "lg", "Lodging", "Lodging is booked through the travel portal before the trip. "
+        "The travel day hotel rate follows the federal table.", summary="Hotels."),
+    "hr/leave.md": entry("lv", "Annual leave", "Employees earn annual leave every pay "
+                         "period.", summary="Vacation days."),
+}
+
+
+def test_ask_with_a_trickling_provider_gives_the_extractive_answer(trickle, cli,
+                                                                   wiki: Wiki) -> None:
+    """Through ``[llm] timeout = 2`` in wiki.toml, as a user sets it: ``wiki ask`` answers
+    from the entries with a note instead of waiting for the provider."""
+    text = (wiki.store.read_path(wiki.require_head(), "wiki.toml").decode()
+            + "\n[llm]\ntimeout = 2\n")
+    land(wiki, {"wiki.toml": text, **ENTRIES}, override="the model's timeout (R009)")
+    result = _finished(cli, "ask", "how much per diem is paid on the first travel day?")
+    assert result.exit_code == 0, result.output
+    assert "75 percent of the daily rate. [1]" in result.stdout
+    assert "note: the model did not answer" in result.stderr
+    assert "[llm] timeout = 2 s" in result.stderr
+    assert trickle == ["/v1/chat/completions"]
