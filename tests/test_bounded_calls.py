@@ -237,6 +237,9 @@ def trickle(monkeypatch):
         stop.set()
         server.shutdown()
         server.server_close()
+        for thread in threading.enumerate():  # the calls the client gave up on end now
+            if thread.name == "wiki-llm-call":
+                thread.join(GENEROUS)
 
 
 def test_a_trickling_provider_is_cut_off_at_the_llm_timeout(trickle, wiki: Wiki) -> None:
@@ -280,3 +283,39 @@ def test_ask_with_a_trickling_provider_gives_the_extractive_answer(trickle, cli,
     assert "note: the model did not answer" in result.stderr
     assert "[llm] timeout = 2 s" in result.stderr
     assert trickle == ["/v1/chat/completions"]
+
+
+# -- kind: the embedding server closes a connection that sends nothing ---------------------------
+
+def test_the_embedding_server_closes_an_idle_connection(vectors_on, monkeypatch) -> None:
+    """Each connection had a thread that waited for its next line for ever: a client (or a
+    crash) leaving connections open and silent piled up threads in the shared server. A
+    connection idle for ``CONNECTION_IDLE_SECONDS`` is closed now; one that asks at once
+    is answered as before."""
+    import json
+    import tempfile
+
+    from indexes import embed_service, embedders
+
+    monkeypatch.setattr(embed_service, "CONNECTION_IDLE_SECONDS", 0.5)
+    with tempfile.TemporaryDirectory(prefix="wiki-idle-") as folder:  # a short socket path
+        path = Path(folder) / "embed.sock"
+        server = embed_service._Server(path, embedders.load("fake-hash"))
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+        try:
+            with socket.socket(socket.AF_UNIX) as asking:
+                asking.settimeout(GENEROUS)
+                asking.connect(str(path))
+                asking.sendall(b'{"op": "ping"}\n')
+                assert json.loads(asking.makefile("rb").readline())["ok"] is True
+            with socket.socket(socket.AF_UNIX) as idle:
+                idle.settimeout(GENEROUS)  # only so the old code fails instead of hanging
+                idle.connect(str(path))
+                try:
+                    closed = idle.recv(1) == b""
+                except TimeoutError:
+                    closed = False
+            assert closed, "the server kept an idle connection open"
+        finally:
+            server.shutdown()
+            server.server_close()
