@@ -63,7 +63,8 @@ def read_regular(path: Path | str, limit_bytes: int, *, hint: str = "") -> bytes
             raise FileTooLargeError(str(path), status.st_size, limit_bytes, hint=hint)
         chunks, total = [], 0
         while total <= limit_bytes:
-            chunk = os.read(handle, min(_CHUNK, limit_bytes + 1 - total))
+            want = max(_CHUNK, status.st_size + 1 - total)  # the whole file in one read
+            chunk = os.read(handle, min(want, limit_bytes + 1 - total))
             if not chunk:
                 break
             chunks.append(chunk)
