@@ -58,8 +58,25 @@ class _QueriesFirst:
 
 
 
+CONNECTION_IDLE_SECONDS = 30.0
+"""A connection that sends nothing for this long (before a request, between two, or in the
+middle of one) or does not take its reply for this long is closed, and its thread ends:
+a client that opens connections and goes silent (or half-closes them) must not hold a
+thread each for ever. Clients connect per call and send at once, so none waits this long."""
+
+
 class _Handler(socketserver.StreamRequestHandler):
+    def setup(self) -> None:
+        self.timeout = CONNECTION_IDLE_SECONDS  # read when the connection opens
+        super().setup()  # sets the socket's timeout from self.timeout
+
     def handle(self) -> None:
+        try:
+            self._serve()
+        except (TimeoutError, ConnectionError) as exc:  # idle or gone: close it
+            log.info("connection closed: %s", type(exc).__name__)
+
+    def _serve(self) -> None:
         state: _Server = self.server  # type: ignore[assignment]
         while True:
             line = self.rfile.readline(MAX_REQUEST_BYTES + 1)

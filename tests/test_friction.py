@@ -202,9 +202,10 @@ def test_gaps_log_that_cannot_be_read_is_one_error_line(cli, repo: Path) -> None
     assert cli("init").exit_code == 0
     _gap_log(repo).mkdir(parents=True)
     failed = cli("gaps")
-    assert failed.exit_code == 1
-    assert failed.stderr.startswith("error: cannot read the evidence-gap log ")
-    assert "Is a directory" in failed.stderr
+    assert failed.exit_code == 2  # a usage error naming the path (tests/test_bounded_calls.py)
+    assert failed.stderr.startswith(f"error: {_gap_log(repo)}: is a directory, not a regular "
+                                    "file")
+    assert len(failed.stderr.strip().splitlines()) == 1
 
 
 # -- wiki propose FILE takes plain markdown ---------------------------------------------------

@@ -25,7 +25,7 @@ import anyio
 import pytest
 from conftest import BOB, acting_as, git, write
 
-from wiki.store.storage import take_notices
+from wiki.store.storage import collect_notices
 from wiki_cli.errors import STORAGE
 
 QUESTION = "how do I file a travel voucher?"
@@ -143,7 +143,6 @@ def test_mcp_search_recovers_and_says_so(cli, repo: Path) -> None:
     async def call():
         return await server.call_tool("search", {"query": "tock #670"})
 
-    take_notices()
     result = anyio.run(call)
     data = result.structured_content if hasattr(result, "structured_content") else result
     text = json.dumps(data) if not hasattr(result, "content") else \
@@ -328,13 +327,11 @@ def test_llm_cache_on_a_read_only_dir_caches_in_memory(tmp_path: Path) -> None:
 
     folder = tmp_path / "state"
     folder.mkdir()
-    take_notices()
-    with read_only(folder):
+    with read_only(folder), collect_notices() as notices:
         cache = ResponseCache(folder / "llm-cache.sqlite")
         cache.put("k", "fake/model", {"text": "an answer"})
         assert cache.get("k") == {"text": "an answer"} and cache.path is None
         cache.close()
-    notices = take_notices()
     assert len(notices) == 1, notices
     assert "LLM response cache" in notices[0] and "in memory" in notices[0]
     assert not (folder / "llm-cache.sqlite").exists()

@@ -163,6 +163,34 @@ class UsageError(WikiError):
     option or value and what to give instead (CLI exit 2)."""
 
 
+class NotRegularFileError(UsageError):
+    """A file a user named, or a state log the wiki appends to, is not a regular file (a
+    FIFO, a device, a directory, a socket, or a symbolic link to one): refused without
+    reading or writing it (:mod:`wiki.files`). Carries ``path``, ``kind`` (e.g. ``"a
+    FIFO"``) and ``target`` (where a symbolic link led, else ``None``). CLI exit 2."""
+
+    def __init__(self, path: str, kind: str, target: str | None = None):
+        self.path, self.kind, self.target = path, kind, target
+        through = f"a symbolic link to {kind} ({target})" if target else kind
+        super().__init__(f"{path}: is {through}, not a regular file; put a regular file "
+                         "there or name one")
+
+
+class FileTooLargeError(UsageError):
+    """A file a user named holds more than the bytes the command reads
+    (:func:`wiki.files.read_regular`). Carries ``path``, ``size`` (bytes found; with
+    ``at_least``, reading stopped past the limit, so it holds more) and ``limit``
+    (bytes); ``hint`` ends the message (what to do: which setting raises the limit).
+    CLI exit 2."""
+
+    def __init__(self, path: str, size: int, limit: int, *, at_least: bool = False,
+                 hint: str = ""):
+        self.path, self.size, self.limit = path, size, limit
+        said = f"more than the limit of {limit:,} bytes" if at_least else \
+            f"{size:,} bytes, over the limit of {limit:,} bytes"
+        super().__init__(f"{path}: {said}" + (f"; {hint}" if hint else ""))
+
+
 def quoted(value: object, limit: int = 60) -> str:
     """``value`` as a message may name it: in single quotes, on one line (a newline or
     carriage return written as ``\\n``/``\\r``), at most ``limit`` characters of it (then

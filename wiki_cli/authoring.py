@@ -48,12 +48,13 @@ def propose(
     elif edit and file is None:
         from wiki.store.lookup import find_entry
         read = authoring.read_base(wiki, base)  # the editor edits what was read here
-        result = authoring.edit_entry(wiki, edit, _edit_in_editor(find_entry(wiki, edit, read)),
+        edited = _edit_in_editor(find_entry(wiki, edit, read), authoring.file_limit(wiki))
+        result = authoring.edit_entry(wiki, edit, edited,
                                       redact=redact, base=read.commit)
     elif file is None:
         raise UsageError("give a FILE (or --edit ID to use $EDITOR, or --retract ID)")
     else:
-        text = _read(file)
+        text = _read(file, authoring.file_limit(wiki))
         name = Path(file).name if file != "-" else "-"
         if edit:
             base = base or _inferred(wiki, edit, text)
@@ -102,16 +103,21 @@ def _inferred(wiki, target: str, text: bytes) -> str:
     return found.commit
 
 
-def _read(file: str) -> bytes:
+def _read(file: str, limit: int) -> bytes:
+    """FILE's bytes (``-``: stdin), at most ``limit``: a regular file only, never a FIFO or
+    a device (:mod:`wiki.files`); a file that cannot be read is a :class:`UsageError`."""
+    from wiki.files import read_regular, read_stream
+
+    hint = "split it, or raise [ingest] max_bytes in wiki.toml"
     if file == "-":
-        return sys.stdin.buffer.read()
+        return read_stream(sys.stdin.buffer, "stdin", limit, hint=hint)
     try:
-        return Path(file).read_bytes()
+        return read_regular(Path(file), limit, hint=hint)
     except OSError as exc:
         raise UsageError(f"{file}: {exc.strerror}") from None
 
 
-def _edit_in_editor(entry) -> bytes:
+def _edit_in_editor(entry, limit: int) -> bytes:
     """Open the entry in $VISUAL/$EDITOR (argument list, no shell) and return the result."""
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     with tempfile.TemporaryDirectory() as folder:
@@ -124,4 +130,4 @@ def _edit_in_editor(entry) -> bytes:
                              f"{exc.strerror}") from None
         if code != 0:
             raise UsageError(f"the editor exited with {code}; nothing proposed")
-        return path.read_bytes()
+        return _read(str(path), limit)

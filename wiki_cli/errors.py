@@ -58,7 +58,7 @@ from wiki.errors import (
     UsageError,
     WikiError,
 )
-from wiki.store.storage import storage_error, take_notices
+from wiki.store.storage import collect_notices, storage_error, take_notices
 from wiki_cli.inert import one_line, shown
 
 OK, FINDINGS, USAGE, GAP, CONFLICT, REFUSED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 4, 5, 70, 130
@@ -140,7 +140,9 @@ class WikiGroup(TyperGroup):
     def invoke(self, ctx):
         from wiki.llm.usage import command_scope  # light: no model library
 
-        with _working_directory_kept():  # `-C DIR` holds for this invocation only
+        # `-C DIR` holds for this invocation only; the notices are this invocation's
+        # (a context variable: an embedding program may run commands in several threads)
+        with _working_directory_kept(), collect_notices():
             return self._invoke(ctx, command_scope)
 
     def _invoke(self, ctx, command_scope):
@@ -210,7 +212,9 @@ def _working_directory_kept():
 
 
 def report_notices() -> None:
-    """Report the library's notices (:func:`wiki.store.storage.take_notices`), one line each."""
+    """Report the notices this command has recorded so far
+    (:func:`wiki.store.storage.take_notices`, the command's own collector opened by
+    :class:`WikiGroup`), one line each on stderr."""
     for notice in take_notices():
         report(notice)
 

@@ -10,7 +10,7 @@ from typing import Any
 from indexes.backend import as_index_error
 from indexes.errors import IndexesError
 from wiki.errors import WikiError
-from wiki.store.storage import storage_error, take_notices
+from wiki.store.storage import collect_notices, storage_error
 from wiki_cli.inert import masked_values
 from wiki_cli.mcp_arguments import not_unicode
 
@@ -36,28 +36,29 @@ def run_tool(tools, method, kwargs: dict[str, Any]) -> Any:
     from wiki.answering.embed_settings import using
     from wiki.llm.usage import command_scope
 
-    with tools.lock, command_scope(), using(tools.spec):  # one [llm] timeout per call
-        take_notices()  # only this call's notices go with its result
+    # the notices are collected in this call's context (a context variable set here, in
+    # the worker thread running the call), so calls on other repositories running at the
+    # same time never take them nor add to them (docs/decisions.md, "Per-call state")
+    with collect_notices() as notices, tools.lock, command_scope(), using(tools.spec):
         bad = not_unicode(kwargs)
         if bad is not None:
             raise ToolFailure(bad, [])
         try:
             result = masked_values(method(**kwargs))
         except (WikiError, IndexesError) as error:
-            raise ToolFailure(error, take_notices()) from error
+            raise ToolFailure(error, list(notices)) from error
         except Exception as error:  # noqa: BLE001 - the caller gets one line, not "Error executing tool"
             database = as_index_error(error)
             if database is not None:  # the index database broke off, as the CLI says it
-                raise ToolFailure(database, take_notices()) from error
+                raise ToolFailure(database, list(notices)) from error
             storage = storage_error(error, getattr(error, "filename", None) or "a file",
                                     anywhere=True)
             if storage is not None:
-                raise ToolFailure(storage, take_notices()) from error
+                raise ToolFailure(storage, list(notices)) from error
             log.exception("internal error in tool %s", getattr(method, "__name__", method))
-            raise ToolFailure(error, take_notices(), internal=True) from error
-        notices = take_notices()
+            raise ToolFailure(error, list(notices), internal=True) from error
         for notice in notices:
             log.warning("%s", notice)
         if notices and isinstance(result, dict):
-            result = {**result, "notices": notices}
+            result = {**result, "notices": list(notices)}
         return result

@@ -28,6 +28,7 @@ from wiki.answering.picker import DEFAULT, GapReason, pick_answer
 from wiki.answering.revalidate import Revalidated, Revalidation
 from wiki.answering.revalidate import revalidate as check_sources
 from wiki.answering.search import SearchRequest, SearchResult, run_search
+from wiki.files import append_regular
 from wiki.store.entry import now_iso
 from wiki.store.markdown_text import heading_above
 from wiki.store.storage import notify, storage_cause
@@ -370,7 +371,9 @@ megabyte per question; the log must not grow by that much per call)."""
 def _record_gap(wiki: Wiki, answer: Answer) -> None:
     """Append the gap to ``gaps.jsonl`` for lint (the question clipped to
     :data:`GAP_QUESTION_CHARS`); a disk that refuses it (read-only, full) loses only this
-    record, said in a notice, never the answer."""
+    record, said in a notice, never the answer. Raises
+    :class:`wiki.errors.NotRegularFileError` when ``gaps.jsonl`` is a directory, a FIFO or
+    a device (:func:`wiki.files.append_regular`)."""
     question = answer.question if len(answer.question) <= GAP_QUESTION_CHARS else \
         answer.question[:GAP_QUESTION_CHARS] + "…"
     line = {"time": now_iso(), "question": question, "commit": answer.commit,
@@ -379,10 +382,10 @@ def _record_gap(wiki: Wiki, answer: Answer) -> None:
         line["missing_type"] = answer.missing_type
     if answer.gap_reason is not None:
         line["gap_reason"] = answer.gap_reason.code
-    try:
+    try:  # a regular file only: a directory or FIFO there is an error naming it
         wiki.state_dir.mkdir(parents=True, exist_ok=True)
-        with open(wiki.state_dir / "gaps.jsonl", "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+        append_regular(wiki.state_dir / "gaps.jsonl", json.dumps(line, ensure_ascii=False)
+                       + "\n")
     except OSError as exc:
         cause = storage_cause(exc)
         if cause is None:

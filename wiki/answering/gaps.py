@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wiki.errors import WikiError
+from wiki.files import STATE_LOG_HINT, STATE_LOG_LIMIT_BYTES, read_regular
 from wiki.store.workspace import Wiki
 
 LOG_NAME = "gaps.jsonl"
@@ -54,12 +55,15 @@ def log_path(wiki: Wiki) -> Path:
 
 def read_gaps(wiki: Wiki, limit: int | None = None) -> GapLog:
     """The recorded gaps, newest first (by ``time``; equal times: later lines first), at
-    most ``limit``. A missing log is an empty result. Raises :class:`WikiError` naming
-    the path when the log exists but cannot be read (a directory, no permission)."""
+    most ``limit``. A missing log is an empty result. Raises
+    :class:`wiki.errors.NotRegularFileError` when the log is a directory, a FIFO or a
+    device, :class:`wiki.errors.FileTooLargeError` past
+    :data:`wiki.files.STATE_LOG_LIMIT_BYTES` and :class:`WikiError` naming the path when
+    it cannot be read (no permission)."""
     path = log_path(wiki)
     result = GapLog(path)
-    try:
-        raw = path.read_bytes()
+    try:  # a regular file only: a FIFO would block the read, /dev/zero never end it
+        raw = read_regular(path, STATE_LOG_LIMIT_BYTES, hint=STATE_LOG_HINT)
     except FileNotFoundError:
         return result
     except OSError as exc:

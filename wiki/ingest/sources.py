@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-import stat
 from pathlib import Path
 
-from wiki.errors import SourceError
+from wiki.errors import FileTooLargeError, NotRegularFileError, SourceError
+from wiki.files import read_regular
 from wiki.store.frontmatter import normalize_newlines
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -53,17 +53,13 @@ def read_text(path: Path, *, max_bytes: int, max_lines: int) -> str:
     ``max_lines`` lines, holds a NUL byte (binary) or is not valid UTF-8.
     """
     shown = str(path)
-    try:
-        status = path.stat()
-    except OSError as exc:
-        raise SourceError(shown, f"cannot read: {exc.strerror}") from None
-    if not stat.S_ISREG(status.st_mode):  # a FIFO blocks the read, /dev/zero never ends
-        raise SourceError(shown, "not a regular file (a folder, pipe, socket or device)")
-    size = status.st_size
-    if size > max_bytes:
-        raise too_large(shown, size, max_bytes)
-    try:
-        data = path.read_bytes()
+    try:  # regular files only, opened without blocking (wiki.files)
+        data = read_regular(path, max_bytes)
+    except NotRegularFileError as exc:  # a FIFO blocks the read, /dev/zero never ends
+        through = f"a symbolic link to {exc.kind}" if exc.target else exc.kind
+        raise SourceError(shown, f"not a regular file ({through})") from None
+    except FileTooLargeError as exc:
+        raise too_large(shown, exc.size, max_bytes) from None
     except OSError as exc:
         raise SourceError(shown, f"cannot read: {exc.strerror}") from None
     return decode_text(data, shown, max_lines=max_lines)

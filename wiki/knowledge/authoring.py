@@ -214,6 +214,22 @@ def read_base(wiki: Wiki, base: str | None) -> Snapshot:
     return wiki.snapshot(wiki.resolve_base(base) if base else None)
 
 
+def file_limit(wiki: Wiki) -> int:
+    """The most bytes ``wiki propose`` reads of a FILE (or of stdin): the largest blob the
+    review check reads, ``([ingest] max_bytes + SIZE_SLACK) * SCAN_FACTOR`` (16.5 MB by
+    default). A larger entry could never land (flag R006, unscanned, is not overridable),
+    so it is refused before it is read (:func:`wiki.files.read_regular`)."""
+    from wiki.config import IngestConfig
+    from wiki.errors import WikiError
+    from wiki.review.check import SCAN_FACTOR, SIZE_SLACK
+
+    try:
+        cap = wiki.config().ingest.max_bytes
+    except WikiError:  # an invalid or missing wiki.toml: the default cap still holds
+        cap = IngestConfig().max_bytes
+    return (cap + SIZE_SLACK) * SCAN_FACTOR
+
+
 def near_duplicates(snapshot: Snapshot, entry: Entry) -> list[str]:
     """Paths of active entries that look like ``entry`` (see the module docstring)."""
     names = {fold_name(n) for n in (entry.title, *entry.aliases)} - {""}

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 
 from wiki.errors import ConfigError
+from wiki.files import STATE_LOG_HINT, STATE_LOG_LIMIT_BYTES, append_regular, read_regular
 from wiki.store.entry import Entry
 from wiki.store.gitrepo import Identity, current_identity
 from wiki.store.lookup import find_entry
@@ -41,8 +42,9 @@ class Counts:
 
 def record(wiki: Wiki, target: str, outcome: str, *, who: Identity | None = None) -> Counts:
     """Append one outcome of procedure ``target`` (id or path) and return its counts.
-    Raises ``ConfigError`` for an unknown outcome or an entry that is not a procedure and
-    ``NotFoundError`` for an unknown entry."""
+    Raises ``ConfigError`` for an unknown outcome or an entry that is not a procedure,
+    ``NotFoundError`` for an unknown entry and ``NotRegularFileError`` when the log is a
+    directory, a FIFO or a device (:mod:`wiki.files`)."""
     if outcome not in OUTCOMES:
         raise ConfigError(f"outcome must be worked or failed, got {outcome!r}")
     entry = find_entry(wiki, target)
@@ -54,14 +56,15 @@ def record(wiki: Wiki, target: str, outcome: str, *, who: Identity | None = None
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # orders events
     line = {"time": stamp, "entry_id": entry.id, "path": entry.path,
             "outcome": outcome, "by": who.email}
-    with open(wiki.state_dir / LOG_NAME, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+    append_regular(wiki.state_dir / LOG_NAME, json.dumps(line, ensure_ascii=False) + "\n")
     return counts(wiki, entry)
 
 
 def counts(wiki: Wiki, entry: Entry | str) -> Counts:
     """The counts of ``entry`` (an entry or its id/path): the field on the branch plus
-    the local log's events newer than the field's ``last``."""
+    the local log's events newer than the field's ``last``. Raises
+    ``NotRegularFileError`` when the log is not a regular file and ``FileTooLargeError``
+    when it holds more than :data:`wiki.files.STATE_LOG_LIMIT_BYTES`."""
     if isinstance(entry, str):
         entry = find_entry(wiki, entry)
     recorded = entry.meta.get("outcomes") if isinstance(entry.meta.get("outcomes"), dict) \
@@ -73,8 +76,12 @@ def counts(wiki: Wiki, entry: Entry | str) -> Counts:
         result.failed = int(recorded.get("failed") or 0)
         since = result.last = str(recorded.get("last") or "")
     path = wiki.state_dir / LOG_NAME
-    if path.exists():
-        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    try:
+        log = read_regular(path, STATE_LOG_LIMIT_BYTES, hint=STATE_LOG_HINT)
+    except FileNotFoundError:
+        log = b""
+    if log:
+        for raw in log.decode("utf-8", errors="replace").splitlines():
             try:
                 event = json.loads(raw)
             except ValueError:

@@ -10,8 +10,10 @@ and adds what the product needs around it:
   (:meth:`LLMClient.budget`) that refuse a call once calls, tokens or seconds are spent;
 * one deadline (:class:`~wiki.llm.usage.Deadline`, ``[llm] timeout``) for all the calls
   of a command, and no provider retries: a provider that accepts the connection and never
-  answers costs the command at most the deadline, not a timeout per retry; provider
-  failures become :class:`LLMCallError` / :class:`LLMTimeoutError`, never a traceback;
+  answers, or trickles its answer a byte at a time, costs the command at most the
+  deadline (each call is waited for in a thread, :func:`within`), not a timeout per
+  retry or per read; provider failures become :class:`LLMCallError` /
+  :class:`LLMTimeoutError`, never a traceback;
 * :func:`redact_outbound` on every message before it is sent;
 * scored yes/no judgements (:meth:`LLMClient.judge`) from the log-probabilities of the
   first answer token, and JSON-constrained choices (:meth:`LLMClient.choose`).
@@ -21,12 +23,16 @@ Nothing here prints; the client never decides what to do about a failure, its ca
 
 from __future__ import annotations
 
+import contextvars
 import json
 import math
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
 
 from wiki.llm import backend, prompts
 from wiki.llm.cache import ResponseCache, cache_key
@@ -34,6 +40,7 @@ from wiki.llm.errors import LLMCallError, LLMTimeoutError
 from wiki.llm.usage import Budget, Deadline, Limits, Usage
 from wiki.safety.scan import redact
 
+T = TypeVar("T")
 YES = frozenset({"yes", "y", "true"})
 NO = frozenset({"no", "n", "false"})
 TOP_LOGPROBS = 10
@@ -46,6 +53,36 @@ def redact_outbound(text: str) -> tuple[str, int]:
     the same pattern table that guards every proposal (docs/security.md)."""
     cleaned, findings = redact(text)
     return cleaned, len(findings)
+
+
+class CallExpiredError(TimeoutError):
+    """A call run by :func:`within` did not return in its time."""
+
+
+def within(seconds: float, call: Callable[[], T]) -> T:
+    """``call()``'s result, waited for at most ``seconds`` (one deadline for the whole
+    call: a provider that sends a byte every second never trips a per-read timeout).
+    The call runs in a daemon thread with this context's variables; raises
+    :class:`CallExpiredError` when it has not returned in time (the thread is abandoned:
+    it ends when the provider stops sending or closes, its result unused), and whatever
+    ``call`` raised otherwise."""
+    box: dict[str, object] = {}
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            box["result"] = context.run(call)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="wiki-llm-call", daemon=True)
+    worker.start()
+    worker.join(max(seconds, 0.0))
+    if worker.is_alive():
+        raise CallExpiredError(f"no answer within {seconds:.1f} s")
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["result"]  # type: ignore[return-value]
 
 
 @dataclass
@@ -175,8 +212,9 @@ class LLMClient:
         started = time.monotonic()
         self.usage.calls += 1
         try:
-            response = litellm.completion(model=self.model, messages=messages, **kwargs)
-        except litellm.Timeout as exc:
+            response = within(timeout, partial(litellm.completion, model=self.model,
+                                               messages=messages, **kwargs))
+        except (litellm.Timeout, CallExpiredError) as exc:
             self.usage.errors += 1
             self.usage.timeouts += 1
             scope = ("" if self.deadline is None else

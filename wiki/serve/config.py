@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wiki.errors import ConfigError
+from wiki.errors import ConfigError, FileTooLargeError, NotRegularFileError
+from wiki.files import read_regular
 from wiki.store.gitrepo import Identity
 
 READ, PROPOSE = "read", "propose"
@@ -27,6 +28,8 @@ RIGHTS = (READ, PROPOSE)
 HASH_PREFIX = "sha256:"
 TOKEN_PREFIX = "wk_"
 ALL_REPOS = "*"
+CONFIG_LIMIT_BYTES = 1 << 20
+"""The most bytes of a ``wiki serve`` config file read (a real one is a few kilobytes)."""
 REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 IDENTITY = re.compile(r"^\s*([^<>]+?)\s*<([^<>\s]+)>\s*$")
 
@@ -121,17 +124,20 @@ def parse_identity(text: str, where: str) -> Identity:
 
 def load_config(path: Path) -> ServeConfig:
     """Read and check the file at ``path``. Raises :class:`ConfigError` naming the file and
-    the field for a missing file, bad TOML, an unknown key, a bad value, a token that is
+    the field for a missing file, a file that is not a regular file or holds more than
+    :data:`CONFIG_LIMIT_BYTES`, bad TOML, an unknown key, a bad value, a token that is
     not a hash, a token naming an unknown repository, a propose token without author, or
     two tokens with one name or one hash."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    try:  # a regular file only: a FIFO or /dev/zero named as the config is refused
+        data = tomllib.loads(read_regular(path, CONFIG_LIMIT_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file (see docs/serve.md)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except (NotRegularFileError, FileTooLargeError) as exc:
+        raise ConfigError(str(exc)) from None
     _known(data, {"server", "repos", "tokens"}, str(path))
     server = _table(data, "server", path)
     _known(server, {"host", "port", "fetch_interval", "max_body_bytes", "body_timeout",
