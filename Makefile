@@ -30,7 +30,7 @@ endif
 endif
 endif
 
-.PHONY: setup setup-llm demo test lint eval eval-staff eval-llm eval-judge bench clean fuzz
+.PHONY: setup setup-llm demo test test-fast lint eval eval-staff eval-llm eval-judge bench clean fuzz
 
 setup: $(STAMP)
 
@@ -68,6 +68,11 @@ demo: $(STAMP)
 ## PYTEST_ARGS="-k name" or "-n 0" passes options through
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
+
+## make test-fast: the everyday run, without the tests marked slow, pg, model or subprocess
+## (tests/conftest.py sets the markers; `make test` runs them all, as CI does)
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n auto -m "not slow and not pg and not model and not subprocess" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

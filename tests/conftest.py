@@ -3,6 +3,7 @@ HOME, real SQLite, the CLI run in-process through typer's runner."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 from collections.abc import Iterator
@@ -24,6 +25,34 @@ from wiki.store.workspace import Wiki
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# Markers set from what a test uses, so `make test-fast` can leave out the costly kinds (all
+# run in `make test`); `slow` is set by hand on tests measured over ~5 s in a full run.
+_MODEL_WORDS = ("DEFAULT_MODEL", "all-MiniLM", "OnnxEmbedder", "SentenceTransformer",
+                "served_vectors")
+_SUBPROCESS_WORDS = ("subprocess.", "Popen", "sys.executable", "_wiki_with_import_hook")
+
+
+def _test_source(item) -> str:
+    try:
+        return inspect.getsource(item.function)
+    except (AttributeError, OSError, TypeError):
+        return ""
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Mark each test ``pg`` (it uses the test PostgreSQL), ``model`` (the real embedding
+    model or its server) and ``subprocess`` (it starts processes), from its fixtures and
+    its own code."""
+    for item in items:
+        source, fixtures = _test_source(item), set(getattr(item, "fixturenames", ()))
+        if "pg_url" in fixtures:
+            item.add_marker("pg")
+        if fixtures & {"remote", "served_runtime"} or any(w in source for w in _MODEL_WORDS):
+            item.add_marker("model")
+        if any(w in source for w in _SUBPROCESS_WORDS):
+            item.add_marker("subprocess")
+
 
 ALICE = Identity("Alice Author", "alice@example.com")
 BOB = Identity("Bob Reviewer", "bob@example.com")

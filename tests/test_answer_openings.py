@@ -153,6 +153,7 @@ def docs_wiki(wiki: Wiki, monkeypatch) -> Wiki:
     return wiki
 
 
+@pytest.mark.slow
 def test_the_demo_questions_open_with_a_sentence_that_answers(docs_wiki: Wiki, cli) -> None:
     approved = ask(docs_wiki, "how does a proposal get approved?", revalidate=False)
     assert not approved.gap

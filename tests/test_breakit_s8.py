@@ -39,6 +39,7 @@ def _served_and_local(index: SearchIndex, query, limit: int = 6):
     return served, local
 
 
+@pytest.mark.slow
 @needs_model
 def test_a_restored_copy_that_diverged_is_not_answered_from_the_other_history(
         remote: RemoteEmbedder, tmp_path: Path) -> None:
@@ -197,6 +198,7 @@ def test_the_wiki_section_in_one_read_is_what_git_config_get_gives(tmp_path: Pat
         gitcli.config_value(git_dir, "wiki.branch")
 
 
+@pytest.mark.slow
 @needs_model
 def test_served_searches_equal_unserved_ones_with_filters_and_as_of(
         repo: Path, cli, served_runtime: Path) -> None:

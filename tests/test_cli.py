@@ -132,6 +132,7 @@ def _run(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Comp
                           capture_output=True, env={**os.environ, **(env or {})}, timeout=120)
 
 
+@pytest.mark.slow
 def test_subprocess_smoke_end_to_end(repo: Path) -> None:
     write(repo / "docs" / "a.md", "# Leave\n\nAnnual leave is requested in HR Links.\n")
     assert _run(["init"], repo).returncode == 0
@@ -156,6 +157,7 @@ def test_light_commands_load_no_heavy_module(argv: list[str], repo: Path) -> Non
     assert "HEAVY []" in result.stderr
 
 
+@pytest.mark.slow
 def test_search_process_loads_no_model_library(repo: Path) -> None:
     write(repo / "docs" / "a.md", "# A\n\nAlpha text.\n")
     _run(["init"], repo)

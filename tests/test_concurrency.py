@@ -34,6 +34,7 @@ def _rebuilder(path: str, rounds: int, queue) -> None:
         queue.put(f"{type(exc).__name__}: {exc}")
 
 
+@pytest.mark.slow
 @pytest.mark.robustness("W4")
 def test_parallel_syncs_searches_and_rebuilds_never_fail(wiki: Wiki, repo: Path) -> None:
     for round_ in range(3):
@@ -76,6 +77,7 @@ def _worker(role: str, path: str, names: list[str], queue) -> None:
         queue.put((role, f"{type(exc).__name__}: {exc}"))
 
 
+@pytest.mark.slow
 @pytest.mark.robustness("W4")
 def test_robustness_w4_hook_ask_lint_and_approvals_at_once_lose_nothing(wiki: Wiki,
                                                                         repo: Path) -> None:

@@ -160,6 +160,7 @@ def test_remote_vectors_equal_in_process_vectors(served, reference) -> None:
     assert remote.ping() == {"ok": True, "model": MODEL, "dim": 384, "pid": pid}
 
 
+@pytest.mark.slow
 def test_large_batch_of_long_texts(served, reference) -> None:
     remote, _ = served
     texts = [f"{i} " + "the quick brown fox jumps over the lazy dog " * 35 for i in range(64)]

@@ -204,6 +204,7 @@ def _waiting(lock, short: bool) -> bool:
 @pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None
                     or embedders.load_default.probe() is not None,
                     reason="the real embedding model is not installed")
+@pytest.mark.slow
 def test_preparing_the_onnx_copy_is_said_on_stderr(cli, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL)

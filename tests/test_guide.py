@@ -128,6 +128,7 @@ def _carry_state(state: Path) -> None:
         new.unlink()
 
 
+@pytest.mark.slow
 def test_every_runnable_example_in_the_guide(tmp_path: Path) -> None:
     """Run the guide's examples in order; each exits with the code the guide states."""
     env = _environment(tmp_path)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import multiprocessing
 
+import pytest
+
 from indexes.store import SearchIndex
 
 PROCESSES = 6
@@ -21,6 +23,7 @@ def _open(path: str, barrier, results) -> None:
         results.put((type(exc).__name__, str(exc)))
 
 
+@pytest.mark.slow
 def test_processes_opening_a_new_index_together_all_succeed(tmp_path) -> None:
     context = multiprocessing.get_context("forkserver")
     failures = []

@@ -218,6 +218,7 @@ proposal (events 3-5). A writer proposing after an approval works from an old co
 
 @settings(max_examples=8, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@pytest.mark.slow
 @given(rounds=ROUNDS)
 def test_no_approved_change_is_ever_lost(rounds, monkeypatch) -> None:
     """N writers over random entries: every marker a landed proposal added is in the final

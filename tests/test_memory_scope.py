@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from tests.memory_helpers import entry, land
 from tests.test_hybrid import fake_model  # noqa: F401 - the fixture, through the registry
 from wiki.answering.search import filters_for, search
@@ -40,6 +42,7 @@ def test_scope_defaults_to_the_top_folder_and_can_be_set() -> None:
                        ).scope == "team-a"
 
 
+@pytest.mark.slow
 def test_a_thousand_scoped_queries_never_leak(wiki: Wiki, fake_model) -> None:  # noqa: F811
     rng = random.Random(8)
     scope_of = _build(wiki, rng)

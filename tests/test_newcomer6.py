@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import pytest
 from conftest import ingest_and_land, write
 from serve_helpers import READ_TOKEN, running, write_config
 
@@ -81,6 +82,7 @@ def _wiki_command(tmp_path: Path) -> Path:
     return command
 
 
+@pytest.mark.slow
 def test_demo_dir_keeps_the_demo_repository_and_refuses_a_full_folder(tmp_path: Path) -> None:
     """docs/serve.md over "the demo wiki": `make demo` removed its repository at exit;
     with DEMO_DIR it stays, with its landed wiki branch, and a folder that is not empty

@@ -202,6 +202,7 @@ def wiki_command(tmp_path: Path) -> Path:
     return command
 
 
+@pytest.mark.slow
 def test_demo_runs_through_review_with_expect(tmp_path: Path, wiki_command: Path) -> None:
     """scripts/demo.sh end to end on a two-page folder (no vectors): the approval with
     `--expect` lands, and the questions are asked."""

@@ -32,6 +32,7 @@ def _approver(path: str, names: list[str], queue) -> None:
         queue.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
+@pytest.mark.slow
 @pytest.mark.robustness("W4")
 def test_fifty_proposals_approved_from_four_processes(wiki: Wiki) -> None:
     names = []
