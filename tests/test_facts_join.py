@@ -169,3 +169,20 @@ def test_an_edit_that_changes_a_fact_stays_in_the_entry(wiki: Wiki, repo: Path) 
     approve(wiki, proposed["proposal"], approver=BOB)
     (fact,) = current(wiki, KEY)
     assert fact.value == 5 and fact.path == PATH
+
+
+def test_a_changed_value_is_restated_in_the_prose_without_a_machine_line(wiki: Wiki,
+                                                                         repo: Path) -> None:
+    """An answer quoting the entry must not repeat the replaced value; a policy page gets
+    the value replaced where it is written, not a `KEY is VALUE.` line of its own."""
+    before = _policy(wiki, repo)
+    added = set_fact(wiki, "leave.carryover_cap", "240", unit="hours", entry=PATH)
+    approve(wiki, added.proposal.name, approver=BOB)
+    changed = set_fact(wiki, "leave.carryover_cap", "200", unit="hours")
+    approve(wiki, changed.proposal.name, approver=BOB)
+    entry = wiki.snapshot().entry(PATH)
+    assert "up to a cap of 200 hours" in entry.body and "240" not in entry.body
+    assert "cap of 200 hours" in entry.summary and "240" not in entry.summary
+    assert entry.body.startswith("# Annual leave") and "leave.carryover_cap" not in entry.body
+    assert before.split("sources:")[1].split("created:")[0] in entry.to_bytes().decode()
+    assert run_lint(wiki, {"W005"}).findings == []  # index.md follows the new summary
