@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import ALICE, BOB, acting_as, git, ingest_and_land, write
 
+from wiki.errors import ConfigError
 from wiki.ingest.pipeline import ingest
 from wiki.knowledge import authoring
 from wiki.knowledge.facts import current, history, set_fact
@@ -186,3 +188,16 @@ def test_a_changed_value_is_restated_in_the_prose_without_a_machine_line(wiki: W
     assert entry.body.startswith("# Annual leave") and "leave.carryover_cap" not in entry.body
     assert before.split("sources:")[1].split("created:")[0] in entry.to_bytes().decode()
     assert run_lint(wiki, {"W005"}).findings == []  # index.md follows the new summary
+
+
+def test_a_superseded_entry_names_its_successor(wiki: Wiki, repo: Path) -> None:
+    _policy(wiki, repo)
+    old = wiki.snapshot().entry(PATH)
+    new = ("---\ntitle: Annual leave 2027\n---\nAnnual leave accrues at five hours per pay "
+           "period.\n")
+    replaced = authoring.supersede_entry(wiki, old.id, new.encode(), author=ALICE)
+    approve(wiki, replaced.proposal.name, approver=BOB)
+    successor = wiki.snapshot().entry(PATH).meta["superseded_by"]
+    with pytest.raises(ConfigError, match=f"superseded: name an active entry with --entry "
+                                          rf"\(it was superseded by {successor[0]}\)"):
+        set_fact(wiki, KEY, "5", entry=PATH)

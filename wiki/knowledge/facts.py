@@ -244,7 +244,8 @@ def set_fact(wiki: Wiki, key: str, value: str, *, unit: str = "", as_of: str = "
                           "with --entry ID_OR_PATH (`wiki search` finds it), so that the "
                           "fact keeps that entry's sources")
     elif named.status != "active":
-        after = ", ".join(str(i) for i in named.meta.get("superseded_by") or [])
+        after = named.meta.get("superseded_by") or []
+        after = ", ".join(str(i) for i in ([after] if isinstance(after, str) else after))
         raise ConfigError(f"{named.path} is {named.status}: name an active entry with "
                           "--entry" + (f" (it was superseded by {after})" if after else ""))
     else:
