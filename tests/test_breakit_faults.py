@@ -134,7 +134,8 @@ def test_read_only_refs_dir_alone(cli, repo: Path, tmp_path: Path) -> None:
             _one_error(cli("approve", pending), ".git/refs/heads/wiki", "Read-only file system")
         _one_error(cli("propose", str(badge), "--category", "docs"), ".git/refs/heads/",
                    "Read-only file system")
-        _one_error(cli("facts", "set", "travel.days", "5"), ".git/refs/heads/",
+        _one_error(cli("facts", "set", "travel.days", "5", "--entry", "docs/travel.md"),
+                   ".git/refs/heads/",
                    "Read-only file system")
     assert _refs(repo) == before
     assert cli("reject", pending, "--reason", "not now").exit_code == 0  # writable again
@@ -200,7 +201,8 @@ def test_full_disk_propose_reject_facts_lint_fix_sync(runner, small_disk: Path,
         full = "No space left on device"
         _one_error(run("propose", str(badge), "--category", "docs"), str(repo / ".git"), full)
         _one_error(run("reject", pending, "--reason", "not now"), str(repo / ".git"), full)
-        _one_error(run("facts", "set", "travel.days", "5"), str(repo / ".git"), full)
+        _one_error(run("facts", "set", "travel.days", "5", "--entry", "docs/travel.md"),
+                   str(repo / ".git"), full)
         _one_error(run("lint", "--fix"), str(repo / ".git"), full)
         _one_error(run("sync", "origin"), str(repo / ".git" / "objects"), full)
         assert _refs(repo) == before
@@ -298,7 +300,7 @@ def test_facts_history_in_a_shallow_clone_says_where_it_starts(cli, repo: Path,
     from test_faults_git import clone, run
 
     _land(cli, repo)
-    assert cli("facts", "set", "travel.days", "5", "--category", "docs").exit_code == 0
+    assert cli("facts", "set", "travel.days", "5", "--entry", "docs/travel.md").exit_code == 0
     _approve_all(cli, repo)
     assert cli("facts", "set", "travel.days", "6").exit_code == 0
     _approve_all(cli, repo)
@@ -559,8 +561,8 @@ def test_retried_writers_return_the_open_proposal(cli, repo: Path) -> None:
     third = cli("propose", "--retract", leave, "--reason", "obsolete")
     assert third.stdout.strip() == first.stdout.strip()
     assert "already proposed as" in third.stderr
-    fact = cli("facts", "set", "travel.days", "5", "--category", "docs")
-    fact_again = cli("facts", "set", "travel.days", "5", "--category", "docs")
+    fact = cli("facts", "set", "travel.days", "5", "--entry", "docs/travel.md")
+    fact_again = cli("facts", "set", "travel.days", "5", "--entry", "docs/travel.md")
     assert fact.stdout.strip() == fact_again.stdout.strip()
     names = git(repo, "for-each-ref", "--format=%(refname)", "refs/heads/wiki-proposals/")
     assert len(names.split()) == 2
@@ -645,7 +647,8 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_ingested(cli, repo
 
 
 @pytest.mark.parametrize("args", [
-    ("show", "docs/\udcff.md"), ("history", "\udcff"), ("facts", "set", "k\udcff", "1"),
+    ("show", "docs/\udcff.md"), ("history", "\udcff"),
+    ("facts", "set", "k\udcff", "1", "--entry", "docs/leave.md"),
     ("propose", "--retract", "\udcff", "--reason", "x"), ("search", "voucher", "--tag", "\udcff"),
 ])
 def test_an_argument_that_is_not_utf8_is_a_usage_error(cli, repo: Path,

@@ -103,7 +103,8 @@ COMMANDS = documented_commands()
 def test_the_documents_have_command_lines() -> None:
     wheres = {where.split(":")[0] for where, _ in COMMANDS}
     assert wheres == set(DOCUMENTS) and len(COMMANDS) > 80
-    assert ["facts", "set", "travel.receipt_threshold", "100", "--unit", "USD"] in [
+    assert ["facts", "set", "travel.receipt_threshold", "100", "--unit", "USD", "--entry",
+            "docs/travel.md"] in [
         args for _, args in COMMANDS]  # found inside P=$(...)
 
 

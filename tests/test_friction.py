@@ -129,13 +129,19 @@ def test_search_without_a_confident_hit_exits_1_with_its_weak_hits(cli, repo: Pa
 # -- wiki facts without a key lists the keys -------------------------------------------------
 
 def test_facts_without_a_key_lists_the_keys(cli, repo: Path) -> None:
+    write(repo / "docs" / "travel.md", "# Travel\n\nKeep every receipt over 100 USD.\n")
+    write(repo / "docs" / "office.md", "# Office\n\nOur office is in Denver.\n")
     assert cli("init").exit_code == 0
+    landed = cli("ingest", str(repo / "docs"))
+    with acting_as(BOB):
+        assert cli("approve", landed.stdout.strip()).exit_code == 0
     empty = cli("facts")
     assert empty.exit_code == 0 and empty.stdout == ""
     assert "no keyed facts yet" in empty.stderr
     assert json.loads(cli("facts", "--json").stdout) == []
     for key, value in (("travel.receipt_threshold", "100"), ("office.city", "Denver")):
-        name = cli("facts", "set", key, value, "--unit", "USD" if "travel" in key else "")
+        name = cli("facts", "set", key, value, "--unit", "USD" if "travel" in key else "",
+                   "--entry", f"docs/{key.split('.')[0]}.md")
         assert name.exit_code == 0, name.output
         with acting_as(BOB):
             assert cli("approve", name.stdout.strip()).exit_code == 0
@@ -143,7 +149,7 @@ def test_facts_without_a_key_lists_the_keys(cli, repo: Path) -> None:
     assert listed.exit_code == 0
     rows = [line.split() for line in listed.stdout.splitlines()[1:]]
     assert [row[0] for row in rows] == ["office.city", "travel.receipt_threshold"]
-    assert rows[1][1:3] == ["100", "USD"] and rows[1][-1].startswith("facts/")
+    assert rows[1][1:3] == ["100", "USD"] and rows[1][-1] == "docs/travel.md"
     as_json = json.loads(cli("facts", "--json").stdout)
     assert [k["key"] for k in as_json] == ["office.city", "travel.receipt_threshold"]
     assert as_json[1]["current"][0]["value"] == 100

@@ -299,7 +299,7 @@ def _write(wiki: Wiki, repo: Path, write_op, author, base: str, entries, paths, 
             source.write_text(source.read_text() + f"\nMore: {mark}.\n")
             ingest(wiki, [source], author=author)
         else:
-            set_fact(wiki, f"key{target}", mark, author=author)
+            set_fact(wiki, f"key{target}", mark, entry=entries[path], author=author)
     except (WikiError, ValueError):
         pass  # a refused write (e.g. nothing to change) loses nothing
 

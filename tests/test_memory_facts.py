@@ -1,5 +1,6 @@
-"""Keyed facts: current value with entry and sources, history from the branch, and a new
-value for a held key as a supersession (via `wiki facts set`, `propose` new and edit)."""
+"""Keyed facts: current value with entry and sources, history from the branch, a new value
+for a held key changed in its entry (`wiki facts set`, an edit) or as a supersession (a
+`propose` of a new entry); tests/test_facts_join.py has the set on ingested entries."""
 
 from __future__ import annotations
 
@@ -34,16 +35,16 @@ def test_short_form_facts_stay_valid(wiki: Wiki) -> None:
     assert current(wiki, "office")[0].value == "Berlin"
 
 
-def test_set_supersedes_the_holder_and_history_shows_both(wiki: Wiki) -> None:
+def test_set_changes_the_holder_in_place_and_history_shows_both(wiki: Wiki) -> None:
     land(wiki, {"travel/rate.md": RATE})
     result = set_fact(wiki, "mileage_rate", "0.70", unit="USD/mile", as_of="2026-07-01")
-    assert result.proposal.name.startswith("supersede-")
+    assert result.proposal.name.startswith("fact-")
     approve(wiki, result.proposal.name, approver=BOB)
     (fact,) = current(wiki, "mileage_rate")
-    assert fact.value == 0.70 and fact.entry_id != "e-rate"
+    assert fact.value == 0.70 and fact.entry_id == "e-rate" and fact.path == "travel/rate.md"
+    assert fact.sources == ("git:pages/travel.md",)
     steps = [(c.change, c.fact.value, c.fact.entry_id) for c in history(wiki, "mileage_rate")]
-    assert steps == [("set", 0.67, "e-rate"), ("superseded", 0.67, "e-rate"),
-                     ("set", 0.70, fact.entry_id)]
+    assert steps == [("set", 0.67, "e-rate"), ("changed", 0.70, "e-rate")]
     assert run_lint(wiki, {"W003", "W009"}).findings == []
 
 
@@ -53,11 +54,14 @@ def test_set_the_same_value_proposes_nothing(wiki: Wiki) -> None:
     assert result.proposal is None and result.existing == "travel/rate.md"
 
 
-def test_set_a_new_key_makes_a_fact_entry(wiki: Wiki) -> None:
-    result = set_fact(wiki, "headcount", "42", category="org")
+def test_set_a_new_key_goes_into_the_named_entry(wiki: Wiki) -> None:
+    land(wiki, {"org/people.md": entry("e-org", "People", "We are 42 people.")})
+    with pytest.raises(ConfigError, match="name the entry that states it with --entry"):
+        set_fact(wiki, "headcount", "42")
+    result = set_fact(wiki, "headcount", "42", entry="e-org")
     approve(wiki, result.proposal.name, approver=BOB)
     (fact,) = current(wiki, "headcount")
-    assert fact.value == 42 and fact.path.startswith("org/")
+    assert fact.value == 42 and fact.path == "org/people.md"
 
 
 def test_a_new_entry_with_a_held_key_supersedes_the_holder(wiki: Wiki) -> None:
@@ -69,11 +73,12 @@ def test_a_new_entry_with_a_held_key_supersedes_the_holder(wiki: Wiki) -> None:
     assert [f.entry_id for f in current(wiki, "mileage_rate")] == ["e-new"]
 
 
-def test_an_edit_of_a_fact_value_is_a_supersession(wiki: Wiki) -> None:
+def test_an_edit_of_a_fact_value_is_an_edit(wiki: Wiki) -> None:
     land(wiki, {"travel/rate.md": RATE})
     edited = RATE.replace("value: 0.67", "value: 0.71")
     result = authoring.edit_entry(wiki, "e-rate", edited.encode())
-    assert result.proposal.name.startswith("supersede-")
+    assert result.proposal.name.startswith("edit-")
+    assert result.proposal.paths == ["travel/rate.md"]
     unrelated = RATE.replace("is 0.67 USD per mile.", "is 0.67 USD for each mile.")
     assert authoring.edit_entry(wiki, "e-rate", unrelated.encode()).proposal.name.startswith("edit-")
 
@@ -94,7 +99,7 @@ def test_facts_command(cli, wiki: Wiki) -> None:
     data = json.loads(cli("facts", "mileage_rate", "--json").stdout)
     assert data["current"][0]["entry_id"] == "e-rate" and data["history"][0]["change"] == "set"
     proposed = cli("facts", "set", "mileage_rate", "0.72", "--unit", "USD/mile")
-    assert proposed.exit_code == 0 and proposed.stdout.startswith("supersede-")
+    assert proposed.exit_code == 0 and proposed.stdout.startswith("fact-")
     assert cli("facts", "nothing_here").exit_code == 1
 
 

@@ -165,7 +165,7 @@ def test_facts_set_refuses_a_blank_key_or_value(cli) -> None:
     blank_key = cli("facts", "set", " ", "1")
     assert blank_key.exit_code == 2
     assert blank_key.stderr == ("error: the fact key is empty: give both, e.g. `wiki facts set "
-                                "travel.receipt_threshold 100`\n")
+                                "travel.receipt_threshold 100 --entry travel/receipts`\n")
     blank_value = cli("facts", "set", "office.city", "")
     assert blank_value.exit_code == 2
     assert blank_value.stderr.startswith("error: the fact value of 'office.city' is empty")

@@ -136,14 +136,14 @@ def test_every_proposing_command_says_the_same_line(leave: Wiki, repo: Path, cli
     line = (f"proposed {name}: review with `wiki diff {name}`, land with "
             f"`wiki approve {name}` (by someone else)")
     assert proposed.exit_code == 0 and line in proposed.stderr
-    fact = cli("facts", "set", "vpn.port", "443")
+    fact = cli("facts", "set", "leave.notice_weeks", "2", "--entry", "docs/leave.md")
     fact_name = fact.stdout.strip()
     assert fact.exit_code == 0, fact.output
     assert f"proposed {fact_name}: review with `wiki diff {fact_name}`, land with " \
            f"`wiki approve {fact_name}` (by someone else)" in fact.stderr
     with acting_as(BOB):
         approve(leave, name)
-    again = cli("facts", "set", "vpn.port", "443")
+    again = cli("facts", "set", "leave.notice_weeks", "2", "--entry", "docs/leave.md")
     assert again.exit_code == 0
     assert f"already proposed as {fact_name}: review with `wiki diff {fact_name}`" \
         in again.stderr

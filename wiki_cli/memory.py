@@ -19,12 +19,13 @@ def facts(
     ] = None,
     unit: Annotated[str, typer.Option("--unit", help="Unit of the value (set).")] = "",
     as_of: Annotated[str, typer.Option("--as-of", help="Date the value holds from (set).")] = "",
-    category: Annotated[str, typer.Option(
-        "--category", help="Folder of a new fact entry (set).")] = "facts",
+    entry: Annotated[str | None, typer.Option(
+        "--entry", help="Entry (id or path) that states the fact, when no entry holds KEY "
+                        "yet (set).")] = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Show a keyed fact (current value, entry, sources, history) or propose a new value;
-    without KEY, list every key the wiki holds now."""
+    """Show a keyed fact (current value, entry, sources, history) or propose a new value
+    in the entry that states it; without KEY, list every key the wiki holds now."""
     from wiki.knowledge import facts as memory
 
     wiki = open_wiki()
@@ -33,7 +34,7 @@ def facts(
         return
     if words[0] == "set" and len(words) == 3:
         result = memory.set_fact(wiki, words[1], words[2], unit=unit, as_of=as_of,
-                                 category=category)
+                                 entry=entry)
         if json_output:
             print_json(result)
         else:
@@ -69,7 +70,7 @@ def _list_keys(found: dict, json_output: bool) -> None:
         print_json([{"key": key, "current": facts} for key, facts in found.items()])
         return
     if not found:
-        report("no keyed facts yet (`wiki facts set KEY VALUE` proposes one)")
+        report("no keyed facts yet (`wiki facts set KEY VALUE --entry ID` proposes one)")
         return
     grid = table("key", "value", "entry", identifiers=("key", "entry"), optional=("value",))
     for key, facts in found.items():

@@ -16,15 +16,19 @@ from wiki.store.entry import Entry
 
 COMPILED_FIELD = "compiled"
 HAND_EDITED = "hand-edited since compiled"
-_UNHASHED = ("compiled", "updated", "created")
+_UNHASHED = ("compiled", "updated", "created", "facts")
+"""Fields outside the hash: its own, the dates, and ``facts:``, which the plain compile
+never writes (a fact is added to the entry that states it by `wiki facts set`, and a
+re-ingest keeps it), so adding or changing one is not an edit of what ingest compiled."""
 _UNHASHED_SOURCE = ("fingerprint", "checked_at", "blob", "etag", "last_modified")
 
 
 def compiled_hash(entry: Entry) -> str:
     """``sha256:`` + 16 hex digits over what ``entry`` says: its frontmatter without
-    ``compiled``, ``created``/``updated`` and its sources' validators (fingerprint,
-    checked_at, blob, etag, last_modified), and its body. Unchanged by a re-read of an
-    unchanged source; changed by any edit of the text, title, summary, tags, status..."""
+    ``compiled``, ``created``/``updated``, ``facts`` and its sources' validators
+    (fingerprint, checked_at, blob, etag, last_modified), and its body. Unchanged by a
+    re-read of an unchanged source and by a fact set on the entry; changed by any edit of
+    the text, title, summary, tags, status..."""
     meta = {k: v for k, v in entry.meta.items() if k not in _UNHASHED}
     if isinstance(meta.get("sources"), list):
         meta["sources"] = [{k: v for k, v in s.items() if k not in _UNHASHED_SOURCE}

@@ -116,7 +116,10 @@ def edit_entry(wiki: Wiki, target: str, text: bytes, *,
     than the head, the edit is of the entry as it was there: a proposal that is behind,
     landing only if nobody changed the entry since (:func:`wiki.review.basis.infer_base` finds
     the base of a file exported earlier). ``source_name``: the file ``text`` came from,
-    named by an ``EntryError`` about it (default: the entry's path)."""
+    named by an ``EntryError`` about it (default: the entry's path). A changed value of
+    one of the entry's own ``facts:`` is an edit like any other (the fact lives in the
+    entry that states it); ``ConfigError`` when another entry holds one of its keys with
+    another value."""
     snapshot = read_base(wiki, base)
     current = find_entry(wiki, target, snapshot)
     text = _screened(text, current.path, redact, before=current.to_bytes())
@@ -131,10 +134,6 @@ def edit_entry(wiki: Wiki, target: str, text: bytes, *,
     if draft.id != current.id:
         raise ConfigError(f"{current.path}: an edit cannot change the id ({current.id} -> "
                           f"{draft.id}); propose a new entry that supersedes it instead")
-    if _changes_a_fact(current, draft):  # a new value is a supersession, not an edit
-        successor = draft.updated_with(id=None, created=None, updated=None)
-        return supersede_entry(wiki, current.id, render(successor.meta, draft.body).encode(),
-                               author=author, redact=redact, base=snapshot.commit)
     other = _fact_holder(snapshot, draft)
     if other is not None:
         raise ConfigError(f"{current.path}: entry {other} holds a fact of this edit with "
@@ -265,13 +264,6 @@ def _fact_holder(snapshot: Snapshot, draft: Entry) -> str | None:
                           f"{', '.join(holders)}; supersede one of them (--supersede ID) "
                           "or resolve the contradiction first")
     return holders[0] if holders else None
-
-
-def _changes_a_fact(current: Entry, draft: Entry) -> bool:
-    from wiki.knowledge.facts import facts_of
-
-    old, new = facts_of(current), facts_of(draft)
-    return any(k in new and new[k].same_claim != f.same_claim for k, f in old.items())
 
 
 def _duplicate_note(paths: list[str]) -> str:

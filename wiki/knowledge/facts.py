@@ -2,11 +2,15 @@
 
 A fact is ``key: value`` or ``key: {value: ..., unit: ..., as_of: DATE}`` in an entry's
 frontmatter. The *current* value of a key is what the active entries holding it say (one
-entry normally; several disagreeing is lint W003's contradiction). A new value for a key
-never becomes a second truth: :func:`set_fact`, and ``new``/``edit`` proposals that change
-a held key
-(:func:`wiki.knowledge.authoring.new_entry`), become a **supersession** of the holder. The
-history of a key is read from the first-parent history of the wiki branch.
+entry normally; several disagreeing is lint W003's contradiction). A fact lives in the
+entry that states it: :func:`set_fact` changes a key in the entry holding it, or adds it
+to an entry the caller names, as an edit in place that keeps the entry's id, path and
+sources (never an entry of its own, which would have none); an edit of the holder
+(:func:`wiki.knowledge.authoring.edit_entry`) is an edit too. A *new* entry claiming a
+held key (:func:`wiki.knowledge.authoring.new_entry`) and a distilled draft with another
+value (:mod:`wiki.knowledge.placement`) become a **supersession** of the holder, never a
+second truth. The history of a key is read from the first-parent history of the wiki
+branch, so a value changed in place keeps its past (:func:`history`, :func:`held_before`).
 """
 
 from __future__ import annotations
@@ -157,6 +161,29 @@ def history(wiki: Wiki, key: str) -> list[Change]:
     return changes
 
 
+def held_before(wiki: Wiki, entry: Entry, key: str, claim: tuple[str, str],
+                commit: str) -> str | None:
+    """The newest commit of the wiki branch's first-parent history up to ``commit`` at
+    which ``entry`` (at its path, with its id) held ``key`` with ``claim`` (a
+    :attr:`Fact.same_claim`) while holding another value now: a value changed in place
+    (:func:`set_fact`), which a later text must not bring back by itself. ``None`` when it
+    never did. Reads only the commits that changed the entry's file."""
+    now = facts_of(entry).get(key)
+    if now is not None and now.same_claim == claim:
+        return None
+    for past in wiki.repo.iter_commits(commit, paths=[entry.path], first_parent=True):
+        data = wiki.store.read_path(past.hexsha, entry.path)
+        try:
+            earlier = Entry.parse(entry.path, data) if data is not None else None
+        except Exception:  # noqa: BLE001 - a malformed revision holds no claim
+            earlier = None
+        held = facts_of(earlier).get(key) if earlier is not None and \
+            earlier.id == entry.id else None
+        if held is not None and held.same_claim == claim:
+            return past.hexsha
+    return None
+
+
 def _kind(before: Fact | None, after: Fact | None) -> str:
     if after is None:
         return "removed" if before is not None else ""
@@ -169,20 +196,27 @@ def _kind(before: Fact | None, after: Fact | None) -> str:
 
 
 def set_fact(wiki: Wiki, key: str, value: str, *, unit: str = "", as_of: str = "",
-             category: str = "facts", author: Identity | None = None):
-    """Propose ``key = value``: a supersession of the one active entry holding the key,
-    or a new ``type: fact`` entry in ``category`` when none does. Returns an
-    :class:`wiki.knowledge.authoring.Authored` (``proposal`` ``None`` when the value is already
-    current). Raises ``ConfigError`` when several entries hold the key (resolve W003) or
-    when ``key`` or ``value`` is blank."""
-    import yaml
+             entry: str | None = None, author: Identity | None = None):
+    """Propose ``key = value`` in the entry that states it: an edit, in place, of the
+    ``facts:`` of the one active entry holding the key, or, when none does, of ``entry``
+    (an id or path). The entry keeps its id, path, sources and every other field; only
+    ``updated`` is stamped, and a changed value is restated in its text
+    (:func:`with_value`). Returns an :class:`wiki.knowledge.authoring.Authored`
+    (``proposal`` ``None`` when the value is already current: ``existing`` is its entry).
 
+    Raises ``ConfigError`` when ``key`` or ``value`` is blank, when several entries hold
+    the key (resolve W003), when no entry holds it and no ``entry`` is given (a fact
+    never makes an entry of its own: it would have no source), when ``entry`` is not the
+    entry holding it, or is not active; ``NotFoundError`` when ``entry`` names nothing."""
     from wiki.knowledge import authoring
+    from wiki.review.proposals import propose
+    from wiki.store.entry import now_iso
+    from wiki.store.lookup import find_entry
 
     if not key.strip() or not value.strip():
         what = "key" if not key.strip() else f"value of {key!r}"
         raise ConfigError(f"the fact {what} is empty: give both, e.g. "
-                          "`wiki facts set travel.receipt_threshold 100`")
+                          "`wiki facts set travel.receipt_threshold 100 --entry travel/receipts`")
 
     claim = {"value": scalar(value)}
     claim.update({k: v for k, v in (("unit", unit), ("as_of", as_of)) if v})
@@ -190,31 +224,73 @@ def set_fact(wiki: Wiki, key: str, value: str, *, unit: str = "", as_of: str = "
     snapshot = wiki.snapshot()  # one read: the holders and the proposal's base
     holders = current(wiki, key, snapshot)
     probe = Fact(key, claim["value"], unit, as_of)
-    if any(h.same_claim == probe.same_claim and h.as_of == as_of for h in holders):
-        return authoring.Authored(None, existing=holders[0].path)
+    named = find_entry(wiki, entry, snapshot) if entry is not None else None
+    same = [h for h in holders if h.same_claim == probe.same_claim and h.as_of == as_of]
+    if same and (named is None or named.path == same[0].path):
+        return authoring.Authored(None, existing=same[0].path)
     if len(holders) > 1:
         raise ConfigError(f"fact {key!r} is held by {len(holders)} entries "
                           f"({', '.join(h.path for h in holders)}); resolve the "
                           "contradiction (wiki lint --select W003) first")
+    if holders:
+        held: Fact | None = holders[0]
+        if named is not None and named.path != held.path:
+            raise ConfigError(f"fact {key!r} is held by {held.path} (id {held.entry_id}), "
+                              f"not {named.path}: set it there (leave out --entry), or "
+                              f"remove it from {held.path} first")
+        old = snapshot.entry(held.path)
+    elif named is None:
+        raise ConfigError(f"no entry holds the fact {key!r}: name the entry that states it "
+                          "with --entry ID_OR_PATH (`wiki search` finds it), so that the "
+                          "fact keeps that entry's sources")
+    elif named.status != "active":
+        after = named.meta.get("superseded_by") or []
+        after = ", ".join(str(i) for i in ([after] if isinstance(after, str) else after))
+        raise ConfigError(f"{named.path} is {named.status}: name an active entry with "
+                          "--entry" + (f" (it was superseded by {after})" if after else ""))
+    else:
+        held, old = None, named
     line = f"{key} is {probe.text}."
-    if not holders:
-        meta = {"title": key, "summary": line, "type": "fact", "facts": {key: stored}}
-        text = "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + \
-            f"---\n{line}\n"
-        return authoring.new_entry(wiki, text.encode(), category=category,
-                                   source_name=f"{key}.md", author=author,
-                                   base=snapshot.commit)
-    fresh = successor(snapshot.entry(holders[0].path), holders[0], stored,
-                      claim["value"], line)
-    return authoring.supersede_entry(wiki, holders[0].entry_id, _render(fresh, fresh.body),
-                                     author=author, base=snapshot.commit)
+    changed = with_value(old, key, held, stored, claim["value"], line)
+    changed = changed.updated_with(updated=now_iso())
+    proposal, created = propose(wiki, {old.path: changed.to_bytes()}, base=snapshot.commit,
+                                kind="fact", subject=f"fact {key} = {probe.text}: {old.title}",
+                                author=author)
+    return authoring.Authored(proposal, created)
+
+
+def with_value(old: Entry, key: str, held: Fact | None, stored, value, line: str) -> Entry:
+    """``old`` with ``facts[key] = stored`` (the frontmatter form, plain or ``{value, unit,
+    as_of}``), every other field as it was. A key ``old`` did not hold (``held`` ``None``)
+    changes nothing else. A changed value is restated so that an answer quoting the entry
+    never repeats the old one: in a ``type: fact`` entry the claim ``line`` becomes the
+    summary and comes first in the body (the whole body when it was only the old line);
+    in other entries the old value, written as a whole word of two or more characters, is
+    replaced by ``value`` in the summary and the body, which are otherwise the author's
+    words and left as written."""
+    facts = dict(old.meta.get("facts") or {})
+    facts[key] = stored
+    fresh = old.updated_with(facts=facts)
+    if held is None:
+        return fresh
+    if old.type == "fact":
+        generated = f"{held.key} is {held.text}."
+        body = f"{line}\n" if old.body.strip() == generated else \
+            _restated(old.body, held.value, value, line)
+        return fresh.updated_with(summary=line, body=body)
+    summary = old.meta.get("summary")
+    if isinstance(summary, str):
+        fresh = fresh.updated_with(summary=_replaced(summary, held.value, value))
+    return fresh.updated_with(body=_replaced(old.body, held.value, value))
 
 
 def successor(old: Entry, holder: Fact, stored, value, line: str) -> Entry:
     """What replaces ``old`` when ``holder``'s key takes ``value`` (``stored`` is the
     frontmatter form, plain or ``{value, unit, as_of}``): ``old``'s fields without its
     id, dates and status, the new value, and the claim ``line`` first in the summary (of a
-    fact) and the body (see :func:`_restated`). The caller gives it an id."""
+    fact) and the body (see :func:`_restated`). The caller gives it an id. Used by
+    distillation (:mod:`wiki.knowledge.placement`) when a source gives a held key a new
+    value; `wiki facts set` edits the holder in place instead (:func:`set_fact`)."""
     facts = dict(old.meta.get("facts") or {})
     facts[holder.key] = stored
     summary = line if old.type == "fact" else old.meta.get("summary")
@@ -228,21 +304,21 @@ def successor(old: Entry, holder: Fact, stored, value, line: str) -> Entry:
 
 def _restated(body: str, old, new, line: str) -> str:
     """The successor's prose: the new claim first, then the old text with the old value
-    (as a whole word, at least two characters) replaced by the new one, so an answer
-    quoting the entry never repeats the superseded value. The reviewer sees the change in
-    the proposal's diff."""
+    replaced by the new one (:func:`_replaced`), so an answer quoting the entry never
+    repeats the superseded value. The reviewer sees the change in the proposal's diff."""
+    return f"{line}\n\n{_replaced(body, old, new).lstrip()}"
+
+
+def _replaced(text: str, old, new) -> str:
+    """``text`` with the old value (as a whole word, at least two characters) replaced by
+    the new one."""
     import re
 
     old_text, new_text = " ".join(str(old).split()), " ".join(str(new).split())
     if len(old_text) >= 2:
-        body = re.sub(rf"(?<![\w.]){re.escape(old_text)}(?![\w]|\.\d)", new_text, body)
-    return f"{line}\n\n{body.lstrip()}"
-
-
-def _render(entry: Entry, body: str) -> bytes:
-    from wiki.store.frontmatter import render
-
-    return render(entry.meta, body).encode("utf-8")
+        text = re.sub(rf"(?<![\w.]){re.escape(old_text)}(?![\w]|\.\d)",
+                      lambda _: new_text, text)
+    return text
 
 
 def scalar(text: str):

@@ -7,8 +7,9 @@ already says it. In this order, against the active entries (as changed so far in
    value is updated; with a *different* value it is superseded
    (:func:`wiki.knowledge.facts.successor`
    and :func:`wiki.knowledge.authoring.supersession`: the old entry is kept, ``superseded``),
-   unless the new value is one the holder replaced (an entry of its supersession chain
-   held it: a correction), which only a person brings back: the draft is dropped. Keys
+   unless the new value is one the holder replaced (it held it before and was changed in
+   place, as `wiki facts set` does, or an entry of its supersession chain held it: a
+   correction), which only a person brings back: the draft is dropped. Keys
    held by several entries are a contradiction (lint W003): the draft is dropped.
 2. **Near-duplicate text.** Among the first :data:`CANDIDATES` hits of a search for the
    draft's title and claim (the configured lexical and vector legs, never the LLM) and the
@@ -31,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 
 from wiki.knowledge.authoring import supersession
-from wiki.knowledge.facts import facts_of, successor
+from wiki.knowledge.facts import facts_of, held_before, successor
 from wiki.llm.answer import MIN_SUPPORT, support
 from wiki.store.entry import Entry, new_id, now_iso
 from wiki.store.slug import slugify, unique_path
@@ -111,7 +112,7 @@ class Placer:
             if replaced is not None:
                 return Placed("dropped", draft.title, why=(
                     f"fact {key!r} = {' '.join(str(value).split())} is the value {old.path} "
-                    f"replaced (it supersedes {replaced.path}); a replaced value comes back "
+                    f"replaced ({replaced}); a replaced value comes back "
                     f"only by hand: `wiki facts set {key} VALUE`"))
             fresh = successor(old, held, value if not held.unit else
                               {"value": value, "unit": held.unit}, value, draft.summary)
@@ -166,11 +167,17 @@ class Placer:
                                      updated=self.stamp))
         return Placed("update", draft.title, old.path, old.path)
 
-    def _replaced(self, entry: Entry, key: str, value, unit: str) -> Entry | None:
-        """The entry of ``entry``'s supersession chain (what it supersedes, and so on) that
-        held ``key`` at ``value``: a correction a later text must not undo by itself."""
-        by_id = {e.id: e for e in self._current.values()}
+    def _replaced(self, entry: Entry, key: str, value, unit: str) -> str | None:
+        """Where ``entry`` replaced ``key`` at ``value``, in words: ``entry`` itself held it
+        before (a value changed in place: :func:`wiki.knowledge.facts.held_before`), or an
+        entry of its supersession chain (what it supersedes, and so on) did. Either is a
+        correction a later text must not undo by itself; ``None`` when neither."""
         claim = (" ".join(str(value).split()), unit)
+        if entry.path in self.snapshot.files:  # not one made in this run
+            commit = held_before(self.wiki, entry, key, claim, self.snapshot.commit)
+            if commit is not None:
+                return f"it held it until commit {commit[:12]}"
+        by_id = {e.id: e for e in self._current.values()}
         queue, seen = list(entry.meta.get("supersedes") or []), {entry.id}
         while queue:
             earlier = by_id.get(str(queue.pop(0)))
@@ -179,7 +186,7 @@ class Placer:
             seen.add(earlier.id)
             held = facts_of(earlier).get(key)
             if held is not None and held.same_claim == claim:
-                return earlier
+                return f"it supersedes {earlier.path}"
             queue += list(earlier.meta.get("supersedes") or [])
         return None
 
