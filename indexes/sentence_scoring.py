@@ -86,7 +86,7 @@ class PickerConfig:
     a test page fails to arrive, troubleshoot ..."; :func:`is_about_failure`) states no
     step and its score is times this: the steps open the answer, not what to do when they
     go wrong (1.0: off, scored as any other sentence). Set by hand like
-    :attr:`anaphor_weight`, not tuned (issue 28.6)."""
+    :attr:`anaphor_weight`, not tuned (docs/decisions.md)."""
     retrieval_gap: bool = False
     """Also apply the retrieval rule (``[search] gap_coverage`` / ``gap_cosine``) when the
     answer score can be computed; without vectors it always applies (the score needs
