@@ -118,6 +118,7 @@ bench: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench_serve
 	$(BIN)/python -m evals.bench_hook
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench_scale
+	$(BIN)/python -m evals.bench_model_start
 	$(BIN)/python -m evals.readme_table
 
 clean:

@@ -10,7 +10,9 @@ Sources, one per number: ``scifact.json`` (test split nDCG@10), ``handbook.json`
 recall@10 / hit@3), ``locomo.json`` (session recall@5 over the non-adversarial questions),
 ``bench.json`` (handbook build, embedding, ``wiki ask`` and ``wiki search`` processes,
 start time of ``wiki --version`` and ``wiki search`` against a bare interpreter, in-process
-hybrid p50 on SciFact), ``staleness.json`` and ``ask-gaps.json``.
+hybrid p50 on SciFact), ``model-start.json`` (the embedding model's start, as the server
+and in a process: :mod:`evals.bench_model_start`; ``wiki doctor`` states the same server
+time), ``staleness.json`` and ``ask-gaps.json``.
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ def render(results: Path = RESULTS) -> str:
     """The Measured section's body (markdown, ending in a newline) from the JSON files in
     ``results``. Raises :class:`TableError` naming a missing file or field."""
     data = {name: _load(results, f"{name}.json")
-            for name in ("scifact", "handbook", "locomo", "bench", "staleness", "ask-gaps")}
+            for name in ("scifact", "handbook", "locomo", "bench", "model-start", "staleness",
+                         "ask-gaps")}
 
     def get(name: str, *keys):
         return _field(data[name], *keys, source=f"{name}.json")
@@ -103,6 +106,10 @@ def render(results: Path = RESULTS) -> str:
         f"({get('bench', 'startup', 'commands', 'python', 'p50_ms') / 1000:.2f} s): "
         f"`wiki --version` {_start(get('bench', 'startup', 'commands', 'version'))}, "
         f"`wiki search` {_start(get('bench', 'startup', 'commands', 'search'))}. "
+        f"The embedding model ({get('model-start', 'runtime')}) starts in "
+        f"{get('model-start', 'server', 'p50_s'):.1f} s as the server the first search "
+        f"starts, and loads in {get('model-start', 'load', 'p50_s'):.1f} s in a process "
+        "with `WIKI_EMBED_SERVER=off` (p50s, `evals/results/model-start.md`). "
         "Hybrid search in process: p50 "
         f"{get('bench', 'legs', 'scifact', 'latency', 'hybrid', 'p50_ms'):.1f} ms at "
         f"{get('bench', 'legs', 'scifact', 'build', 'entries'):,} SciFact entries, "

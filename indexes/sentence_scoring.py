@@ -81,6 +81,12 @@ class PickerConfig:
     """A table row whose first cell (the row's key: a tool, a setting, a band) shares no
     word with the question is from a reference table about something else: its score is
     times this, whatever form it states (1.0: off)."""
+    failure_weight: float = 0.7
+    """For a how-to question that is not itself about a failure, a sentence about one ("If
+    a test page fails to arrive, troubleshoot ..."; :func:`is_about_failure`) states no
+    step and its score is times this: the steps open the answer, not what to do when they
+    go wrong (1.0: off, scored as any other sentence). Set by hand like
+    :attr:`anaphor_weight`, not tuned (docs/decisions.md)."""
     retrieval_gap: bool = False
     """Also apply the retrieval rule (``[search] gap_coverage`` / ``gap_cosine``) when the
     answer score can be computed; without vectors it always applies (the score needs
@@ -140,6 +146,15 @@ _WHERE_STATES = re.compile(
     r"website|portal|folder|drive|link|inbox|form|system|app|tab|menu|directory|"
     r"repo(?:sitory)?|wiki|handbook|located|available (?:at|in|on)|go to|visit)\b|"
     r"(?:^|[\s`(])(?:[~<./][\w.<>~/-]*/[\w.<>-]+|[\w.<>-]+/[\w./-]*\.\w{2,6}\b)", re.I)
+_IMPERATIVE = re.compile(rf"^(?:\d+[.)]\s*)?(?:please\s+)?(?:{_STEP_VERBS})\b", re.I)
+_NEGATED = r"(?:does|did|do|is|was|will|wo|ca|can)(?:\s+not|n't)"
+_FAILURE = re.compile(
+    r"\btroubleshoot\w*|\bif\b[^.;!?]{0,80}?(?:\bfail(?:s|ed|ing)?\b|"
+    rf"\b{_NEGATED}\s+(?:arrive|work|show|appear|load|start|come|respond|connect)|"
+    r"\bnot\s+(?:working|arriving|responding))", re.I)
+_FAILURE_ASKED = re.compile(
+    r"\b(?:fail\w*|troubleshoot\w*|fix\w*|broken|errors?|wrong|problems?|"
+    rf"not\s+(?:working|arriving|responding))\b|\b{_NEGATED}\b", re.I)
 _FRAGMENT_MIN_WORDS = 6
 _ANAPHOR = re.compile(r"^\W*(?:it|its|it's|this|that|these|those|they|their|them|he|she|his|"
                       r"her|such|both)\b", re.I)
@@ -220,6 +235,25 @@ def row_key_missed(question: str, sentence: str) -> bool:
     return not key & set(_WORD.findall(question.lower()))
 
 
+def is_imperative(sentence: str) -> bool:
+    """A sentence that opens with a step's verb ("Open ...", "2. Click ...", "Then
+    submit ..."): a step of a list or an instruction, not only a sentence that mentions
+    what one can do ("You can also check ...")."""
+    return _IMPERATIVE.match(sentence) is not None
+
+
+def is_about_failure(sentence: str) -> bool:
+    """A sentence about what to do when something goes wrong: it troubleshoots, or says
+    "if ... fails / does not arrive / is not working"."""
+    return _FAILURE.search(sentence) is not None
+
+
+def asks_about_failure(question: str) -> bool:
+    """A question about something that went wrong ("how do I fix ...", "... when the page
+    does not arrive?"): its answer may well be a troubleshooting sentence."""
+    return _FAILURE_ASKED.search(question) is not None
+
+
 def is_lead_in(sentence: str) -> bool:
     """A line ending in a colon: it names what follows and answers nothing itself."""
     return sentence.rstrip().endswith(":")
@@ -228,7 +262,8 @@ def is_lead_in(sentence: str) -> bool:
 @dataclass(frozen=True)
 class Scored:
     """One candidate sentence: ``index`` into the caller's list, its ``entry`` position,
-    the parts of its score and the total (``score``, rank-discounted)."""
+    the parts of its score and the total (``score``, rank-discounted); ``imperative``: for
+    a how-to question, it opens with a step's verb (:func:`is_imperative`)."""
 
     index: int
     entry: int
@@ -238,6 +273,7 @@ class Scored:
     fragment: bool
     score: float
     anaphoric: bool = False
+    imperative: bool = False
 
 
 def score_sentences(question: str, texts: Sequence[str], entries: Sequence[int],
@@ -246,7 +282,9 @@ def score_sentences(question: str, texts: Sequence[str], entries: Sequence[int],
     """Score every sentence ``texts[i]`` of entry position ``entries[i]`` (0 = top hit)
     against ``question``; ``vectors`` (``(len(texts), dim)``, unit rows; ``None``: no
     vector signal, and the words take the cosine's weight too) and ``query_vector``
-    (unit). Returns them best first."""
+    (unit). For a how-to question not about a failure, a sentence about one states no
+    step and is discounted (:attr:`PickerConfig.failure_weight`). Returns them best
+    first."""
     if not texts:
         return []
     lexical = np.zeros(len(texts))
@@ -259,18 +297,24 @@ def score_sentences(question: str, texts: Sequence[str], entries: Sequence[int],
         cosine = np.clip(vectors @ np.asarray(query_vector, dtype=np.float32), 0.0, None)
         words = config.lexical
     form = question_form(question)
+    steps_asked = (form == "howto" and config.failure_weight < 1.0
+                   and not asks_about_failure(question))
     out = []
     for i, text in enumerate(texts):
-        states = states_form(text, form, question) and not is_lead_in(text)
+        failure = steps_asked and is_about_failure(text)
+        states = states_form(text, form, question) and not is_lead_in(text) and not failure
         fragment = is_fragment(text)
         value = words * lexical[i] + config.cosine * cosine[i] + config.form * states
         if fragment and not states:
             value *= config.fragment_weight
+        if failure:
+            value *= config.failure_weight
         if config.row_weight != 1.0 and row_key_missed(question, text):
             value *= config.row_weight
         value /= (1 + entries[i]) ** config.rank_discount
         out.append(Scored(i, entries[i], float(lexical[i]), float(cosine[i]), states,
-                          fragment, float(value), is_anaphoric(text)))
+                          fragment, float(value), is_anaphoric(text),
+                          form == "howto" and is_imperative(text)))
     return sorted(out, key=lambda s: (-s.score, s.index))
 
 

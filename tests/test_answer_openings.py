@@ -1,6 +1,7 @@
 """How an answer opens (:mod:`indexes.sentence_scoring`): never with a sentence whose
 subject is an unresolved pronoun, an exit code asked is a number next to the question's
-words, a "where" is answered by a path too.
+words, a "where" is answered by a path too, a "how do I" by the steps rather than by what
+to do when they fail.
 
 The failures came from `make demo` on this project's docs: "how does a proposal get
 approved?" opened with "Its proposals wait for a person's approval like everyone's.",
@@ -17,7 +18,10 @@ from conftest import ALICE, BOB, entry_text
 from indexes import embedders
 from indexes.sentence_scoring import (
     PickerConfig,
+    asks_about_failure,
+    is_about_failure,
     is_anaphoric,
+    is_imperative,
     pick,
     question_form,
     row_key_missed,
@@ -162,3 +166,104 @@ def test_the_demo_questions_open_with_a_sentence_that_answers(docs_wiki: Wiki, c
     assert code.exit_code == 0, code.output
     assert code.stdout.splitlines()[0].startswith("ask | a cited answer, or an evidence gap "
                                                   "(exit 3)")
+
+
+@pytest.mark.parametrize(("sentence", "failure"), [
+    ("If a test page fails to arrive, troubleshoot the notification rules.", True),
+    ("Troubleshooting a silent pager starts with the notification rules.", True),
+    ("If the page doesn't arrive within a minute, call the on-call lead.", True),
+    ("If the dashboard is not working, restart the agent.", True),
+    ("If you are not on call, ask the lead to send it.", False),
+    ("Open the Ops service in PagerDuty.", False),
+    ("A failed deploy is rolled back by the pipeline.", False),
+])
+def test_sentences_about_a_failure(sentence: str, failure: bool) -> None:
+    assert is_about_failure(sentence) is failure
+
+
+@pytest.mark.parametrize(("question", "asked"), [
+    ("how do I send a test page?", False),
+    ("how to send a test page", False),
+    ("how do I fix a test page that does not arrive?", True),
+    ("how can I troubleshoot the pager?", True),
+    ("what should I do if a test page fails?", True),
+])
+def test_questions_about_a_failure(question: str, asked: bool) -> None:
+    assert asks_about_failure(question) is asked
+
+
+@pytest.mark.parametrize(("sentence", "imperative"), [
+    ("Open the Ops service in PagerDuty.", True),
+    ("2. Click New Incident and pick the Test Page template.", True),
+    ("Then submit the incident.", True),
+    ("You can also check the PagerDuty status page.", False),
+    ("If a test page fails to arrive, troubleshoot the rules.", False),
+])
+def test_imperative_steps(sentence: str, imperative: bool) -> None:
+    assert is_imperative(sentence) is imperative
+
+
+FAILING = ["If the test page fails, you should troubleshoot the notification rules.",
+           "Open the Ops service and send the test page."]
+
+
+def test_a_failure_sentence_does_not_open_a_how_to_answer() -> None:
+    """Hand vectors: the troubleshooting sentence is nearer the question and states a step
+    by the lenient rule ("you should"); for "how do I", the imperative step opens."""
+    config = PickerConfig()
+    question = "how do I send a test page?"
+    chosen = pick(_scored(question, FAILING, [0.7, 0.6], [0, 0], config), config)
+    assert chosen[0].index == 1
+    off = PickerConfig(failure_weight=1.0)
+    assert pick(_scored(question, FAILING, [0.7, 0.6], [0, 0], off), off)[0].index == 0
+
+
+@pytest.mark.parametrize("question", [
+    "how do I fix a test page that fails?",  # a how-to about the failure itself
+    "can I send a test page?", "who sends the test page?", "when is the test page sent?",
+    "where do I send a test page?",
+])
+def test_other_questions_score_failure_sentences_as_before(question: str) -> None:
+    """The discount is for how-to questions that are not about a failure only: every other
+    question scores every sentence exactly as with it off."""
+    on, off = PickerConfig(), PickerConfig(failure_weight=1.0)
+    assert ([(s.index, s.score) for s in _scored(question, FAILING, [0.7, 0.6], [0, 0], on)]
+            == [(s.index, s.score) for s in _scored(question, FAILING, [0.7, 0.6], [0, 0], off)])
+
+
+RUNBOOK = ("The on-call engineer is paged through PagerDuty for every alert of the ops "
+           "services.\n\n## Troubleshooting\n\nIf a test page fails to arrive on your "
+           "phone, you should troubleshoot the notification rules in your PagerDuty profile "
+           "before you send another test page. You can also check the PagerDuty status "
+           "page.\n\n## Sending a test page\n\n1. Open the Ops service in PagerDuty.\n"
+           "2. Click New Incident and pick the Test Page template.\n"
+           "3. Submit the incident and wait for the page on your phone.\n"
+           "4. Resolve the incident once the page arrives.\n")
+STEPS = ["Open the Ops service in PagerDuty.",
+         "Click New Incident and pick the Test Page template.",
+         "Submit the incident and wait for the page on your phone."]
+
+
+@pytest.fixture
+def runbook_wiki(wiki: Wiki, monkeypatch) -> Wiki:
+    """A hand-written runbook entry: a troubleshooting paragraph, then numbered steps."""
+    monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL)
+    files = {"runbooks/paging.md": entry_text("paging", "Paging runbook", RUNBOOK).encode()}
+    proposal, _ = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE)
+    approve(wiki, proposal.name, approver=BOB)
+    return wiki
+
+
+def test_a_how_to_question_opens_with_the_steps_not_the_troubleshooting(
+        runbook_wiki: Wiki) -> None:
+    """Issue 28.6: "how do I send a test page?" opened with "If a test page fails to arrive
+    ..., you should troubleshoot ...", then "You can also check the PagerDuty status page."
+    (the run of steps reached back into the troubleshooting paragraph). A question about
+    the failure still opens with the troubleshooting sentence."""
+    for question in ("how do I send a test page?", "how to send a test page",
+                     "how can I send a test page?"):
+        answer = ask(runbook_wiki, question, revalidate=False)
+        assert not answer.gap
+        assert [text for text, _ in answer.sentences[:3]] == STEPS, (question, answer.sentences)
+    fix = ask(runbook_wiki, "how do I fix a test page that does not arrive?", revalidate=False)
+    assert fix.sentences[0][0].startswith("If a test page fails to arrive")

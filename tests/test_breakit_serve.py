@@ -207,7 +207,7 @@ def test_calls_waiting_for_a_busy_repository_hold_no_threads(two: Path) -> None:
     text = two.read_text(encoding="utf-8").replace("[server]", "[server]\nrequest_timeout = 3")
     two.write_text(text, encoding="utf-8")
     app = build_app(load_config(two), warm=False)
-    held = app.app.served["handbook"].tools.lock
+    held = app.app.app.served["handbook"].tools.lock
     answers: dict[str, list[int]] = {"handbook": [], "ops": [], "health": [], "repos": []}
 
     async def main(base: str) -> None:
@@ -312,7 +312,7 @@ def test_mcp_calls_queued_on_a_busy_repository_hold_no_threads(two: Path) -> Non
     text = two.read_text(encoding="utf-8").replace("[server]", "[server]\nrequest_timeout = 20")
     two.write_text(text, encoding="utf-8")
     app = build_app(load_config(two), warm=False)
-    held = app.app.served["handbook"].tools.lock
+    held = app.app.app.served["handbook"].tools.lock
     codes: dict[str, list] = {"mcp": [], "ops": []}
 
     async def main(base: str) -> None:

@@ -36,6 +36,29 @@ def test_the_section_carries_the_results_numbers() -> None:
     assert f"among the {gaps['answerable']} answerable ones" in prose
 
 
+def test_doctor_and_the_readme_state_the_measured_model_start(monkeypatch) -> None:
+    """Issue 28.6: ``wiki doctor`` said the embedding server starts in "about 5 s" (PyTorch's
+    load time) where the README said 0.4 s; both now state model-start.json's numbers."""
+    from served_vectors import runtime_dir
+
+    from indexes.embedders import DEFAULT_MODEL
+    from wiki import doctor
+
+    results = Path(readme_table.__file__).parent / "results"
+    start = json.loads((results / "model-start.json").read_text(encoding="utf-8"))
+    server = f"{start['server']['p50_s']:.1f} s"
+    assert f"{doctor.SERVER_START_S:.1f} s" == server
+    prose = " ".join(readme_table.render().split())
+    assert f"starts in {server} as the server" in prose
+    assert f"loads in {start['load']['p50_s']:.1f} s in a process" in prose
+    monkeypatch.setenv("WIKI_EMBED_MODEL", DEFAULT_MODEL)
+    monkeypatch.setenv("WIKI_EMBED_SERVER", "auto")
+    with runtime_dir("ms-") as runtime:  # no server runs there
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        said = doctor.check_embed_server().message
+    assert said.startswith("not running") and f"(about {server})" in said, said
+
+
 def test_a_changed_result_changes_the_readme_and_check_says_stale(tmp_path: Path) -> None:
     results = tmp_path / "results"
     shutil.copytree(ROOT / "evals" / "results", results)
@@ -54,7 +77,7 @@ def test_a_changed_result_changes_the_readme_and_check_says_stale(tmp_path: Path
 
 def test_a_missing_field_names_the_file_and_field(tmp_path: Path) -> None:
     (tmp_path / "scifact.json").write_text("{}")
-    for name in ("handbook", "locomo", "bench", "staleness", "ask-gaps"):
+    for name in ("handbook", "locomo", "bench", "model-start", "staleness", "ask-gaps"):
         shutil.copy(ROOT / "evals" / "results" / f"{name}.json", tmp_path)
     with pytest.raises(readme_table.TableError, match=r"scifact.json: no field results"):
         readme_table.render(tmp_path)

@@ -285,7 +285,7 @@ def test_a_call_past_the_time_limit_is_504_and_the_server_recovers(served) -> No
     config = load_config(config_path)
     config = replace(config, limits=replace(config.limits, request_timeout=3.0))
     app = build_app(config, warm=False)
-    lock = app.app.served["handbook"].tools.lock
+    lock = app.app.app.served["handbook"].tools.lock
     with running(config, app=app) as base:
         with lock:  # another call holds the repository
             slow = httpx.post(f"{base}/v1/repos/handbook/search", headers=_auth(READ_TOKEN),
@@ -322,3 +322,71 @@ def test_a_foreign_host_header_is_refused_on_every_route(served) -> None:
         assert "attacker.example" in response.json()["error"]
     assert odd == [421, 421, 421]
     assert allowed == [200, 200, 200, 200]
+
+
+LOG_LINE = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ 127\.0\.0\.1:\d+ "
+"""How every request line starts: the time (UTC) and the client's address."""
+
+
+def test_each_request_is_one_line_on_stderr_without_its_token(served, capsys) -> None:
+    """``wiki serve`` wrote no request line of its own (uvicorn's went to stdout, with the
+    query string): each request is one line on stderr with the token's name, the method,
+    the path, the status and the time taken; no token, in a header, the query or the path,
+    is ever written."""
+    import re
+
+    config, _wiki, _ops = served
+    bad = "wk_" + "Bad7Token" * 5
+    with running(config) as base, httpx.Client(base_url=base, timeout=60) as client:
+        listed = client.get("/v1/repos", params={"token": READ_TOKEN},
+                            headers=_auth(READ_TOKEN))
+        refused = client.get(f"/v1/repos/{bad}/status", headers=_auth(bad))
+    assert (listed.status_code, refused.status_code) == (200, 401)
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if " /v1/repos" in line]
+    assert len(lines) == 2, captured.err
+    assert re.match(LOG_LINE + r"reader GET /v1/repos 200 \d+ ms$", lines[0]), lines[0]
+    assert re.match(LOG_LINE + r"- GET /v1/repos/\[REDACTED\]/status 401 \d+ ms$",
+                    lines[1]), lines[1]
+    for secret in (READ_TOKEN, bad, "Bearer", "token="):
+        assert secret not in captured.err + captured.out
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_wiki_serve_logs_requests_on_stderr_not_stdout(served, quiet: bool) -> None:
+    """The command itself, as a process: request lines on stderr (none with ``--quiet``),
+    nothing on stdout, and uvicorn's own access line (query string and all) gone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    config, wiki, _ops = served
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [sys.executable, "-m", "wiki_cli", *(["--quiet"] if quiet else []), "serve",
+            "--config", str(config), "--port", str(port)]
+    process = subprocess.Popen(argv, cwd=wiki.root, text=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=os.environ.copy())
+    try:
+        base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{base}/health", timeout=5)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None and time.monotonic() < deadline, \
+                    process.communicate(timeout=30)
+                time.sleep(0.1)
+        statuses = [httpx.get(f"{base}/v1/repos?token={token}", headers=_auth(token),
+                              timeout=60).status_code for token in (READ_TOKEN, "wk_x")]
+    finally:
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    assert statuses == [200, 401]
+    assert stdout == ""
+    assert READ_TOKEN not in stderr and "token=" not in stderr
+    logged = [line.split()[-3] for line in stderr.splitlines() if " GET /" in line]
+    assert logged == ([] if quiet else ["200", "200", "401"]), stderr

@@ -168,6 +168,19 @@ def test_readme_prerequisites_name_ssh_keygen_and_the_makefiles_interpreter_form
     assert "ssh-keygen" in header and "VENV=.venv-3.13" in " ".join(header.split())
 
 
+def test_every_page_that_writes_a_venv_path_says_where_the_313_venv_is() -> None:
+    """Issue 28.6: the README's ``export PATH=.../.venv/bin`` and docs/postgres.md assumed
+    ``.venv``, where the Makefile's way to use Python 3.13 makes ``.venv-3.13``."""
+    start = README.index("## Using it")
+    using = README[start:README.index("```", start)]
+    assert 'export PATH="$PWD/.venv/bin:$PATH"' in using and "$PWD/.venv-3.13/bin" in using
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    silent = [page.name for page in pages if page.name != "decisions.md"
+              and ".venv/bin" in (text := page.read_text(encoding="utf-8"))
+              and ".venv-3.13" not in text]
+    assert not silent, f"pages that write .venv/bin and never name .venv-3.13: {silent}"
+
+
 def test_readme_legs_line_lists_every_leg() -> None:
     line = next(line for line in README.splitlines() if "# pick legs:" in line)
     listed = re.findall(r"\b(\w+)\b", line.split("# pick legs:")[1])

@@ -34,6 +34,11 @@ OPTIONAL = {
     "llama_cpp": ("the offline model, WIKI_MODEL=local/qwen2.5-coder-1.5b", LOCAL_MODEL_INSTALL),
 }
 """Optional modules: what each gives, and how to install it."""
+SERVER_START_S = 1.2
+"""Seconds from the embedding server's spawn to its first reply, p50, as measured by
+``python -m evals.bench_model_start`` (evals/results/model-start.json, ``server.p50_s``;
+the README's Measured section states the same number, tests/test_readme_table.py checks
+both)."""
 
 
 @dataclass
@@ -143,7 +148,8 @@ def check_embed_server() -> Check:
             return Check("embed server", WARNING, str(exc),
                          "remove that path, or set WIKI_EMBED_SERVER=off")
         return Check("embed server", INFO, "not running; the first search that needs a "
-                     "vector starts it (about 5 s), it stops after 15 idle minutes")
+                     f"vector starts it (about {SERVER_START_S:.1f} s), it stops after 15 "
+                     "idle minutes")
     return Check("embed server", OK, f"running: {reply.get('model')}, pid {reply.get('pid')}")
 
 

@@ -39,10 +39,21 @@ from indexes.errors import IndexUnavailableError
 from wiki.errors import RefMovedError, UsageError
 from wiki.serve.config import RepoSpec, ServeConfig, TokenSpec
 from wiki_cli import __version__
-from wiki_cli.errors import CONFLICT, FINDINGS, INTERNAL, REFUSED, STORAGE, USAGE, exit_code_for
+from wiki_cli.errors import (
+    CONFLICT,
+    FINDINGS,
+    INTERNAL,
+    REFUSED,
+    STORAGE,
+    USAGE,
+    exit_code_for,
+    report,
+    talk,
+)
 from wiki_cli.inert import mask_secrets
 from wiki_cli.mcp_server import WikiTools, build_server, review_refusal
 from wiki_cli.serve_guard import Guard, in_turn, listening_socket, problem
+from wiki_cli.serve_log import AccessLog
 from wiki_cli.tool_calls import ToolFailure, run_tool
 
 log = logging.getLogger("wiki.serve")
@@ -78,9 +89,10 @@ class Served:
 def build_app(config: ServeConfig, spec=None, *, warm: bool = True):
     """The ASGI app serving ``config``'s repositories (``spec``: the embedder settings of
     every call, default the environment's). With ``warm``, the embedding model is loaded
-    and each index synced in the background at start. Returns the app (the guard in
-    front of a Starlette app whose lifespan runs the MCP session managers and the fetch
-    loop)."""
+    and each index synced in the background at start. Returns the app (the request log
+    around the guard in front of a Starlette app whose lifespan runs the MCP session
+    managers and the fetch loop); each request's line goes to ``report`` (stderr, none with
+    ``--quiet``)."""
     served = {name: _served(repo, config, spec) for name, repo in config.repos.items()}
     rest = partial(_rest, served, config.limits.request_timeout)
     routes = [
@@ -111,7 +123,7 @@ def build_app(config: ServeConfig, spec=None, *, warm: bool = True):
 
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={404: _not_found, 405: _not_allowed})
-    return Guard(_Dispatch(app, served), config)
+    return AccessLog(Guard(_Dispatch(app, served), config), report)
 
 
 def _served(repo: RepoSpec, config: ServeConfig, spec) -> Served:
@@ -368,7 +380,8 @@ def check_repositories(config: ServeConfig) -> None:
 def run(config: ServeConfig) -> None:
     """Serve ``config`` until interrupted (Ctrl-C or SIGTERM: uvicorn stops taking
     requests and lets the running ones finish). The embedding model is loaded in this
-    process, as ``wiki mcp`` does."""
+    process, as ``wiki mcp`` does. Requests are logged by :class:`AccessLog`, not by
+    uvicorn (its access log goes to stdout and keeps the query string)."""
     from dataclasses import replace
 
     import uvicorn
@@ -377,8 +390,9 @@ def run(config: ServeConfig) -> None:
 
     sock = listening_socket(config.host, config.port)
     spec = replace(resolve_spec(notify=lambda line: log.info("%s", line)), server="off")
+    level = "warning" if talk.level < 0 else "info"  # --quiet: uvicorn's warnings only
     settings = uvicorn.Config(build_app(config, spec), host=config.host, port=config.port,
-                              log_level="info", timeout_keep_alive=5,
+                              log_level=level, access_log=False, timeout_keep_alive=5,
                               h11_max_incomplete_event_size=16384, server_header=False)
     try:
         uvicorn.Server(settings).run(sockets=[sock])

@@ -137,14 +137,21 @@ def pick_answer(question: str, entries: list, stored: dict, query_vector,
 
 def _steps(chosen: list[Scored], scored: list[Scored], config: PickerConfig) -> list[Scored]:
     """A how-to answer whose best sentence is a step opens with the run of steps around it
-    (neighbours in the same entry that also read as steps), in their order, then the
-    other picked sentences."""
+    (neighbours in the same entry that also read as steps; around an imperative step,
+    "Open ...", only imperative ones, so the run of a list does not reach into the
+    paragraph before it: "You can also check the status page."), in their order, then
+    the other picked sentences."""
     by_index = {s.index: s for s in scored}
     best = chosen[0]
+
+    def step(s: Scored | None) -> bool:
+        return (s is not None and s.entry == best.entry and s.states
+                and (s.imperative or not best.imperative))
+
     start = end = best.index
-    while (s := by_index.get(start - 1)) is not None and s.entry == best.entry and s.states:
+    while step(by_index.get(start - 1)):
         start -= 1
-    while (s := by_index.get(end + 1)) is not None and s.entry == best.entry and s.states:
+    while step(by_index.get(end + 1)):
         end += 1
     run = [by_index[i] for i in range(start, end + 1)]
     rest = [s for s in chosen if not start <= s.index <= end]
