@@ -12,7 +12,9 @@ The answer is also where a gap gets its reason (:class:`GapReason`): the retriev
 (no entry shares the question's words or meaning), the answer type (a percentage or money
 that no cited entry states, :mod:`indexes.answer_type`), no candidate sentence answering
 well enough (``no_answer``) or none stating the number, person or place asked for
-(``missing_form``): a gap, never a guess (docs/architecture.md, "Asking").
+(``missing_form``): a gap, never a guess (docs/architecture.md, "Asking"). An answer
+that is not a gap but scores below ``hedge_score`` carries a hedge, the reason it may not
+answer (:attr:`Picked.hedge`).
 """
 
 from __future__ import annotations
