@@ -249,6 +249,7 @@ def markdown(result: dict) -> str:
              met["hedged"]],
             [f"answerable refused (gap) ≤ {TARGETS['refused']:.0%}",
              f"{rates['refused']:.1%}", met["refused"]]]),
+        "", _verdict(met, missed, rule, threshold),
         "", "Unanswerable test questions still answered (no gap, no hedge):", "",
         md_table(["question", "style", "answer score", "sentence cosine", "coverage"],
                  [[r["id"], r["style"], r["answer_score"], r["sentence_cosine"],
@@ -257,6 +258,22 @@ def markdown(result: dict) -> str:
         md_table(["question", "style", "answer score", "sentence cosine", "coverage"],
                  [[r["id"], r["style"], r["answer_score"], r["sentence_cosine"],
                    r["coverage"]] for r in hedged]) if hedged else "none"])
+
+
+def _verdict(met: dict, missed: list[dict], rule: str, threshold: float) -> str:
+    """One paragraph: whether the tune-chosen rule meets the targets on test, said plainly;
+    the threshold is never moved on test."""
+    if all(met.values()):
+        return (f"The rule chosen on tune ({rule} < {threshold:.2f}) meets the three targets "
+                "on the test half.")
+    near = sum(1 for r in missed if (v := signal(r, rule)) is not None
+               and v < threshold + 0.02)
+    unmet = ", ".join(name for name, ok in met.items() if not ok)
+    return (f"The rule chosen on tune ({rule} < {threshold:.2f}) does **not** meet the "
+            f"target(s) on the test half: {unmet}. The threshold was not moved on test: "
+            "a value read off the test half would no longer measure questions the rule "
+            f"was never tuned on. Of the {len(missed)} unanswerable test questions still "
+            f"answered, {near} score less than 0.02 above the threshold.")
 
 
 def main() -> None:

@@ -93,7 +93,7 @@ class SearchConfig:
     gap_coverage: float = 0.54
     gap_cosine: float = 0.45
     gap_score: float = 0.52
-    hedge_score: float = 0.60
+    hedge_score: float = 0.77
     legs: tuple[str, ...] = INDEX_LEGS
     fusion: str = "zscore"
     rrf_k: int = 60
