@@ -268,9 +268,12 @@ def _verdict(met: dict, missed: list[dict], rule: str, threshold: float) -> str:
                 "on the test half.")
     near = sum(1 for r in missed if (v := signal(r, rule)) is not None
                and v < threshold + 0.02)
-    unmet = ", ".join(name for name, ok in met.items() if not ok)
-    return (f"The rule chosen on tune ({rule} < {threshold:.2f}) does **not** meet the "
-            f"target(s) on the test half: {unmet}. The threshold was not moved on test: "
+    names = {"caught": f"unanswerable ending as a gap or a hedge ≥ {TARGETS['caught']:.0%}",
+             "hedged": f"answerable hedged ≤ {TARGETS['hedged']:.0%}",
+             "refused": f"answerable refused ≤ {TARGETS['refused']:.0%}"}
+    unmet = "; ".join(names[name] for name, ok in met.items() if not ok)
+    return (f"The rule chosen on tune ({rule} < {threshold:.2f}) misses on the test "
+            f"half: {unmet}. The threshold was not moved on test: "
             "a value read off the test half would no longer measure questions the rule "
             f"was never tuned on. Of the {len(missed)} unanswerable test questions still "
             f"answered, {near} score less than 0.02 above the threshold.")

@@ -130,7 +130,10 @@ def render(results: Path = RESULTS) -> str:
         "unanswerable questions end as an evidence gap or a hedged answer (\"closest "
         "evidence, may not answer\": answer score below "
         f"{get('hedge-calibration', 'adopted', 'threshold'):.2f}, chosen on the tune half), "
-        f"while {_count(hedge('answerable', 'hedged'), hedge('answerable'))} answerable "
+        + ("" if get("hedge-calibration", "met", "caught") else
+           f"short of the {100 * get('hedge-calibration', 'targets', 'caught'):.0f} % issue 28 "
+           "asks for, ")
+        + f"while {_count(hedge('answerable', 'hedged'), hedge('answerable'))} answerable "
         f"ones are hedged and {_count(hedge('answerable', 'gap'), hedge('answerable'))} "
         "refused (`evals/results/hedge-calibration.md`).")
     text = textwrap.fill(prose, width=WIDTH, break_long_words=False, break_on_hyphens=False)
