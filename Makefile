@@ -94,13 +94,14 @@ eval: $(STAMP)
 	$(MAKE) eval-llm
 	$(BIN)/python -m evals.readme_table
 
-## make eval-staff: the staff-written questions (tune and test halves) and the gap rule across
-## datasets, cross-validated (needs the LoCoMo hybrid run of `evals.run`; first SciFact embedding ~10 min)
+## make eval-staff: the staff-written questions (tune and test halves), the gap rule across
+## datasets, cross-validated, and the hedge band (chosen on tune, reported on test) (needs the LoCoMo hybrid run of `evals.run`; first SciFact embedding ~10 min)
 eval-staff: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.staff_questions
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.staff_eval
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.answers --questions staff --split tune
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.gap_calibration
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.hedge_calibration
 
 ## make eval-llm: the LLM walk on the handbook dev questions (skips without `make setup-llm`)
 eval-llm: $(STAMP)

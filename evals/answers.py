@@ -105,9 +105,9 @@ def run_variant(wiki, variant: Variant, answerable: list[dict],
                      "mode": answer.mode, "note": answer.note,
                      "reason": answer.gap_reason.code if answer.gap_reason else None,
                      "score": answer.answer_score, "form_missing": answer.form_missing,
-                     "cosine": answer.sentence_cosine, "coverage": answer.confidence,
+                     "cosine": answer.sentence_cosine, "coverage": answer.coverage,
                      "missing_type": answer.missing_type,
-                     "retrieval_gap": is_gap(True, answer.confidence, answer.top_cosine,
+                     "retrieval_gap": is_gap(True, answer.coverage, answer.top_cosine,
                                              answer.threshold, 0.54, 0.45),
                      "answer": [[t, n] for t, n in answer.sentences]})
     asked = [r for r in rows if r["answerable"]]

@@ -12,7 +12,9 @@ recall@10 / hit@3), ``locomo.json`` (session recall@5 over the non-adversarial q
 start time of ``wiki --version`` and ``wiki search`` against a bare interpreter, in-process
 hybrid p50 on SciFact), ``model-start.json`` (the embedding model's start, as the server
 and in a process: :mod:`evals.bench_model_start`; ``wiki doctor`` states the same server
-time), ``staleness.json`` and ``ask-gaps.json``.
+time), ``staleness.json``, ``ask-gaps.json`` and ``hedge-calibration.json`` (the staff
+questions' test half: unanswerable ending as a gap or a hedge, answerable hedged and
+refused, under the hedge threshold chosen on the tune half).
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ def _field(data, *keys, source: str):
     return data
 
 
+def _count(count: int, total: int) -> str:
+    """``17 of 20 (85 %)``."""
+    return f"{count} of {total} ({100 * count / max(total, 1):.0f} %)"
+
+
 def _start(row: dict) -> str:
     """``0.09 s (3.4x)`` from a start-time row of ``bench.json`` (evals/bench_start.py)."""
     p50 = _field(row, "p50_ms", source="bench.json")
@@ -71,10 +78,13 @@ def render(results: Path = RESULTS) -> str:
     ``results``. Raises :class:`TableError` naming a missing file or field."""
     data = {name: _load(results, f"{name}.json")
             for name in ("scifact", "handbook", "locomo", "bench", "model-start", "staleness",
-                         "ask-gaps")}
+                         "ask-gaps", "hedge-calibration")}
 
     def get(name: str, *keys):
         return _field(data[name], *keys, source=f"{name}.json")
+
+    def hedge(group: str, key: str = "n") -> int:
+        return get("hedge-calibration", "test", group, key)
 
     def row(label: str, cells) -> str:
         return f"| {label} | " + " | ".join(cells) + " |"
@@ -120,7 +130,18 @@ def render(results: Path = RESULTS) -> str:
         f"{get('ask-gaps', 'handbook', 'unanswerable')} unanswerable handbook dev questions "
         f"with {_plural(get('ask-gaps', 'handbook', 'false_gaps'), 'false gap')} among the "
         f"{get('ask-gaps', 'handbook', 'answerable')} answerable ones "
-        "(`evals/results/ask-gaps.md`).")
+        "(`evals/results/ask-gaps.md`). How sure an answer is, on the staff questions' test "
+        "half (never tuned on): "
+        f"{_count(get('hedge-calibration', 'test', 'caught'), hedge('unanswerable'))} "
+        "unanswerable questions end as an evidence gap or a hedged answer (\"closest "
+        "evidence, may not answer\": answer score below "
+        f"{get('hedge-calibration', 'adopted', 'threshold'):.2f}, chosen on the tune half), "
+        + ("" if get("hedge-calibration", "met", "caught") else
+           f"short of the {100 * get('hedge-calibration', 'targets', 'caught'):.0f} % issue 28 "
+           "asks for, ")
+        + f"while {_count(hedge('answerable', 'hedged'), hedge('answerable'))} answerable "
+        f"ones are hedged and {_count(hedge('answerable', 'gap'), hedge('answerable'))} "
+        "refused (`evals/results/hedge-calibration.md`).")
     text = textwrap.fill(prose, width=WIDTH, break_long_words=False, break_on_hyphens=False)
     return "\n".join([*table, "", text]) + "\n"
 

@@ -49,7 +49,9 @@ class PickerConfig:
     the best sentence opens the answer. The answer is a gap when the best sentence's cosine
     plus ``score_coverage ×`` the retrieval's word coverage is below ``gap_score``
     (``None``: never), or, with ``form_gap``, when the question asks for a number, a person
-    or a place and no candidate sentence within ``form_gap_margin`` of the best states one."""
+    or a place and no candidate sentence within ``form_gap_margin`` of the best states one.
+    An answer that is not a gap but scores below ``hedge_score`` (``None``: never) is
+    hedged: the closest evidence, which may not answer (issue 28, item 5)."""
 
     lexical: float = 0.25
     cosine: float = 1.0
@@ -60,6 +62,11 @@ class PickerConfig:
     max_sentences: int = 4
     entry_places: int = 3
     gap_score: float | None = 0.52
+    hedge_score: float | None = 0.77
+    """Below this answer score (and at or above ``gap_score``) the answer is shown hedged:
+    the closest evidence, which may not answer. Chosen on the staff tune half as the
+    largest value that hedges at most 15 % of its answerable questions
+    (evals/results/hedge-calibration.md)."""
     score_coverage: float = 0.5
     score_by: str = "words"
     """Which sentence's cosine the answer score takes: ``words``, the sentence sharing most of
@@ -363,7 +370,7 @@ def answer_score(scored: Sequence[Scored], coverage: float, config: PickerConfig
     """How well the answer is supported: the cosine of the best sentence plus
     ``score_coverage ×`` ``coverage`` (the share of the question's words, IDF-weighted,
     that the top entry holds: :mod:`indexes.coverage`); ``coverage`` alone without
-    candidates. Compared with ``gap_score``."""
+    candidates. Compared with ``gap_score`` and ``hedge_score``."""
     return judged_cosine(scored, config) + config.score_coverage * coverage
 
 

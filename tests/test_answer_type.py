@@ -90,7 +90,7 @@ QUESTION = "what percentage does GSA match on TSP contributions?"
 def test_ask_is_a_gap_when_no_cited_entry_states_the_type(wiki: Wiki) -> None:
     land(wiki, {"benefits/tsp.md": TSP})
     answer = ask(wiki, QUESTION, synthesize=False, revalidate=False)
-    assert answer.confidence >= 0.4  # the words match: the retrieval rule alone answers
+    assert answer.coverage >= 0.4  # the words match: the retrieval rule alone answers
     assert answer.gap and answer.missing_type == "percent"
     assert answer.sentences == [] and answer.citations == []
     assert "asks for a percentage" in answer.note and "TSP contributions" in answer.note

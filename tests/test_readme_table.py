@@ -34,6 +34,12 @@ def test_the_section_carries_the_results_numbers() -> None:
     assert (f"an evidence gap on {gaps['gaps']} of the {gaps['unanswerable']} unanswerable"
             in prose)
     assert f"among the {gaps['answerable']} answerable ones" in prose
+    hedge = json.loads((results / "hedge-calibration.json").read_text(encoding="utf-8"))
+    test = hedge["test"]
+    assert (f"{test['caught']} of {test['unanswerable']['n']} (" in prose
+            and "unanswerable questions end as an evidence gap or a hedged answer" in prose)
+    assert (f"{test['answerable']['hedged']} of {test['answerable']['n']} (" in prose
+            and f"below {hedge['adopted']['threshold']:.2f}, chosen on the tune half" in prose)
 
 
 def test_doctor_and_the_readme_state_the_measured_model_start(monkeypatch) -> None:
@@ -77,7 +83,8 @@ def test_a_changed_result_changes_the_readme_and_check_says_stale(tmp_path: Path
 
 def test_a_missing_field_names_the_file_and_field(tmp_path: Path) -> None:
     (tmp_path / "scifact.json").write_text("{}")
-    for name in ("handbook", "locomo", "bench", "model-start", "staleness", "ask-gaps"):
+    for name in ("handbook", "locomo", "bench", "model-start", "staleness", "ask-gaps",
+                 "hedge-calibration"):
         shutil.copy(ROOT / "evals" / "results" / f"{name}.json", tmp_path)
     with pytest.raises(readme_table.TableError, match=r"scifact.json: no field results"):
         readme_table.render(tmp_path)

@@ -85,7 +85,7 @@ def test_every_setting_is_classified_as_trust_or_neutral() -> None:
     trust setting, given an example change below)."""
     from wiki.review import settings
 
-    assert len(all_settings()) == 55
+    assert len(all_settings()) == 57
     assert set(settings.TRUST) | set(settings.NEUTRAL) == all_settings()
     assert not set(settings.TRUST) & set(settings.NEUTRAL)
     assert set(settings.TRUST) == set(TRUST_CHANGES)

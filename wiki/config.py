@@ -75,7 +75,12 @@ class SearchConfig:
     aliases, tags, summary, body) and ``gap_threshold``, the confidence below which
     ``ask`` reports an evidence gap when only lexical legs ran; with the vector leg the
     gap is ``coverage < gap_coverage and top cosine < gap_cosine`` (both fitted on the
-    handbook dev questions: evals/results/abstention.md).
+    handbook dev questions: evals/results/abstention.md). Once a sentence is picked,
+    ``gap_score`` and ``hedge_score`` judge its answer score (the best sentence's cosine
+    plus half the word coverage, :func:`indexes.sentence_scoring.answer_score`): below
+    ``gap_score`` the answer is an evidence gap, below ``hedge_score`` it is shown hedged,
+    "closest evidence, may not answer" (the picker's defaults,
+    :class:`indexes.sentence_scoring.PickerConfig`; evals/results/hedge-calibration.md).
 
     Routing (:mod:`wiki.answering.routing`): ``route`` turns it on by default (``--route`` /
     ``--no-route`` decide per search); ``route_mode`` is ``filter`` (search only the routed
@@ -87,6 +92,8 @@ class SearchConfig:
     gap_threshold: float = 0.4
     gap_coverage: float = 0.54
     gap_cosine: float = 0.45
+    gap_score: float = 0.52
+    hedge_score: float = 0.77
     legs: tuple[str, ...] = INDEX_LEGS
     fusion: str = "zscore"
     rrf_k: int = 60
@@ -220,6 +227,10 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
     for key in ("gap_threshold", "gap_coverage", "gap_cosine"):
         if not 0 <= getattr(config.search, key) <= 1:
             problems.append(f"[search] {key} must be from 0 to 1, got "
+                            f"{getattr(config.search, key)!r}")
+    for key in ("gap_score", "hedge_score"):  # a cosine plus half a coverage
+        if not 0 <= getattr(config.search, key) <= 1.5:
+            problems.append(f"[search] {key} must be from 0 to 1.5, got "
                             f"{getattr(config.search, key)!r}")
     if len(config.search.weights) != 5:
         problems.append("[search] weights needs 5 numbers (title, aliases, tags, summary, "

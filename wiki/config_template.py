@@ -47,6 +47,11 @@ weights = [8.0, 6.0, 3.0, 3.0, 1.0]
 gap_threshold = 0.4
 gap_coverage = 0.54
 gap_cosine = 0.45
+# Once a sentence is picked, its answer score (its cosine + half the word coverage): below
+# gap_score an evidence gap; below hedge_score the answer is shown as "closest evidence,
+# may not answer" with the reason (`confidence: "hedged"` in --json; still exit 0).
+gap_score = 0.52
+hedge_score = 0.77
 # Retrieval legs, each offering its top `window` hits, fused by "zscore" (weighted sum of
 # each leg's standardised scores) or "rrf" (sum of w / (rrf_k + rank)).
 legs = ["alias", "bm25", "vector"]

@@ -212,9 +212,11 @@ class WikiTools:
         route: RouteField = None,
     ) -> dict[str, Any]:
         """Answer a question from the wiki with sentences quoted from its entries, each
-        cited ([n] -> 'citations': entry id, path, title, source uris). When the wiki does
-        not say, 'gap' is true, 'sentences' is empty and the question is recorded as an
-        evidence gap: say so instead of guessing ('note' says why when the question asks
+        cited ([n] -> 'citations': entry id, path, title, source uris). 'confidence' says
+        how sure it is: 'answered'; 'hedged', the closest evidence, which may not answer
+        ('hedge' says why; 'answer' opens with it): pass the doubt on; or 'gap': the wiki
+        does not say, 'gap' is true, 'sentences' is empty and the question is recorded as
+        an evidence gap: say so instead of guessing ('note' says why when the question asks
         for a percentage or an amount of money that no cited entry states)."""
         from wiki.answering.questions import answer_question
 
@@ -226,7 +228,9 @@ class WikiTools:
             route=route).answer
         data = answer_payload(answer)
         data["answer"] = ("The wiki does not say." if answer.gap else
-                          " ".join(f"{text} [{number}]" for text, number in answer.sentences))
+                          (f"Closest evidence, may not answer ({answer.hedge}): "
+                           if answer.hedge else "")
+                          + " ".join(f"{text} [{number}]" for text, number in answer.sentences))
         return data
 
     def get(

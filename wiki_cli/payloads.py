@@ -67,14 +67,17 @@ def search_payload(result, *, explain: bool = True) -> dict[str, Any]:
 
 
 def answer_payload(answer) -> dict[str, Any]:
-    """A :class:`wiki.answering.ask.Answer` as JSON values (``gap`` true: the wiki does not say;
-    ``warnings``: one line per cited entry found out of date or unverifiable at ask time;
-    ``truncated``: see :func:`truncated`)."""
+    """A :class:`wiki.answering.ask.Answer` as JSON values (``confidence``: ``answered``,
+    ``hedged``, the closest evidence that may not answer, with ``hedge`` saying why, or
+    ``gap``; ``gap`` true: the wiki does not say; ``coverage``: the retrieval's word
+    coverage; ``warnings``: one line per cited entry found out of date or unverifiable at
+    ask time; ``truncated``: see :func:`truncated`)."""
     fields = {k: v for k, v in vars(answer).items() if k != "sentences"}
     warnings = [f"entry {c.entry_id} is "
                 f"{'out of date' if c.stale else 'unverifiable'}: {c.reason}"
                 for c in answer.citations if c.stale or c.unverifiable]
-    return to_jsonable({**fields, "gap": answer.gap, "warnings": warnings,
+    return to_jsonable({**fields, "confidence": answer.confidence, "gap": answer.gap,
+                        "warnings": warnings,
                         "truncated": truncated(answer.question),
                         "sentences": [{"text": t, "citation": n} for t, n in answer.sentences]})
 

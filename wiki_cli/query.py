@@ -130,8 +130,9 @@ def ask(
     verbose: VerboseOption = False,
 ) -> None:
     """Answer QUESTION from the wiki with cited sentences; exit 3 on an evidence gap.
-    Cited entries whose sources changed are answered from the current source and flagged
-    (exit 0)."""
+    An answer that may not answer (its score below `[search] hedge_score`) opens with a
+    `closest evidence, may not answer: REASON` line (exit 0). Cited entries whose sources
+    changed are answered from the current source and flagged (exit 0)."""
     from wiki.answering.questions import answer_question
     from wiki_cli.stale import citation_warnings, report_update, update_payload
 
@@ -155,11 +156,13 @@ def ask(
         out.print(plain(f"The answer does not fit the budget: {answer.gap_reason.sentence}."))
     elif answer.gap:
         cosine = "" if answer.top_cosine is None else f", best cosine {answer.top_cosine:.2f}"
-        out.print(plain(f"The wiki does not say (word coverage {answer.confidence:.2f}{cosine})."
+        out.print(plain(f"The wiki does not say (word coverage {answer.coverage:.2f}{cosine})."
                         " The question was recorded as an evidence gap."))
         if answer.note:
             report(f"note: {answer.note}")
     else:
+        if answer.hedge:
+            out.print(plain(f"closest evidence, may not answer: {answer.hedge}"))
         for text, number in answer.sentences:
             out.print(plain(f"{text} [{number}]"))
         out.print()

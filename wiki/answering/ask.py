@@ -28,6 +28,7 @@ from wiki.answering.picker import DEFAULT, GapReason, pick_answer
 from wiki.answering.revalidate import Revalidated, Revalidation
 from wiki.answering.revalidate import revalidate as check_sources
 from wiki.answering.search import SearchRequest, SearchResult, run_search
+from wiki.config import SearchConfig
 from wiki.files import append_regular
 from wiki.store.entry import now_iso
 from wiki.store.markdown_text import heading_above
@@ -58,11 +59,15 @@ class Citation(Revalidated):
 @dataclass(frozen=True)
 class Answer:
     """An answer to ``question``, a value: ``sentences`` as ``(text, citation number)``
-    pairs and the ``citations`` they point to; ``gap`` when the wiki does not say."""
+    pairs and the ``citations`` they point to; ``gap`` when the wiki does not say, ``hedge``
+    (the reason) when the sentences are the closest evidence and may not answer;
+    :attr:`confidence` names the outcome. ``coverage``: the retrieval's word coverage of
+    the top entry (:mod:`indexes.coverage`), ``threshold`` its gap threshold without
+    vectors."""
 
     question: str
     commit: str
-    confidence: float
+    coverage: float
     threshold: float
     sentences: list[tuple[str, int]] = field(default_factory=list)
     citations: list[Citation] = field(default_factory=list)
@@ -104,11 +109,23 @@ class Answer:
     judge: dict | None = None
     """When the model's gap judge ran (:mod:`wiki.answering.gap_judge`): ``p_yes``,
     ``below``, ``seconds``, ``note``."""
+    hedge: str | None = None
+    """Why the sentences are only the closest evidence and may not answer (the answer
+    score is below ``[search] hedge_score``), one line for people; ``None`` for a sure
+    answer and for a gap."""
 
     @property
     def gap(self) -> bool:
         """Whether the wiki does not say: no sentence."""
         return not self.sentences
+
+    @property
+    def confidence(self) -> str:
+        """How sure the answer is: ``answered``, ``hedged`` (the closest evidence, which
+        may not answer: :attr:`hedge` says why) or ``gap`` (the wiki does not say)."""
+        if self.gap:
+            return "gap"
+        return "hedged" if self.hedge else "answered"
 
 
 @dataclass(frozen=True)
@@ -122,8 +139,9 @@ class AskRequest:
     evidence (``None``: no budget; :func:`wiki.answering.budget.fit`); ``revalidate``:
     check the candidate entries' sources first (never with ``as_of``); ``synthesize``:
     a configured model writes the answer from the cited entries; ``picker``: the
-    sentence picker's parameters (:class:`indexes.sentence_scoring.PickerConfig`,
-    default :data:`wiki.answering.picker.DEFAULT`; evals pass variants);
+    sentence picker's parameters (:class:`indexes.sentence_scoring.PickerConfig`; evals
+    pass variants; ``None``: :data:`wiki.answering.picker.DEFAULT` with the wiki's
+    ``[search] gap_score`` and ``hedge_score``, :func:`configured_picker`);
     ``embed_model``: the embedding model, read from ``$WIKI_EMBED_MODEL`` when the
     request is built (``None``: vectors off), used by the search, the picker and the
     budget's token counter alike."""
@@ -140,7 +158,7 @@ class AskRequest:
     rerank: bool = False
     synthesize: bool = True
     route: bool | None = None
-    picker: PickerConfig = DEFAULT
+    picker: PickerConfig | None = None
     embed_model: str | None = field(default_factory=model_name)
 
     def search_request(self) -> SearchRequest:
@@ -159,7 +177,7 @@ def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
         scope: str | None = None, include_expired: bool = False,
         budget: int | None = None, revalidate: bool = True, rerank: bool = False,
         synthesize: bool = True, route: bool | None = None,
-        picker: PickerConfig = DEFAULT) -> Answer:
+        picker: PickerConfig | None = None) -> Answer:
     """Answer ``question``: :func:`answer` of the :class:`AskRequest` the keyword
     arguments describe (see there for each one); ``progress`` is called while missing
     vectors are embedded."""
@@ -189,7 +207,8 @@ def answer(wiki: Wiki, request: AskRequest, *, progress: Progress | None = None)
         found = Answer(request.question, result.commit, result.confidence, result.threshold,
                        top_cosine=result.top_cosine, llm=result.llm,
                        route=result.route.to_dict() if result.route else None)
-        if result.gap and (request.picker.retrieval_gap or result.vectors is None):
+        if result.gap and ((request.picker or DEFAULT).retrieval_gap
+                           or result.vectors is None):
             cosine = ("" if result.top_cosine is None
                       else f", best cosine {result.top_cosine:.2f}")
             found = replace(found, gap_reason=GapReason(
@@ -198,6 +217,7 @@ def answer(wiki: Wiki, request: AskRequest, *, progress: Progress | None = None)
         elif result.hits:
             found = replace(found, **_from_entries(wiki, request, result))
         if found.gap:
+            found = replace(found, hedge=None)
             if found.gap_reason is None:
                 found = replace(found, gap_reason=GapReason("no_match",
                                                             "no entry matches the question"))
@@ -206,12 +226,21 @@ def answer(wiki: Wiki, request: AskRequest, *, progress: Progress | None = None)
         return found
 
 
+def configured_picker(search: SearchConfig) -> PickerConfig:
+    """The product's picker (:data:`wiki.answering.picker.DEFAULT`) with the thresholds of
+    the wiki's ``[search]`` section: ``gap_score`` (below it, an evidence gap) and
+    ``hedge_score`` (below it, a hedged answer)."""
+    return replace(DEFAULT, gap_score=search.gap_score, hedge_score=search.hedge_score)
+
+
 def _from_entries(wiki: Wiki, request: AskRequest, result: SearchResult) -> dict:
     """The answer's fields taken from the top hits' entries: revalidated, picked (or
     fitted to the budget), checked for the asked type, written by the model."""
     from wiki.answering.budget import MAX_ENTRIES as BUDGET_ENTRIES
 
     snapshot = wiki.snapshot(result.commit)
+    if request.picker is None:
+        request = replace(request, picker=configured_picker(snapshot.config().search))
     count = MAX_ENTRIES if request.budget is None else BUDGET_ENTRIES
     entries = [snapshot.entry(hit.key) for hit in result.hits[:count]]
     checks = None
@@ -256,7 +285,8 @@ def _extract(result: SearchResult, request: AskRequest, entries: list,
     judged = judge.review(request.question, picked, [e.title for e in entries]) \
         if judge is not None else {}
     scores = {"answer_score": round(picked.score, 4), "sentence_cosine": picked.cosine,
-              "form_missing": picked.form_missing, "judge": judged or None}
+              "form_missing": picked.form_missing, "judge": judged or None,
+              "hedge": picked.hedge if picked.gap is None else None}
     if judged.get("note") and picked.gap is None:
         scores["note"] = judged["note"]
     if picked.gap is not None:
@@ -320,7 +350,7 @@ def _fit(result: SearchResult, request: AskRequest, entries: list, picked: dict)
     evidence = fit(request.question, entries, request.budget, counter(request.embed_model),
                    lead=picked["picked"])
     scores = {k: picked[k] for k in ("answer_score", "sentence_cosine", "form_missing",
-                                     "judge")}
+                                     "judge", "hedge")}
     tokens = {"used": evidence.used, "budget": request.budget, "whole": evidence.whole,
               "counter": evidence.counter}
     if evidence.needed:
@@ -377,7 +407,7 @@ def _record_gap(wiki: Wiki, answer: Answer) -> None:
     question = answer.question if len(answer.question) <= GAP_QUESTION_CHARS else \
         answer.question[:GAP_QUESTION_CHARS] + "…"
     line = {"time": now_iso(), "question": question, "commit": answer.commit,
-            "confidence": round(answer.confidence, 4)}
+            "confidence": round(answer.coverage, 4)}
     if answer.missing_type:
         line["missing_type"] = answer.missing_type
     if answer.gap_reason is not None:

@@ -12,11 +12,14 @@ The answer is also where a gap gets its reason (:class:`GapReason`): the retriev
 (no entry shares the question's words or meaning), the answer type (a percentage or money
 that no cited entry states, :mod:`indexes.answer_type`), no candidate sentence answering
 well enough (``no_answer``) or none stating the number, person or place asked for
-(``missing_form``): a gap, never a guess (docs/architecture.md, "Asking").
+(``missing_form``): a gap, never a guess (docs/architecture.md, "Asking"). An answer
+that is not a gap but scores below ``hedge_score`` carries a hedge, the reason it may not
+answer (:attr:`Picked.hedge`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,6 +74,9 @@ class Picked:
     form_missing: str | None = None
     """The form the question asks for (``amount``, ``who``, ``where``, ...) when none of
     the best sentences states one (:func:`indexes.sentence_scoring.form_missing`)."""
+    hedge: str | None = None
+    """Why the sentences are the closest evidence rather than a sure answer (the answer
+    score is below ``hedge_score``), one line for people; ``None`` when sure or a gap."""
 
 
 def embedded(title: str, sentence: str) -> str:
@@ -132,6 +138,7 @@ def pick_answer(question: str, entries: list, stored: dict, query_vector,
                     cosine=round(judged_cosine(scored, config), 4)
                     if scored and vectors is not None else None)
     picked.gap = _gap(picked, scored, config, vectors is not None)
+    picked.hedge = _hedge(picked, config, vectors is not None)
     return picked
 
 
@@ -184,6 +191,16 @@ def _gap(picked: Picked, scored: list[Scored], config: PickerConfig,
                          f"{FORM_NAMES[picked.form_missing]} and none of the best sentences "
                          "of the closest entries states one")
     return None
+
+
+def _hedge(picked: Picked, config: PickerConfig, vectors: bool) -> str | None:
+    """The reason an answer is hedged: not a gap, but its score (which needs the vectors)
+    is below ``hedge_score`` (shown cut to two decimals, so never rounded up to it)."""
+    if picked.gap is not None or not vectors or config.hedge_score is None \
+            or picked.score >= config.hedge_score:
+        return None
+    return (f"the best sentence scores {math.floor(picked.score * 100) / 100:.2f} as an "
+            f"answer, below the {config.hedge_score:g} a sure answer needs")
 
 
 def _clip(text: str) -> str:

@@ -60,8 +60,9 @@ NEUTRAL: dict[str, str] = {
     "ingest.categories": "which wiki folder an ingested entry is proposed in",
     "sources.timeout": "how long an http(s) source may take to answer",
     **{f"search.{key}": "ranking or abstention" for key in (
-        "weights", "gap_threshold", "gap_coverage", "gap_cosine", "fusion", "rrf_k",
-        "window", "leg_weights", "route", "route_mode", "route_margin", "route_weight")},
+        "weights", "gap_threshold", "gap_coverage", "gap_cosine", "gap_score", "hedge_score",
+        "fusion", "rrf_k", "window", "leg_weights", "route", "route_mode", "route_margin",
+        "route_weight")},
     **{f"lifetimes.{key}": "how long an entry stays in default answers" for key in (
         "fact", "decision", "procedure", "note", "episode")},
     **{f"memory.{key}": "re-scoring and graph expansion of hits" for key in (
