@@ -51,7 +51,8 @@ class PickerConfig:
     (``None``: never), or, with ``form_gap``, when the question asks for a number, a person
     or a place and no candidate sentence within ``form_gap_margin`` of the best states one.
     An answer that is not a gap but scores below ``hedge_score`` (``None``: never) is
-    hedged: the closest evidence, which may not answer (issue 28, item 5)."""
+    hedged: the closest evidence, which may not answer (docs/decisions.md, "Answers say
+    how sure they are")."""
 
     lexical: float = 0.25
     cosine: float = 1.0

@@ -15,7 +15,6 @@ its citation says so; an unverifiable one is flagged.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass, field, replace
 
 from indexes.answer_type import TYPE_NAMES, missing_type
@@ -24,15 +23,13 @@ from indexes.vectors import Progress
 from wiki.answering.embedding import model_name
 from wiki.answering.filters import filters_for
 from wiki.answering.gap_judge import GapJudge, open_judge
+from wiki.answering.gaps import record_gap
 from wiki.answering.picker import DEFAULT, GapReason, pick_answer
 from wiki.answering.revalidate import Revalidated, Revalidation
 from wiki.answering.revalidate import revalidate as check_sources
 from wiki.answering.search import SearchRequest, SearchResult, run_search
 from wiki.config import SearchConfig
-from wiki.files import append_regular
-from wiki.store.entry import now_iso
 from wiki.store.markdown_text import heading_above
-from wiki.store.storage import notify, storage_cause
 from wiki.store.workspace import Wiki
 
 MAX_ENTRIES = 3
@@ -222,7 +219,7 @@ def answer(wiki: Wiki, request: AskRequest, *, progress: Progress | None = None)
                 found = replace(found, gap_reason=GapReason("no_match",
                                                             "no entry matches the question"))
             if found.gap_reason.code != "over_budget":  # the wiki holds that answer
-                _record_gap(wiki, found)
+                record_gap(wiki, found)
         return found
 
 
@@ -391,34 +388,3 @@ def _section(entry, quoted: list[str]) -> str | None:
     if heading is None or entry.title.endswith(heading) or heading == entry.title:
         return None
     return heading
-
-
-GAP_QUESTION_CHARS = 2000
-"""A recorded gap keeps this much of its question (a caller of ``wiki serve`` may send a
-megabyte per question; the log must not grow by that much per call)."""
-
-
-def _record_gap(wiki: Wiki, answer: Answer) -> None:
-    """Append the gap to ``gaps.jsonl`` for lint (the question clipped to
-    :data:`GAP_QUESTION_CHARS`); a disk that refuses it (read-only, full) loses only this
-    record, said in a notice, never the answer. Raises
-    :class:`wiki.errors.NotRegularFileError` when ``gaps.jsonl`` is a directory, a FIFO or
-    a device (:func:`wiki.files.append_regular`)."""
-    question = answer.question if len(answer.question) <= GAP_QUESTION_CHARS else \
-        answer.question[:GAP_QUESTION_CHARS] + "…"
-    line = {"time": now_iso(), "question": question, "commit": answer.commit,
-            "confidence": round(answer.coverage, 4)}
-    if answer.missing_type:
-        line["missing_type"] = answer.missing_type
-    if answer.gap_reason is not None:
-        line["gap_reason"] = answer.gap_reason.code
-    try:  # a regular file only: a directory or FIFO there is an error naming it
-        wiki.state_dir.mkdir(parents=True, exist_ok=True)
-        append_regular(wiki.state_dir / "gaps.jsonl", json.dumps(line, ensure_ascii=False)
-                       + "\n")
-    except OSError as exc:
-        cause = storage_cause(exc)
-        if cause is None:
-            raise
-        notify(f"note: the evidence gap was not recorded in {wiki.state_dir / 'gaps.jsonl'} "
-               f"({cause})")

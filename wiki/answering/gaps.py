@@ -1,7 +1,7 @@
-"""The evidence-gap log: the questions ``wiki ask`` could not answer, read back.
+"""The evidence-gap log: the questions ``wiki ask`` could not answer, recorded and read back.
 
 ``wiki ask`` appends one JSON object per line to ``<git common dir>/wiki/gaps.jsonl``
-(:func:`wiki.answering.ask._record_gap`: ``time`` (ISO 8601 UTC), ``question``, ``commit``,
+(:func:`record_gap`: ``time`` (ISO 8601 UTC), ``question``, ``commit``,
 ``confidence``, optionally ``missing_type``). The log is local derived state, written by
 several processes and versions over time, so it is read defensively: a line that is not
 UTF-8, not JSON, not an object or without a question is skipped with its line number and
@@ -13,10 +13,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wiki.errors import WikiError
-from wiki.files import STATE_LOG_HINT, STATE_LOG_LIMIT_BYTES, read_regular
+from wiki.files import STATE_LOG_HINT, STATE_LOG_LIMIT_BYTES, append_regular, read_regular
+from wiki.store.entry import now_iso
+from wiki.store.storage import notify, storage_cause
 from wiki.store.workspace import Wiki
+
+if TYPE_CHECKING:
+    from wiki.answering.ask import Answer
 
 LOG_NAME = "gaps.jsonl"
 
@@ -119,3 +125,33 @@ def _coverage(value: object) -> float | None:
     except OverflowError:
         return None
     return number if 0.0 <= number <= 1.0 else None
+
+
+GAP_QUESTION_CHARS = 2000
+"""A recorded gap keeps this much of its question (a caller of ``wiki serve`` may send a
+megabyte per question; the log must not grow by that much per call)."""
+
+
+def record_gap(wiki: Wiki, answer: Answer) -> None:
+    """Append the gap to ``gaps.jsonl`` for lint (the question clipped to
+    :data:`GAP_QUESTION_CHARS`); a disk that refuses it (read-only, full) loses only this
+    record, said in a notice, never the answer. Raises
+    :class:`wiki.errors.NotRegularFileError` when ``gaps.jsonl`` is a directory, a FIFO or
+    a device (:func:`wiki.files.append_regular`)."""
+    question = answer.question if len(answer.question) <= GAP_QUESTION_CHARS else \
+        answer.question[:GAP_QUESTION_CHARS] + "…"
+    line = {"time": now_iso(), "question": question, "commit": answer.commit,
+            "confidence": round(answer.coverage, 4)}
+    if answer.missing_type:
+        line["missing_type"] = answer.missing_type
+    if answer.gap_reason is not None:
+        line["gap_reason"] = answer.gap_reason.code
+    try:  # a regular file only: a directory or FIFO there is an error naming it
+        wiki.state_dir.mkdir(parents=True, exist_ok=True)
+        append_regular(log_path(wiki), json.dumps(line, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        cause = storage_cause(exc)
+        if cause is None:
+            raise
+        notify(f"note: the evidence gap was not recorded in {log_path(wiki)} "
+               f"({cause})")
