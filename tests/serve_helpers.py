@@ -16,6 +16,26 @@ READ_TOKEN, WRITE_TOKEN, OTHER_TOKEN = "wk_read-" + "r" * 40, "wk_write-" + "w" 
     "wk_other-" + "o" * 40
 
 
+def ops_repository(folder: Path) -> Path:
+    """A second repository ``folder/ops`` with a landed wiki of one entry (the pager
+    rotation), for tests that serve two repositories."""
+    from conftest import git, ingest_and_land, write
+
+    from wiki.store.workspace import Wiki
+
+    ops = folder / "ops"
+    ops.mkdir()
+    git(ops, "init", "-q", "-b", "main")
+    write(ops / "README.md", "# ops\n")
+    git(ops, "add", "README.md")
+    git(ops, "commit", "-q", "-m", "first")
+    ops_wiki = Wiki(ops)
+    ops_wiki.init()
+    write(ops / "runbooks" / "pager.md", "# Pager\n\nThe pager rotation changes on Mondays.\n")
+    ingest_and_land(ops_wiki, ops / "runbooks")
+    return ops
+
+
 def write_config(path: Path, repos: dict[str, Path], *, extra_server: str = "") -> Path:
     """A config serving ``repos`` with three tokens: read on every repository, propose on
     the first (author Carol), read on the last only."""

@@ -11,7 +11,14 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import git, ingest_and_land, write
-from serve_helpers import OTHER_TOKEN, READ_TOKEN, WRITE_TOKEN, running, write_config
+from serve_helpers import (
+    OTHER_TOKEN,
+    READ_TOKEN,
+    WRITE_TOKEN,
+    ops_repository,
+    running,
+    write_config,
+)
 
 from wiki.errors import ConfigError
 from wiki.serve.config import load_config, token_hash
@@ -27,16 +34,7 @@ def two(wiki: Wiki, repo: Path, tmp_path: Path) -> Path:
     """``handbook`` (one entry) and ``ops`` (one entry): the config file."""
     write(repo / "docs" / "leave.md", "# Annual leave\n\nLeave is requested in HR Links.\n")
     ingest_and_land(wiki, repo / "docs")
-    ops = tmp_path / "ops"
-    ops.mkdir()
-    git(ops, "init", "-q", "-b", "main")
-    write(ops / "README.md", "# ops\n")
-    git(ops, "add", "README.md")
-    git(ops, "commit", "-q", "-m", "first")
-    ops_wiki = Wiki(ops)
-    ops_wiki.init()
-    write(ops / "runbooks" / "pager.md", "# Pager\n\nThe pager rotation changes on Mondays.\n")
-    ingest_and_land(ops_wiki, ops / "runbooks")
+    ops = ops_repository(tmp_path)
     return write_config(tmp_path / "serve.toml", {"handbook": repo, "ops": ops},
                         extra_server="max_body_bytes = 200000\nbody_timeout = 2")
 

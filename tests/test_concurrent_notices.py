@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import git, ingest_and_land, write
-from serve_helpers import READ_TOKEN, running, write_config
+from conftest import ingest_and_land, write
+from serve_helpers import READ_TOKEN, ops_repository, running, write_config
 
 from wiki.store.workspace import Wiki
 
@@ -28,16 +28,7 @@ def two(wiki: Wiki, repo: Path, tmp_path: Path) -> tuple[Path, Path]:
         write(repo / "docs" / f"leave{number}.md", f"# Leave rule {number}\n\nLeave rule "
               f"{number} is requested in HR Links at least {number} days ahead.\n")
     ingest_and_land(wiki, repo / "docs")
-    ops = tmp_path / "ops"
-    ops.mkdir()
-    git(ops, "init", "-q", "-b", "main")
-    write(ops / "README.md", "# ops\n")
-    git(ops, "add", "README.md")
-    git(ops, "commit", "-q", "-m", "first")
-    ops_wiki = Wiki(ops)
-    ops_wiki.init()
-    write(ops / "runbooks" / "pager.md", "# Pager\n\nThe pager rotation changes on Mondays.\n")
-    ingest_and_land(ops_wiki, ops / "runbooks")
+    ops = ops_repository(tmp_path)
     config = write_config(tmp_path / "serve.toml", {"handbook": repo, "ops": ops})
     return config, wiki.state_dir / "wiki.sqlite"
 

@@ -11,8 +11,15 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from conftest import ALICE, BOB, git, ingest_and_land, write
-from serve_helpers import OTHER_TOKEN, READ_TOKEN, WRITE_TOKEN, running, write_config
+from conftest import ALICE, BOB, ingest_and_land, write
+from serve_helpers import (
+    OTHER_TOKEN,
+    READ_TOKEN,
+    WRITE_TOKEN,
+    ops_repository,
+    running,
+    write_config,
+)
 
 from wiki.review.proposals import approve, get_proposal, list_proposals
 from wiki.store.workspace import Wiki
@@ -34,16 +41,7 @@ def served(wiki: Wiki, repo: Path, tmp_path: Path) -> tuple[Path, Wiki, Path]:
           "Annual leave is requested in HR Links at least two weeks ahead.\n")
     write(repo / "docs" / "tock.md", "# Tock\n\nTock line #670 is for time out of office.\n")
     ingest_and_land(wiki, repo / "docs")
-    ops = tmp_path / "ops"
-    ops.mkdir()
-    git(ops, "init", "-q", "-b", "main")
-    write(ops / "README.md", "# ops\n")
-    git(ops, "add", "README.md")
-    git(ops, "commit", "-q", "-m", "first")
-    ops_wiki = Wiki(ops)
-    ops_wiki.init()
-    write(ops / "runbooks" / "pager.md", "# Pager\n\nThe pager rotation changes on Mondays.\n")
-    ingest_and_land(ops_wiki, ops / "runbooks")
+    ops = ops_repository(tmp_path)
     config = write_config(tmp_path / "serve.toml", {"handbook": repo, "ops": ops},
                           extra_server="max_body_bytes = 20000\nbody_timeout = 1")
     return config, wiki, ops

@@ -70,6 +70,7 @@ from wiki.errors import ConfigError, EntryError, WikiError
 from wiki.safety.scan import SECRET, Finding, Flag, scan
 from wiki.store import indextree
 from wiki.store.entry import Entry
+from wiki.store.gitcli import objects_of_type
 from wiki.store.treepaths import case_twins
 from wiki.store.workspace import Wiki
 
@@ -361,7 +362,7 @@ def _history_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
         if sha not in landing:
             named.setdefault(sha, path)
     sizes = _sizes(wiki, set(named))
-    blobs = _blob_types(wiki, set(named))
+    blobs = objects_of_type(wiki.repo.git_dir, set(named), "blob")
     data = wiki.store.read_many([s for s in blobs if sizes.get(s, 0) <= limit])
     earlier = {before[p].sha for p in named.values() if p in before}
     old = wiki.store.read_many(sorted(earlier))
@@ -383,13 +384,3 @@ def _history_flags(wiki: Wiki, base: str, tip: str, before: dict[str, TreeItem],
                                 frozenset({SECRET_FLAG}))
     return flags
 
-
-def _blob_types(wiki: Wiki, shas: set[str]) -> set[str]:
-    """The blobs among ``shas``."""
-    if not shas:
-        return set()
-    done = subprocess.run(["git", f"--git-dir={wiki.repo.git_dir}", "cat-file",
-                           "--batch-check=%(objectname) %(objecttype)"],
-                          input="".join(f"{s}\n" for s in shas).encode(), capture_output=True)
-    return {line.split()[0] for line in done.stdout.decode().splitlines()
-            if line.endswith(" blob")}

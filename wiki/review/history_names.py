@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from wiki.errors import WikiError
 from wiki.review.check import SECRET_FLAG, ReviewFlag, content_flags
+from wiki.store.gitcli import objects_of_type
 from wiki.store.workspace import Wiki
 
 _SECRETS = frozenset({SECRET_FLAG})
@@ -36,7 +37,7 @@ def tree_name_flags(wiki: Wiki, base: str, tip: str,
     for line in done.stdout.decode("utf-8", "surrogateescape").splitlines():
         sha, _, path = line.partition(" ")
         folders.setdefault(sha, path)
-    trees = _trees(wiki, set(folders))
+    trees = objects_of_type(wiki.repo.git_dir, set(folders), "tree")
     flags: list[ReviewFlag] = []
     for sha, raw in wiki.store.read_many(sorted(trees)).items():
         where = f"{folders[sha] or '(root)'} (a name in an earlier commit of the proposal)"
@@ -47,16 +48,6 @@ def tree_name_flags(wiki: Wiki, base: str, tip: str,
                           for f in content_flags(name, where, None, _SECRETS)]
     return flags
 
-
-def _trees(wiki: Wiki, shas: set[str]) -> set[str]:
-    """The tree objects among ``shas``."""
-    if not shas:
-        return set()
-    done = subprocess.run(["git", f"--git-dir={wiki.repo.git_dir}", "cat-file",
-                           "--batch-check=%(objectname) %(objecttype)"],
-                          input="".join(f"{s}\n" for s in shas).encode(), capture_output=True)
-    return {line.split()[0] for line in done.stdout.decode().splitlines()
-            if line.endswith(" tree")}
 
 
 def _names(raw: bytes, hash_size: int) -> list[str]:

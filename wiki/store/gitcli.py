@@ -119,3 +119,17 @@ def has_file(git_dir: Path, commit: str, path: str) -> bool:
         raise GitUnclear(done.stderr.decode("utf-8", "replace").strip())
     fields = done.stdout.decode("utf-8", "surrogateescape").split()
     return len(fields) == 3 and fields[1] == "blob"
+
+
+def objects_of_type(git_dir: Path | str, shas: set[str], kind: str) -> set[str]:
+    """The objects among ``shas`` (hex ids) that are of ``kind`` (``blob``, ``tree``,
+    ``commit``, ``tag``), by one ``git cat-file --batch-check``; an id git does not have
+    is in none."""
+    if not shas:
+        return set()
+    done = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file",
+                           "--batch-check=%(objectname) %(objecttype)"],
+                          input="".join(f"{sha}\n" for sha in sorted(shas)).encode(),
+                          capture_output=True)
+    return {line.split()[0] for line in done.stdout.decode().splitlines()
+            if line.endswith(f" {kind}")}
