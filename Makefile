@@ -65,14 +65,16 @@ demo: $(STAMP)
 
 ## make test: the whole suite, one pytest-xdist worker per core (each test is hermetic: its
 ## own HOME, git config and tmp folders; a worker starts its own test PostgreSQL);
-## PYTEST_ARGS="-k name" or "-n 0" passes options through
+## PYTEST_ARGS="-k name" or "-n 0" passes options through. Bytecode is written even where
+## the environment says PYTHONDONTWRITEBYTECODE (this machine does): otherwise every worker
+## rewrites every test module's asserts and every `wiki` a test starts compiles ours again
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 ## make test-fast: the everyday run, without the tests marked slow, pg, model or subprocess
 ## (tests/conftest.py sets the markers; `make test` runs them all, as CI does)
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n auto -m "not slow and not pg and not model and not subprocess" $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n auto -m "not slow and not pg and not model and not subprocess" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -73,7 +73,7 @@ def test_make_keeps_a_venv_of_the_same_python(tmp_path: Path) -> None:
     for args in ([f"PYTHON={sys.executable}"], []):
         done = _make("test", *args, f"VENV={venv}")
         assert done.returncode == 0, done.stderr
-        assert done.stdout.strip() == f"{venv}/bin/python -m pytest -n auto"
+        assert done.stdout.strip() == f"PYTHONDONTWRITEBYTECODE= {venv}/bin/python -m pytest -n auto"
 
 
 def test_make_names_a_python_that_does_not_run(tmp_path: Path) -> None:

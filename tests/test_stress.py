@@ -1,5 +1,6 @@
-"""Bounded stress: 50 proposals approved from 4 processes at once; every approved change is
-on the branch exactly once, nothing is lost, nothing surfaces "database is locked"."""
+"""Bounded stress: 24 proposals approved from 4 processes at once (6 each, with searches
+between); every approved change is on the branch exactly once, nothing is lost, nothing
+surfaces "database is locked"."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from wiki.answering.search import search
 from wiki.errors import RefMovedError
 from wiki.review.proposals import approve, list_proposals, propose
 from wiki.store.workspace import Wiki
+
+COUNT = 24
+"""Proposals in all (50 until session 11: 75 s of a ~7-minute suite; four processes
+racing to land are the same race at 24)."""
 
 
 def _approver(path: str, names: list[str], queue) -> None:
@@ -34,9 +39,9 @@ def _approver(path: str, names: list[str], queue) -> None:
 
 @pytest.mark.slow
 @pytest.mark.robustness("W4")
-def test_fifty_proposals_approved_from_four_processes(wiki: Wiki) -> None:
+def test_two_dozen_proposals_approved_from_four_processes(wiki: Wiki) -> None:
     names = []
-    for i in range(50):
+    for i in range(COUNT):
         proposal, _ = propose(wiki, {f"s/e{i:02}.md": entry_text(
             f"st{i:02}", f"Stress {i}", f"stress body {i}").encode()},
             base=None, kind="stress", subject=f"stress {i}", author=ALICE)
@@ -55,8 +60,8 @@ def test_fifty_proposals_approved_from_four_processes(wiki: Wiki) -> None:
     assert landed == sorted(names)
     assert list_proposals(wiki) == []
     snapshot = wiki.snapshot()
-    assert len([p for p in snapshot.entry_paths() if p.startswith("s/")]) == 50
+    assert len([p for p in snapshot.entry_paths() if p.startswith("s/")]) == COUNT
     messages = wiki.repo.git.log("--first-parent", "--format=%B", wiki.head())
     for name in names:
         assert messages.count(f"Wiki-Proposal: {name}\n") == 1
-    assert len(search(wiki, "stress body", limit=100).hits) == 50
+    assert len(search(wiki, "stress body", limit=100).hits) == COUNT
