@@ -24,6 +24,19 @@ __all__ = ["INSTRUCTION", "SECRET", "Finding", "Flag", "mask", "redact", "scan",
 EXCERPT_CHARS = 60
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
+# Letters that read as Latin ones, one character for one (offsets stay those of the text):
+# full-width forms (what NFKC folds them to) and the Cyrillic and Greek lower-case letters
+# Unicode's confusables.txt lists for a Latin one. Instruction rules match the text read
+# this way, so "ｉｇｎｏｒｅ" or a Cyrillic "іgnоrе" is the instruction it shows.
+_LOOKALIKES = str.maketrans({
+    **{chr(0xFF41 + i): chr(ord("a") + i) for i in range(26)},
+    **{chr(0xFF21 + i): chr(ord("a") + i) for i in range(26)},
+    **{chr(0xFF10 + i): str(i) for i in range(10)},
+    "\u3000": " ",
+    **dict(zip("аеорсухіјѕԁһӏԛԝɡ", "aeopcyxijsdhlqwg", strict=True)),
+    **dict(zip("οαικνρυχ", "oaikvpux", strict=True)),
+})
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -93,10 +106,12 @@ def scan(text: str) -> list[Finding]:
     folded = text.lower()
     if len(folded) != len(text):  # a letter that lower-cases to two (İ): offsets would drift
         folded = text.translate(_ASCII_LOWER)
+    read = folded if folded.isascii() else folded.translate(_LOOKALIKES)
     for pattern in PATTERNS:
-        if pattern.hints is not None and not any(h in folded for h in pattern.hints):
+        seen = read if pattern.category == INSTRUCTION else folded
+        if pattern.hints is not None and not any(h in seen for h in pattern.hints):
             continue
-        for match in pattern.regex.finditer(folded if pattern.folded else text):
+        for match in pattern.regex.finditer(seen if pattern.folded else text):
             start, end = match.span(pattern.group)
             if start == end or _overlaps(taken, start, end):
                 continue
