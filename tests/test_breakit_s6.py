@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import ALICE
 
-from indexes.embed_reply import MAX_REPLY_BYTES
-from indexes.embed_server import RemoteEmbedder
-from indexes.embedders import EmbedderUnavailableError
+from indexes.embedding.embed_reply import MAX_REPLY_BYTES
+from indexes.embedding.embed_server import RemoteEmbedder
+from indexes.embedding.embedders import EmbedderUnavailableError
 from wiki.store.workspace import Wiki
 
 
@@ -188,7 +188,7 @@ def test_a_reply_longer_than_the_bound_is_refused(short_dir: Path) -> None:
 
 
 def test_a_relative_xdg_runtime_dir_is_ignored(tmp_path: Path, monkeypatch) -> None:
-    from indexes.embed_socket import socket_directory
+    from indexes.embedding.embed_socket import socket_directory
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_RUNTIME_DIR", "run")

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 from served_vectors import MODEL, TOPICS, build_index, docs, landed_with_server
 
-from indexes import embedders
-from indexes.dbfile import borrow_embeddings
-from indexes.embed_server import RemoteEmbedder
-from indexes.store import SearchIndex
-from indexes.vectors import NONCE_KEY, VERSION_KEY, embed_pending
+from indexes.embedding import embedders
+from indexes.embedding.embed_server import RemoteEmbedder
+from indexes.sqlite.dbfile import borrow_embeddings
+from indexes.sqlite.engine import SearchIndex
+from indexes.sqlite.vectors import NONCE_KEY, VERSION_KEY, embed_pending
 from wiki.store import gitcli
 
 needs_model = pytest.mark.skipif(embedders.load_default.probe() is not None,

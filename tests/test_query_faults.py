@@ -13,11 +13,11 @@ import pytest
 from conftest import ALICE, BOB, entry_text
 
 from indexes.documents import Document
-from indexes.names import fold_name
-from indexes.passages import rank_passages
-from indexes.query import MAX_WORDS, match_expression, truncation
-from indexes.store import MIGRATIONS, SearchIndex
-from indexes.text import code_tokens
+from indexes.retrieval.names import fold_name
+from indexes.retrieval.passages import rank_passages
+from indexes.retrieval.query import MAX_WORDS, match_expression, truncation
+from indexes.retrieval.text import code_tokens
+from indexes.sqlite.engine import MIGRATIONS, SearchIndex
 from wiki.answering.search import search
 from wiki.review.proposals import approve, propose
 from wiki.store.workspace import Wiki

@@ -165,9 +165,9 @@ def test_the_command_is_found_past_the_global_options(argv: list[str],
 
 
 def test_the_index_sets_recursive_triggers_without_sqlite_utils(tmp_path: Path) -> None:
-    """:class:`indexes.store.SearchIndex` makes its sqlite-utils view on first use; the
+    """:class:`indexes.sqlite.engine.SearchIndex` makes its sqlite-utils view on first use; the
     connection is set up as ``sqlite_utils.Database(conn)`` set it up before."""
-    from indexes.store import SearchIndex
+    from indexes.sqlite.engine import SearchIndex
 
     with SearchIndex(tmp_path / "x.sqlite") as index:
         assert index.conn.execute("PRAGMA recursive_triggers").fetchone()[0] == 1

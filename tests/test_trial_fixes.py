@@ -10,7 +10,7 @@ import pytest
 from conftest import BOB, acting_as, write
 
 from indexes.errors import IndexBusyError
-from indexes.store import SearchIndex
+from indexes.sqlite.engine import SearchIndex
 from wiki_cli.errors import CONFLICT, exit_code_for
 
 

@@ -8,7 +8,7 @@ import posixpath
 import re
 from urllib.parse import unquote
 
-from indexes.names import fold_name
+from indexes.retrieval.names import fold_name
 from wiki.knowledge.relations import ACYCLIC, cycles
 from wiki.lint.model import ERROR, WARNING, Finding, LintContext, as_ids, rule
 from wiki.store.entry import Entry
