@@ -45,9 +45,7 @@ def _thresholds(wiki: Wiki, gap_score: float, hedge_score: float) -> None:
     approve(wiki, proposal.name, approver=BOB)
 
 
-@pytest.fixture
-def leave_wiki(wiki: Wiki, repo: Path, vectors_on) -> Wiki:
-    """Two pages (annual leave, parking) with gap_score 0.45 and hedge_score 0.9."""
+def _build_leave_wiki(wiki: Wiki, repo: Path) -> None:
     write(repo / "docs" / "leave.md", "---\ntitle: Annual leave\n---\n"
           "Annual leave is requested in HR Links at least two weeks ahead. "
           "Unused annual leave above 240 hours is forfeited at the end of the leave year.\n")
@@ -56,7 +54,12 @@ def leave_wiki(wiki: Wiki, repo: Path, vectors_on) -> Wiki:
           "The garage closes at nine in the evening.\n")
     ingest_and_land(wiki, repo / "docs")
     _thresholds(wiki, 0.45, 0.9)
-    return wiki
+
+
+@pytest.fixture
+def leave_wiki(from_template, vectors_on) -> Wiki:
+    """Two pages (annual leave, parking) with gap_score 0.45 and hedge_score 0.9."""
+    return from_template(_build_leave_wiki)
 
 
 def test_three_outcomes_in_the_library(leave_wiki: Wiki) -> None:

@@ -147,14 +147,17 @@ DOCS = {
 }
 
 
-@pytest.fixture
-def docs_wiki(wiki: Wiki, monkeypatch) -> Wiki:
-    monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL)
+def _seed_docs(wiki: Wiki, repo) -> None:
     files = {path: entry_text(eid, title, body).encode()
              for path, (eid, title, body) in DOCS.items()}
     proposal, _ = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
-    return wiki
+
+
+@pytest.fixture
+def docs_wiki(from_template, monkeypatch) -> Wiki:
+    monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL)
+    return from_template(_seed_docs)
 
 
 @pytest.mark.slow

@@ -55,14 +55,17 @@ PAGES = {"leave/donating.md": ("donate", *LEAVE), "tools/slack.md": ("slack", *S
 
 
 @pytest.fixture
-def handbook(wiki: Wiki, monkeypatch) -> Wiki:
+def handbook(from_template, monkeypatch) -> Wiki:
     """Four entries, indexed with the real model (its sentence vectors stored)."""
     monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL)
+    return from_template(_seed_pages)
+
+
+def _seed_pages(wiki: Wiki, repo) -> None:
     files = {path: entry_text(eid, title, body).encode()
              for path, (eid, title, body) in PAGES.items()}
     proposal, _ = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
-    return wiki
 
 
 @pytest.mark.parametrize(("question", "first"), [

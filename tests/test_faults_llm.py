@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from conftest import entry_text
@@ -78,12 +79,15 @@ def silent(monkeypatch) -> Iterator[Silent]:
             conn.close()
 
 
-@pytest.fixture
-def populated(wiki: Wiki) -> Wiki:
+def _build_populated(wiki: Wiki, repo: Path) -> None:
     text = (wiki.store.read_path(wiki.require_head(), "wiki.toml").decode()
             + f"\n[llm]\ntimeout = {TIMEOUT}\n")
     land(wiki, {**ENTRIES, "wiki.toml": text})
-    return wiki
+
+
+@pytest.fixture
+def populated(from_template) -> Wiki:
+    return from_template(_build_populated)
 
 
 def timed(run, *args: str):

@@ -39,12 +39,15 @@ ENTRIES = {
 }
 
 
-@pytest.fixture
-def populated(wiki: Wiki) -> Wiki:
+def _seed(wiki: Wiki, repo) -> None:
     proposal, _ = propose(wiki, {p: t.encode() for p, t in ENTRIES.items()}, base=None, kind="seed",
                           subject="seed", author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
-    return wiki
+
+
+@pytest.fixture
+def populated(from_template) -> Wiki:
+    return from_template(_seed)
 
 
 def _keys(wiki: Wiki, query: str, **kwargs) -> list[str]:

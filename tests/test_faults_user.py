@@ -22,15 +22,18 @@ from wiki.store.workspace import Wiki
 QUESTION = "how do I file a travel voucher?"
 
 
-@pytest.fixture
-def travel(wiki: Wiki) -> Wiki:
+def _build_travel(wiki: Wiki, repo: Path) -> None:
     land(wiki, {
         "travel/voucher.md": entry("e-voucher", "Travel vouchers",
                                    "File a travel voucher in the finance portal within "
                                    "30 days of the trip.", tags="[money]", scope="finance"),
         "ops/pager.md": entry("e-pager", "Pager duty", "The pager rotates weekly.",
                               tags="[oncall]")})
-    return wiki
+
+
+@pytest.fixture
+def travel(from_template) -> Wiki:
+    return from_template(_build_travel)
 
 
 def _gaps(wiki: Wiki) -> str:

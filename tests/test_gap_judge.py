@@ -7,6 +7,7 @@ with the share of the question's words in the evidence shown)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import entry_text
@@ -36,10 +37,13 @@ ANSWERED = "how much per diem is paid on the first travel day?"
 NOT_ANSWERED = "which downtown garage hours apply to visitor badges and lots on weekends?"
 
 
-@pytest.fixture
-def populated(wiki: Wiki) -> Wiki:
+def _build_populated(wiki: Wiki, repo: Path) -> None:
     land(wiki, ENTRIES)
-    return wiki
+
+
+@pytest.fixture
+def populated(from_template) -> Wiki:
+    return from_template(_build_populated)
 
 
 def test_evidence_shows_titles_and_the_first_sentences() -> None:

@@ -34,10 +34,13 @@ ENTRIES = {
 QUESTION = "is lodging booked in Concur and are receipts kept?"
 
 
-@pytest.fixture
-def populated(wiki: Wiki) -> Wiki:
+def _build_populated(wiki: Wiki, repo: Path) -> None:
     land(wiki, ENTRIES)
-    return wiki
+
+
+@pytest.fixture
+def populated(from_template) -> Wiki:
+    return from_template(_build_populated)
 
 
 def test_requests_and_results_are_frozen(populated: Wiki) -> None:

@@ -45,13 +45,16 @@ def counted(monkeypatch) -> list[str]:
     return CountingGit.reads
 
 
-@pytest.fixture
-def leave(wiki: Wiki, repo: Path) -> Wiki:
+def _build_leave(wiki: Wiki, repo: Path) -> None:
     write(repo / "docs" / "leave.md", OLD)
     git(repo, "add", "docs")
     git(repo, "commit", "-q", "-m", "leave")
     ingest_and_land(wiki, repo / "docs")
-    return wiki
+
+
+@pytest.fixture
+def leave(from_template) -> Wiki:
+    return from_template(_build_leave)
 
 
 def _edit(repo: Path, text: str) -> None:
@@ -163,15 +166,18 @@ FILLER = "".join(f"## Topic {n}\n\n" + f"Topic {n} words about booking flights a
                  * 8 + "\n\n" for n in range(8))
 
 
-@pytest.fixture
-def travel(wiki: Wiki, repo: Path) -> Wiki:
+def _build_travel(wiki: Wiki, repo: Path) -> None:
     write(repo / "docs" / "travel.md", "# Travel\n\n" + LONG_INTRO + "\n\n" + SECTION_A +
           SECTION_B + FILLER)
     git(repo, "add", "docs")
     git(repo, "commit", "-q", "-m", "travel")
     report = ingest_and_land(wiki, repo / "docs")
     assert report.added > 3  # split at its ## headings
-    return wiki
+
+
+@pytest.fixture
+def travel(from_template) -> Wiki:
+    return from_template(_build_travel)
 
 
 def test_a_changed_section_is_matched_by_its_heading(travel: Wiki, repo: Path) -> None:

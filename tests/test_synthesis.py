@@ -5,6 +5,7 @@ extractive answer with a note. Through the real litellm path with the fake provi
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import entry_text
@@ -28,10 +29,13 @@ EVIDENCE = [Passage(1, "Per diem", "The first and last travel day pay 75 percent
                                    "daily rate.")]
 
 
-@pytest.fixture
-def populated(wiki: Wiki) -> Wiki:
+def _build_populated(wiki: Wiki, repo: Path) -> None:
     land(wiki, ENTRIES)
-    return wiki
+
+
+@pytest.fixture
+def populated(from_template) -> Wiki:
+    return from_template(_build_populated)
 
 
 def test_verify_keeps_supported_cited_sentences_and_drops_the_rest() -> None:

@@ -29,13 +29,16 @@ NEW = OLD.replace("HR portal at least two weeks", "Leave app at least three week
 QUESTION = "how is annual leave requested?"
 
 
-@pytest.fixture
-def leave(wiki: Wiki, repo: Path) -> Wiki:
+def _build_leave(wiki: Wiki, repo: Path) -> None:
     write(repo / "docs" / "leave.md", OLD)
     git(repo, "add", "docs")
     git(repo, "commit", "-q", "-m", "leave")
     ingest_and_land(wiki, repo / "docs")
-    return wiki
+
+
+@pytest.fixture
+def leave(from_template) -> Wiki:
+    return from_template(_build_leave)
 
 
 # -- use cases: one library call each --------------------------------------------------

@@ -36,10 +36,13 @@ def fsck_errors(repo: Path) -> str:
     return done.stdout + done.stderr if done.returncode else ""
 
 
-@pytest.fixture
-def pager(wiki: Wiki) -> Wiki:
+def _build_pager(wiki: Wiki, repo: Path) -> None:
     land(wiki, {"ops/pager.md": entry_text("e1pager", "Pager", "The pager rotates on Mondays.")})
-    return wiki
+
+
+@pytest.fixture
+def pager(from_template) -> Wiki:
+    return from_template(_build_pager)
 
 
 # -- item 3: no proposal makes an invalid tree ----------------------------------------------
