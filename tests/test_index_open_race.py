@@ -7,20 +7,10 @@ from __future__ import annotations
 import multiprocessing
 
 import pytest
-
-from indexes.sqlite.engine import SearchIndex
+from index_open_worker import open_and_count
 
 PROCESSES = 6
 ROUNDS = 60  # the race hit about one round in ten before the retry (60 rounds: 6 failed)
-
-
-def _open(path: str, barrier, results) -> None:
-    barrier.wait()
-    try:
-        with SearchIndex(path) as index:
-            results.put(("ok", index.count()))
-    except Exception as exc:  # reported to the parent, which asserts
-        results.put((type(exc).__name__, str(exc)))
 
 
 @pytest.mark.slow
@@ -30,7 +20,7 @@ def test_processes_opening_a_new_index_together_all_succeed(tmp_path) -> None:
     for round_number in range(ROUNDS):
         path = str(tmp_path / f"round{round_number}.db")
         barrier, results = context.Barrier(PROCESSES), context.Queue()
-        workers = [context.Process(target=_open, args=(path, barrier, results))
+        workers = [context.Process(target=open_and_count, args=(path, barrier, results))
                    for _ in range(PROCESSES)]
         for worker in workers:
             worker.start()

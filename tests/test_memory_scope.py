@@ -1,5 +1,6 @@
 """Scopes: an entry's scope (``scope:`` or its top folder) filters every leg before fusion.
-A seeded run of 1,000 random scoped queries over a real index finds no entry of another
+A seeded run of 300 random scoped queries (1,000 until issue 26: the same behaviour, every
+leg and all four scopes, at a third of the time) over a real index finds no entry of another
 scope, while the same queries unscoped do reach other scopes (so the filter matters)."""
 
 from __future__ import annotations
@@ -43,14 +44,14 @@ def test_scope_defaults_to_the_top_folder_and_can_be_set() -> None:
 
 
 @pytest.mark.slow
-def test_a_thousand_scoped_queries_never_leak(wiki: Wiki, fake_model) -> None:  # noqa: F811
+def test_hundreds_of_scoped_queries_never_leak(wiki: Wiki, fake_model) -> None:  # noqa: F811
     rng = random.Random(8)
     scope_of = _build(wiki, rng)
     assert set(scope_of.values()) == {"alpha", "beta", "gamma", ""}
     index, _ = open_synced(wiki)
     leaks, answered, crossed = 0, 0, 0
     try:
-        for number in range(1000):
+        for number in range(300):
             query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
             scope = rng.choice(("alpha", "beta", "gamma", ""))
             result = search(wiki, query, limit=60, index=index,
@@ -64,7 +65,7 @@ def test_a_thousand_scoped_queries_never_leak(wiki: Wiki, fake_model) -> None:  
     finally:
         index.close()
     assert leaks == 0
-    assert answered > 900 and crossed > 90
+    assert answered > 270 and crossed > 27
 
 
 def test_scope_on_the_command_line(cli, wiki: Wiki) -> None:
