@@ -6,32 +6,12 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
+from concurrency_workers import play_role, rebuild_rounds, search_rounds
 from conftest import ALICE, BOB, entry_text
 
 from wiki.answering.search import search
 from wiki.review.proposals import approve, propose
-from wiki.store.derived import rebuild
 from wiki.store.workspace import Wiki
-
-
-def _reader(path: str, rounds: int, queue) -> None:
-    try:
-        wiki = Wiki(path)
-        for _ in range(rounds):
-            search(wiki, "alpha beta")
-        queue.put("ok")
-    except Exception as exc:  # reported to the parent, which fails the test
-        queue.put(f"{type(exc).__name__}: {exc}")
-
-
-def _rebuilder(path: str, rounds: int, queue) -> None:
-    try:
-        wiki = Wiki(path)
-        for _ in range(rounds):
-            rebuild(wiki)
-        queue.put("ok")
-    except Exception as exc:
-        queue.put(f"{type(exc).__name__}: {exc}")
 
 
 @pytest.mark.slow
@@ -45,8 +25,8 @@ def test_parallel_syncs_searches_and_rebuilds_never_fail(wiki: Wiki, repo: Path)
         approve(wiki, proposal.name, approver=BOB)
         context = multiprocessing.get_context("spawn")
         queue = context.Queue()
-        workers = [context.Process(target=_reader, args=(str(repo), 15, queue)) for _ in range(3)]
-        workers.append(context.Process(target=_rebuilder, args=(str(repo), 3, queue)))
+        workers = [context.Process(target=search_rounds, args=(str(repo), 15, queue)) for _ in range(3)]
+        workers.append(context.Process(target=rebuild_rounds, args=(str(repo), 3, queue)))
         for worker in workers:
             worker.start()
         results = [queue.get(timeout=120) for _ in workers]
@@ -54,27 +34,6 @@ def test_parallel_syncs_searches_and_rebuilds_never_fail(wiki: Wiki, repo: Path)
             worker.join(timeout=60)
         assert results == ["ok"] * len(workers), results
     assert len(search(wiki, "alpha", limit=100).hits) == 60
-
-
-def _worker(role: str, path: str, names: list[str], queue) -> None:
-    """One of the processes of W4: the approver lands proposals, the hook marks a commit,
-    ``ask`` answers and a cron lint runs, all on the same repository at once."""
-    try:
-        from wiki.answering.ask import ask
-        from wiki.lint import hook, run_lint
-        wiki = Wiki(path)
-        for round_ in range(max(len(names), 4)):
-            if role == "approve" and round_ < len(names):
-                approve(wiki, names[round_], approver=BOB)
-            elif role == "hook":
-                hook.mark_commit(wiki)
-            elif role == "ask":
-                ask(wiki, "where is annual leave requested?")
-            elif role == "lint":
-                run_lint(wiki)
-        queue.put((role, "ok"))
-    except Exception as exc:  # reported to the parent, which fails the test
-        queue.put((role, f"{type(exc).__name__}: {exc}"))
 
 
 @pytest.mark.slow
@@ -95,7 +54,7 @@ def test_robustness_w4_hook_ask_lint_and_approvals_at_once_lose_nothing(wiki: Wi
                      base=None, kind="t", subject=f"t{i}", author=ALICE)[0].name for i in range(6)]
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    workers = [context.Process(target=_worker, args=(role, str(repo), names, queue))
+    workers = [context.Process(target=play_role, args=(role, str(repo), names, BOB, queue))
                for role in ("approve", "hook", "ask", "lint")]
     for worker in workers:
         worker.start()

@@ -7,34 +7,16 @@ from __future__ import annotations
 import multiprocessing
 
 import pytest
+from concurrency_workers import approve_all
 from conftest import ALICE, BOB, entry_text
 
 from wiki.answering.search import search
-from wiki.errors import RefMovedError
-from wiki.review.proposals import approve, list_proposals, propose
+from wiki.review.proposals import list_proposals, propose
 from wiki.store.workspace import Wiki
 
 COUNT = 24
 """Proposals in all (50 until session 11: 75 s of a ~7-minute suite; four processes
 racing to land are the same race at 24)."""
-
-
-def _approver(path: str, names: list[str], queue) -> None:
-    try:
-        wiki = Wiki(path)
-        landed = []
-        for name in names:
-            for _ in range(20):  # a lost compare-and-swap is retried, never overwritten
-                try:
-                    approve(wiki, name, approver=BOB)
-                    landed.append(name)
-                    break
-                except RefMovedError:
-                    continue
-            search(wiki, "stress")  # readers and index syncs interleave with the writes
-        queue.put(("ok", landed))
-    except Exception as exc:  # reported to the parent
-        queue.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
 @pytest.mark.slow
@@ -48,7 +30,7 @@ def test_two_dozen_proposals_approved_from_four_processes(wiki: Wiki) -> None:
         names.append(proposal.name)
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    workers = [context.Process(target=_approver, args=(str(wiki.root), names[i::4], queue))
+    workers = [context.Process(target=approve_all, args=(str(wiki.root), names[i::4], BOB, queue))
                for i in range(4)]
     for worker in workers:
         worker.start()
