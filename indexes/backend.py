@@ -1,9 +1,11 @@
 """``IndexBackend``: what the rest of the code uses of a search index, made explicit.
 
-Two implementations: :class:`indexes.sqlite.engine.SearchIndex` (SQLite, one file per clone, the
-default) and :class:`indexes.pg.engine.PgIndex` (PostgreSQL, many wikis in one database).
-Callers above ``indexes`` hold an ``IndexBackend`` and never reach SQL; fusion, rescoring
-and the answer picker run in Python over what these methods return.
+Two implementations, each complete behind this interface:
+:class:`indexes.sqlite.engine.SearchIndex` (SQLite, one file per clone, the default) and
+:class:`indexes.pg.engine.PgIndex` (PostgreSQL, many wikis in one database). Callers above
+the engines are typed against ``IndexBackend`` and never ask which engine they hold (no
+``getattr`` probes, no SQL on a connection: ``tests/test_layers.py``); fusion, rescoring and
+the answer picker run in Python over what these methods return.
 """
 
 from __future__ import annotations
@@ -11,13 +13,29 @@ from __future__ import annotations
 import re
 import sys
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from indexes.documents import Document, Hit
 from indexes.errors import IndexesError
 from indexes.retrieval.filters import Filters
+
+
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class CheckMark:
+    """Whether a check of an index's content (a fact such as ``vectors <model>:<dim>``) is
+    known to hold for the index as it is now, so the check need not run again: ``held``;
+    ``record()`` notes that it passed, for the index as it was when the mark was taken
+    (a no-op where the engine keeps no marks, or where the index changed meanwhile)."""
+
+    held: bool
+    record: Callable[[], Any] = _nothing
 
 
 @runtime_checkable
@@ -33,6 +51,8 @@ class IndexBackend(Protocol):
     path: Any
 
     def close(self) -> None: ...
+    def __enter__(self) -> IndexBackend: ...
+    def __exit__(self, *exc) -> None: ...
     def transaction(self) -> AbstractContextManager[None]: ...
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, key: str, value: str) -> None: ...

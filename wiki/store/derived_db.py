@@ -6,7 +6,7 @@
   and the caller's sync rebuilds it from the branch; a ``warning:`` notice says so.
   Damage is found at open by ``PRAGMA quick_check(1)`` (3.5 ms on a 500-entry, 5.7 MB
   index; 30 ms at 46 MB), skipped when the file has not changed since it last passed
-  (:mod:`wiki.store.checkmark`), and by any statement that reports it
+  (:mod:`indexes.sqlite.checkmark`), and by any statement that reports it
   (:func:`wiki.store.storage.is_damaged`).
 * **Read-only or full** (the git dir cannot take the write): reads use a temporary copy
   for this process (a temp folder, else memory), said once in a ``note:``; writers
@@ -23,12 +23,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from indexes.backend import IndexBackend
 from indexes.errors import IndexSchemaError
+from indexes.sqlite import checkmark
 from indexes.sqlite.dbfile import copy_readable, quick_check, schema_names
 from indexes.sqlite.engine import SearchIndex
 from indexes.sqlite.faults import DatabaseError
 from wiki.errors import StorageError
-from wiki.store import checkmark
 from wiki.store.storage import disk_cause, is_damaged, notify, storage_cause
 
 OK, NEW, RECOVERED, TEMPORARY = "ok", "new", "recovered", "temporary"
@@ -42,7 +43,7 @@ class Opened:
     file), ``recovered`` (damaged, set aside, empty now) or ``temporary`` (the git dir
     cannot be written: a copy for this process)."""
 
-    index: SearchIndex
+    index: IndexBackend
     state: str
 
 
@@ -71,7 +72,7 @@ def open_database(path: Path, *, write: bool = False) -> Opened:
 def open_checked(path: Path | str) -> SearchIndex:
     """Open ``path`` and check it; raises :class:`Damaged` (the connection closed) when
     it is not a sound database of our schema, and storage faults unchanged. A file that
-    passed the check and has not changed since (:mod:`wiki.store.checkmark`) is not
+    passed the check and has not changed since (:mod:`indexes.sqlite.checkmark`) is not
     checked again."""
     before = checkmark.stamp(Path(path))
     try:
