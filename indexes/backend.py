@@ -43,7 +43,12 @@ class IndexBackend(Protocol):
     """The search index interface. ``docs``: typed row reads (:class:`indexes.sqlite.rows.DocRows`
     methods); ``vectors``: chunks and embeddings (:class:`indexes.sqlite.vectors.VectorStore`
     methods); ``weights``: the lexical column weights (title, aliases, tags, summary, body);
-    ``path``: where it lives, for messages."""
+    ``path``: where it lives, for messages. Besides the legs: ``word_matches(word, key)``,
+    ``(document frequency, found in key)`` of one query word as the engine's own full text
+    matches it (the input of :func:`indexes.retrieval.coverage.coverage`); ``hits_for(keys,
+    filters)``, ``key -> (key, doc_id, title, summary, category, status)`` of the ``keys``
+    passing ``filters``; ``check_mark(fact)``, a :class:`CheckMark` (an engine without
+    files never holds one)."""
 
     docs: Any
     vectors: Any
@@ -81,6 +86,9 @@ class IndexBackend(Protocol):
                       filters: Filters | None = None) -> list[Hit]: ...
     def search(self, query: str, *, limit: int = 10,
                filters: Filters | None = None) -> list[Hit]: ...
+    def word_matches(self, word: str, key: str | None = None) -> tuple[int, bool]: ...
+    def hits_for(self, keys: list[str], filters: Filters | None) -> dict[str, tuple]: ...
+    def check_mark(self, fact: str) -> CheckMark: ...
 
 
 def open_backend(url: str, space: str, **options) -> IndexBackend:

@@ -223,3 +223,23 @@ def test_the_engine_check_sees_probes() -> None:
     assert sorted(_engine_probes(sample, "s.py")) == [
         "s.py:1 probes index with getattr()", "s.py:2 reaches .conn",
         "s.py:3 probes index with hasattr()", "s.py:4 reaches .db"]
+
+
+def test_each_engine_is_complete_behind_the_interface() -> None:
+    """Both engines have every member of :class:`indexes.backend.IndexBackend` and no
+    public method it lacks (a caller could only reach that one with a probe); the SQLite
+    engine's own ``db`` (its sqlite-utils view) is used inside ``indexes/sqlite/`` only."""
+    from indexes.backend import IndexBackend
+    from indexes.sqlite.engine import SearchIndex
+
+    pytest.importorskip("psycopg")
+    from indexes.pg.engine import PgIndex
+
+    def public(cls) -> set[str]:
+        return {n for n in dir(cls) if not n.startswith("_")}
+
+    interface = public(IndexBackend) | set(IndexBackend.__annotations__)
+    for engine, own in ((SearchIndex, {"db"}), (PgIndex, set())):
+        assert public(engine) - interface == own, engine.__name__
+        methods = {n for n in public(IndexBackend) if callable(getattr(IndexBackend, n))}
+        assert methods <= public(engine), engine.__name__
