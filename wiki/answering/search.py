@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import datetime as dt
-import tempfile
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from indexes.backend import IndexBackend
 from indexes.documents import Hit
@@ -241,8 +239,7 @@ def run_search(wiki: Wiki, request: SearchRequest, *, index: IndexBackend | None
         return replace(result, query=request.query)  # as asked: ``truncated`` reads it
     if request.as_of is not None:
         commit = commit_as_of(wiki, request.as_of)
-        with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
-                snapshot_index(wiki, commit, Path(folder) / "index.sqlite") as past:
+        with snapshot_index(wiki, commit) as past:
             return _search(past, SyncReport(commit), request, wiki, client, progress)
     own = index is None
     if own:

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -265,13 +269,31 @@ def commit_as_of(wiki: Wiki, when: dt.datetime) -> str:
                         f"{when.isoformat()}")
 
 
-def snapshot_index(wiki: Wiki, commit: str, path: Path) -> IndexBackend:
-    """A search index of the wiki as it was at ``commit``, built at ``path`` (a temporary
-    file the caller owns). Embeddings already computed for the live index are reused."""
-    index = SearchIndex(path)
-    with index.transaction():
-        _index_head(wiki, index, commit)
-    live = wiki.database_path()
-    if live.exists():  # outside the transaction: SQLite cannot ATTACH/DETACH inside one
-        borrow_embeddings(index, live)
-    return index
+@contextmanager
+def snapshot_index(wiki: Wiki, commit: str) -> Iterator[IndexBackend]:
+    """A throwaway search index of the wiki as it was at ``commit`` (``--as-of``), on the
+    engine the wiki's live index uses, removed when the block ends: an SQLite file in a
+    temporary folder, reusing the embeddings the live file already holds; or a space of
+    its own in the PostgreSQL database (``<space>@<commit>-<random>``, whose embeddings
+    are shared by every space anyway), cleared at the end."""
+    url = index_url(wiki)
+    if url:
+        index = open_backend(url, f"{index_space(wiki)}@{commit[:12]}-{uuid.uuid4().hex[:8]}")
+        try:
+            with index.transaction():
+                _index_head(wiki, index, commit)
+            yield index
+        finally:
+            try:
+                index.clear()
+            finally:
+                index.close()
+        return
+    with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
+            SearchIndex(Path(folder) / "index.sqlite") as index:
+        with index.transaction():
+            _index_head(wiki, index, commit)
+        live = wiki.database_path()
+        if live.exists():  # outside the transaction: SQLite cannot ATTACH/DETACH inside one
+            borrow_embeddings(index, live)
+        yield index
