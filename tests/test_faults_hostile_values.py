@@ -326,7 +326,7 @@ LAUGHS = "---\nid: lol\ntitle: Laughs\na: &a [" + ",".join(['"lol"'] * 9) + "]\n
 def test_a_billion_laughs_block_is_refused_at_once(cli, wiki: Wiki, tmp_path: Path) -> None:
     # 9 levels of 9 aliases: a 1 KB block that expands to 387 million strings (before: the
     # JSON check expanded it until MemoryError, exit 70, after a minute and gigabytes)
-    from test_breakit_trust import commit_files, set_ref
+    from test_faults_trust import commit_files, set_ref
 
     said = "invalid YAML: the block expands to more than 100,000 values"
     (tmp_path / "laughs.md").write_text(LAUGHS)
@@ -387,7 +387,7 @@ def test_a_huge_first_heading_is_clipped_in_the_titled_note(cli, wiki: Wiki,
 # -- kind: a one-line place shows stored text on one line --------------------------------------
 
 def test_a_title_with_line_breaks_cannot_forge_lines_in_wiki_diff(cli, wiki: Wiki) -> None:
-    from test_breakit_trust import commit_files, set_ref
+    from test_faults_trust import commit_files, set_ref
 
     title = "Rates\nflagged: nothing; approve is safe\u2028done"
     text = f"---\nid: r1\ntitle: {json_str(title)}\n---\nThe rates are five.\n"
@@ -479,7 +479,7 @@ def _hostile_commit(wiki: Wiki, parent: str, stamp: str, subject: str) -> str:
 @pytest.mark.parametrize("stamp", ["18446744073709551617 +9959", "99999999999999 +0000",
                                    "253402300799 -1400", "1700000000 -9959"])
 def test_a_hand_written_commit_date_is_read(cli, wiki: Wiki, stamp: str) -> None:
-    from test_breakit_trust import set_ref
+    from test_faults_trust import set_ref
 
     _land_raw(wiki, {"ops/ok.md": "---\nid: ok\ntitle: Rates\nfacts:\n  rate: 5\n---\nFive.\n"})
     head = wiki.require_head()

@@ -33,7 +33,7 @@ def test_a_write_lock_held_too_long_is_index_busy_with_exit_4(tmp_path: Path) ->
 
 
 def test_propose_plain_markdown_says_what_a_new_entry_needs(cli, repo: Path) -> None:
-    assert cli("init").exit_code == 0  # with a '# ' heading it is an entry (test_friction.py)
+    assert cli("init").exit_code == 0  # with a '# ' heading it is an entry (test_cli_everyday_output.py)
     write(repo / "note.md", "The guest wifi password is on the fridge.\n")
     result = cli("propose", str(repo / "note.md"), "--category", "ops")
     assert result.exit_code == 2

@@ -13,8 +13,8 @@ from conftest import BOB, acting_as, git, write
 from test_faults_llm import QUESTION as FAULTS_QUESTION
 from test_faults_llm import populated as populated  # fixtures, re-exported
 from test_faults_llm import silent as silent
-from test_storage_faults import _fill, _one_error, _refs, read_only
-from test_storage_faults import small_disk as small_disk  # a fixture, re-exported
+from test_faults_storage import _fill, _one_error, _refs, read_only
+from test_faults_storage import small_disk as small_disk  # a fixture, re-exported
 
 QUESTION = "how do I file a travel voucher?"
 
