@@ -1,9 +1,11 @@
 """``IndexBackend``: what the rest of the code uses of a search index, made explicit.
 
-Two implementations: :class:`indexes.sqlite.engine.SearchIndex` (SQLite, one file per clone, the
-default) and :class:`indexes.pg.engine.PgIndex` (PostgreSQL, many wikis in one database).
-Callers above ``indexes`` hold an ``IndexBackend`` and never reach SQL; fusion, rescoring
-and the answer picker run in Python over what these methods return.
+Two implementations, each complete behind this interface:
+:class:`indexes.sqlite.engine.SearchIndex` (SQLite, one file per clone, the default) and
+:class:`indexes.pg.engine.PgIndex` (PostgreSQL, many wikis in one database). Callers above
+the engines are typed against ``IndexBackend`` and never ask which engine they hold (no
+``getattr`` probes, no SQL on a connection: ``tests/test_layers.py``); fusion, rescoring and
+the answer picker run in Python over what these methods return.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 import re
 import sys
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from indexes.documents import Document, Hit
@@ -20,12 +23,32 @@ from indexes.errors import IndexesError
 from indexes.retrieval.filters import Filters
 
 
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class CheckMark:
+    """Whether a check of an index's content (a fact such as ``vectors <model>:<dim>``) is
+    known to hold for the index as it is now, so the check need not run again: ``held``;
+    ``record()`` notes that it passed, for the index as it was when the mark was taken
+    (a no-op where the engine keeps no marks, or where the index changed meanwhile)."""
+
+    held: bool
+    record: Callable[[], Any] = _nothing
+
+
 @runtime_checkable
 class IndexBackend(Protocol):
     """The search index interface. ``docs``: typed row reads (:class:`indexes.sqlite.rows.DocRows`
     methods); ``vectors``: chunks and embeddings (:class:`indexes.sqlite.vectors.VectorStore`
     methods); ``weights``: the lexical column weights (title, aliases, tags, summary, body);
-    ``path``: where it lives, for messages."""
+    ``path``: where it lives, for messages. Besides the legs: ``word_matches(word, key)``,
+    ``(document frequency, found in key)`` of one query word as the engine's own full text
+    matches it (the input of :func:`indexes.retrieval.coverage.coverage`); ``hits_for(keys,
+    filters)``, ``key -> (key, doc_id, title, summary, category, status)`` of the ``keys``
+    passing ``filters``; ``check_mark(fact)``, a :class:`CheckMark` (an engine without
+    files never holds one)."""
 
     docs: Any
     vectors: Any
@@ -33,6 +56,8 @@ class IndexBackend(Protocol):
     path: Any
 
     def close(self) -> None: ...
+    def __enter__(self) -> IndexBackend: ...
+    def __exit__(self, *exc) -> None: ...
     def transaction(self) -> AbstractContextManager[None]: ...
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, key: str, value: str) -> None: ...
@@ -61,6 +86,9 @@ class IndexBackend(Protocol):
                       filters: Filters | None = None) -> list[Hit]: ...
     def search(self, query: str, *, limit: int = 10,
                filters: Filters | None = None) -> list[Hit]: ...
+    def word_matches(self, word: str, key: str | None = None) -> tuple[int, bool]: ...
+    def hits_for(self, keys: list[str], filters: Filters | None) -> dict[str, tuple]: ...
+    def check_mark(self, fact: str) -> CheckMark: ...
 
 
 def open_backend(url: str, space: str, **options) -> IndexBackend:

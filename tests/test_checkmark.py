@@ -1,4 +1,4 @@
-"""The check mark of the derived database (wiki/store/checkmark.py): an unchanged file is
+"""The check mark of the derived database (indexes/sqlite/checkmark.py): an unchanged file is
 not checked again by every read, and any change (by this program, by hand, by a disk)
 brings the checks back."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import BOB, acting_as, write
 
-from wiki.store import checkmark
+from indexes.sqlite import checkmark
 
 
 def _age(*paths: Path, seconds: int = 10) -> None:

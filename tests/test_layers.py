@@ -177,3 +177,69 @@ def test_the_private_import_check_sees_them() -> None:
         "wiki.lint.sample:3 imports _inner from indexes._inner",
         "wiki.lint.sample:4 imports _top from wiki.errors"]
     assert _private_imports("from wiki.errors import _top\n", "wiki.config") == []
+
+
+ENGINES = ("indexes/sqlite", "indexes/pg")
+"""The engine packages: the only code that holds a database connection
+(:class:`indexes.backend.IndexBackend` is what everything else sees)."""
+ENGINE_INSIDES = {"conn", "db"}
+"""An engine's connection (``index.conn``) and its sqlite-utils view (``index.db``)."""
+
+
+def _engine_probes(source: str, name: str) -> list[str]:
+    """``getattr(<an index>, ...)`` (asking which engine it is) and ``<x>.conn`` /
+    ``<x>.db`` (reaching past the interface to an engine's connection) in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in {"getattr", "hasattr"} and node.args:
+            target = node.args[0]
+            label = target.attr if isinstance(target, ast.Attribute) else \
+                getattr(target, "id", "")
+            if "index" in label.lower() or label == "idx":
+                found.append(f"{name}:{node.lineno} probes {label} with {node.func.id}()")
+        elif isinstance(node, ast.Attribute) and node.attr in ENGINE_INSIDES:
+            found.append(f"{name}:{node.lineno} reaches .{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize("package", ("indexes", "wiki", "wiki_cli"))
+def test_engines_only_behind_their_interface(package: str) -> None:
+    """Everything outside ``indexes/sqlite/`` and ``indexes/pg/`` uses an index through
+    :class:`indexes.backend.IndexBackend` alone (issue 26): no ``getattr(index, ...)``
+    probe for what one engine has, no SQL on ``index.conn``; an engine lacking a method
+    is incomplete, and the method belongs in both."""
+    found = [hit for path in _modules(package)
+             if not str(path.relative_to(ROOT)).startswith(ENGINES)
+             for hit in _engine_probes(path.read_text(), str(path.relative_to(ROOT)))]
+    assert not found, "engine internals outside the engines:\n" + "\n".join(found)
+
+
+def test_the_engine_check_sees_probes() -> None:
+    """The check above finds a probe and a connection, and lets other getattr calls be."""
+    sample = ('own = getattr(index, "hits_for", None)\nindex.conn.execute("x")\n'
+              'hasattr(self.index, "word_matches")\nrows = opened.index.db["docs"]\n'
+              'value = getattr(config, "search")\n')
+    assert sorted(_engine_probes(sample, "s.py")) == [
+        "s.py:1 probes index with getattr()", "s.py:2 reaches .conn",
+        "s.py:3 probes index with hasattr()", "s.py:4 reaches .db"]
+
+
+def test_each_engine_is_complete_behind_the_interface() -> None:
+    """Both engines have every member of :class:`indexes.backend.IndexBackend` and no
+    public method it lacks (a caller could only reach that one with a probe); the SQLite
+    engine's own ``db`` (its sqlite-utils view) is used inside ``indexes/sqlite/`` only."""
+    from indexes.backend import IndexBackend
+    from indexes.sqlite.engine import SearchIndex
+
+    pytest.importorskip("psycopg")
+    from indexes.pg.engine import PgIndex
+
+    def public(cls) -> set[str]:
+        return {n for n in dir(cls) if not n.startswith("_")}
+
+    interface = public(IndexBackend) | set(IndexBackend.__annotations__)
+    for engine, own in ((SearchIndex, {"db"}), (PgIndex, set())):
+        assert public(engine) - interface == own, engine.__name__
+        methods = {n for n in public(IndexBackend) if callable(getattr(IndexBackend, n))}
+        assert methods <= public(engine), engine.__name__

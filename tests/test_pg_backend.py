@@ -207,3 +207,30 @@ def test_a_password_in_the_url_is_never_shown(wiki: Wiki, monkeypatch) -> None:
     with pytest.raises(IndexUnavailableError) as caught:
         open_index(wiki)
     assert "s3cret" not in str(caught.value)
+
+
+def test_as_of_searches_the_past_on_postgres_and_leaves_nothing(wiki: Wiki, on_postgres,
+                                                                 tmp_path, monkeypatch) -> None:
+    """``--as-of`` on a PostgreSQL wiki builds the past in a space of its own in the same
+    database (no SQLite file, not even a temporary one) and clears that space after."""
+    import datetime as dt
+    import tempfile
+
+    import psycopg
+
+    def raw(month: int) -> str:
+        return f"{int(dt.datetime(2026, month, 1, 12, tzinfo=dt.UTC).timestamp())} +0000"
+
+    monkeypatch.setenv("GIT_COMMITTER_DATE", raw(1))
+    _seed(wiki, {"a/old.md": entry_text("old", "Per diem rate", "The rate is $59.")})
+    monkeypatch.setenv("GIT_COMMITTER_DATE", raw(3))
+    _seed(wiki, {"a/new.md": entry_text("new", "Per diem rate 2026", "The rate is $68.")})
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "absent"))  # no temporary file
+    then = search(wiki, "per diem rate", as_of=dt.datetime(2026, 2, 1, tzinfo=dt.UTC))
+    assert [h.key for h in then.hits] == ["a/old.md"]
+    assert not wiki.database_path().exists()
+    with psycopg.connect(on_postgres) as conn:
+        spaces = {r[0] for r in conn.execute("SELECT DISTINCT space FROM wiki_docs")}
+        spaces |= {r[0] for r in conn.execute("SELECT DISTINCT space FROM wiki_meta")}
+    assert not any("@" in space for space in spaces), spaces

@@ -188,10 +188,10 @@ def test_readme_legs_line_lists_every_leg() -> None:
 
 
 def test_readme_parts_of_indexes_are_modules_that_exist() -> None:
-    """Issue 17.9: "confidence" was folded into indexes/retrieval/coverage.py."""
+    """Issue 17.9: "confidence" was folded into indexes/coverage.py (now indexes/retrieval/)."""
     part = README[README.index("- `indexes/`:"):README.index("- `wiki/`:")]
     assert "confidence" not in part
-    assert "coverage" in part and (ROOT / "indexes" / "coverage.py").exists()
+    assert "coverage" in part and (ROOT / "indexes" / "retrieval" / "coverage.py").exists()
 
 
 def test_demo_approves_with_the_review_hash_as_the_readme_shows() -> None:

@@ -9,7 +9,7 @@ with the BM25 inverse document frequency idf(w) = ln(1 + (N - df + 0.5) / (df + 
 distinctive words are absent from the best hit scores low even when its common words
 match; a nonsense word (df = 0) carries the largest weight of all. The result is in [0, 1].
 Whether a word is "found" is decided by FTS5 itself (same tokenizer and stemming as the
-index), see :func:`word_matches`.
+index), see the engines' ``word_matches``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from indexes.retrieval.query import phrase, query_words
-from indexes.retrieval.text import no_space_runs
-from indexes.sqlite.engine import Filters, SearchIndex
+from indexes.backend import IndexBackend
+from indexes.retrieval.filters import Filters
+from indexes.retrieval.query import query_words
 
 
 def idf(df: int, n_docs: int) -> float:
@@ -38,35 +38,14 @@ def weighted_coverage(matches: Iterable[tuple[int, bool]], n_docs: int) -> float
     return found / total if total else 0.0
 
 
-def word_matches(index: SearchIndex, word: str, key: str | None = None) -> tuple[int, bool]:
-    """``(document frequency, found in document key)`` of one query word, matched by FTS5
-    itself (same tokenizer and stemming as the index; a substring scan for space-less
-    scripts). A backend with its own ``word_matches`` (PostgreSQL) answers itself."""
-    own = getattr(index, "word_matches", None)
-    if own is not None:
-        return own(word, key)
-    runs = no_space_runs(word)
-    if runs:
-        condition = " AND ".join("instr(d.title || ' ' || d.aliases || ' ' || d.summary "
-                                 "|| ' ' || d.body, ?) > 0" for _ in runs)
-        base, params = f"SELECT d.rowid FROM docs d WHERE {condition}", list(runs)
-    else:  # the FTS table alone: its rowids are the docs' rowids
-        base, params = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?", [phrase(word)]
-    df = index.conn.execute(f"SELECT count(*) FROM ({base})", params).fetchone()[0]
-    found = key is not None and index.conn.execute(
-        f"SELECT 1 FROM ({base}) WHERE rowid = (SELECT rowid FROM docs WHERE key = ?)",
-        [*params, key]).fetchone() is not None
-    return df, found
-
-
-def coverage(index: SearchIndex, query: str, key: str) -> float:
+def coverage(index: IndexBackend, query: str, key: str) -> float:
     """IDF-weighted share of the query's words found in document ``key`` (0-1); see
     :func:`weighted_coverage`."""
     n_docs = index.count(Filters(statuses=None))
-    return weighted_coverage([word_matches(index, w, key) for w in query_words(query)], n_docs)
+    return weighted_coverage([index.word_matches(w, key) for w in query_words(query)], n_docs)
 
 
-def word_weights(index: SearchIndex, query: str) -> dict[str, float]:
+def word_weights(index: IndexBackend, query: str) -> dict[str, float]:
     """``query word -> BM25 idf`` over the whole index."""
     n_docs = index.count(Filters(statuses=None))
-    return {w: idf(word_matches(index, w)[0], n_docs) for w in query_words(query)}
+    return {w: idf(index.word_matches(w)[0], n_docs) for w in query_words(query)}

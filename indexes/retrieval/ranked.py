@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from indexes.backend import IndexBackend
 from indexes.documents import Hit
-from indexes.sqlite.engine import Filters, SearchIndex
-from indexes.sqlite.rows import IN_KEYS, keys_json
+from indexes.retrieval.filters import Filters
 
 
-def hits_for(index: SearchIndex, scored: Sequence[tuple[str, float]], *,
+def hits_for(index: IndexBackend, scored: Sequence[tuple[str, float]], *,
              filters: Filters | None = None, limit: int | None = None) -> list[Hit]:
     """``(key, score)`` pairs, best first, as :class:`Hit` objects ranked from 1; keys that
     are not indexed or do not pass ``filters`` (the same filters every leg applies before
@@ -18,14 +18,7 @@ def hits_for(index: SearchIndex, scored: Sequence[tuple[str, float]], *,
     keys = [key for key, _ in scored]
     if not keys:
         return []
-    own = getattr(index, "hits_for", None)
-    if own is not None:  # another backend (PostgreSQL) reads its own rows
-        rows = own(keys, filters)
-    else:
-        where, params = (filters or Filters()).sql()
-        rows = {r[0]: r for r in index.conn.execute(
-            "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status FROM docs d "
-            f"WHERE d.{IN_KEYS} AND {where}", [keys_json(keys), *params])}
+    rows = index.hits_for(keys, filters)
     hits = [Hit(*rows[key], float(score)) for key, score in scored if key in rows]
     for rank, hit in enumerate(hits, 1):
         hit.rank = rank

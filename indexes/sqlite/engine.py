@@ -16,17 +16,19 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from indexes.backend import CheckMark
 from indexes.documents import Document, Hit, hits_from_rows, scored_hits
 from indexes.errors import IndexBusyError, IndexSchemaError
 from indexes.retrieval.filters import Filters
 from indexes.retrieval.fusion import rrf
 from indexes.retrieval.graph import expand
 from indexes.retrieval.names import replace_names, search_names
-from indexes.retrieval.query import match_expression, normalize
+from indexes.retrieval.query import match_expression, normalize, phrase
 from indexes.retrieval.text import no_space_runs
+from indexes.sqlite import checkmark
 from indexes.sqlite.fts_triggers import fts_text
 from indexes.sqlite.marks import mark_sources, marks
-from indexes.sqlite.rows import DocRows, keys_json
+from indexes.sqlite.rows import IN_KEYS, DocRows, keys_json
 from indexes.sqlite.schema import MIGRATIONS, statements
 from indexes.sqlite.substrings import search_substrings
 from indexes.sqlite.vectors import CHUNK_WORDS, OVERLAP_WORDS, VectorStore, chunk_texts
@@ -276,6 +278,39 @@ class SearchIndex:
         where, params = (filters or Filters()).sql()
         return {r[0] for r in self.conn.execute(
             f"SELECT key FROM docs d WHERE NOT coalesce(({where}), 0)", params)}
+
+    def word_matches(self, word: str, key: str | None = None) -> tuple[int, bool]:
+        """``(document frequency, found in document key)`` of one query word, matched by
+        FTS5 itself (same tokenizer and stemming as the index; a substring scan for
+        space-less scripts): the input of :func:`indexes.retrieval.coverage.coverage`."""
+        runs = no_space_runs(word)
+        if runs:
+            condition = " AND ".join("instr(d.title || ' ' || d.aliases || ' ' || d.summary "
+                                     "|| ' ' || d.body, ?) > 0" for _ in runs)
+            base, params = f"SELECT d.rowid FROM docs d WHERE {condition}", list(runs)
+        else:  # the FTS table alone: its rowids are the docs' rowids
+            base, params = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?", [phrase(word)]
+        df = self.conn.execute(f"SELECT count(*) FROM ({base})", params).fetchone()[0]
+        found = key is not None and self.conn.execute(
+            f"SELECT 1 FROM ({base}) WHERE rowid = (SELECT rowid FROM docs WHERE key = ?)",
+            [*params, key]).fetchone() is not None
+        return df, found
+
+    def hits_for(self, keys: list[str], filters: Filters | None) -> dict[str, tuple]:
+        """``key -> (key, doc_id, title, summary, category, status)`` of ``keys`` passing
+        ``filters`` (:func:`indexes.retrieval.ranked.hits_for`)."""
+        where, params = (filters or Filters()).sql()
+        return {r[0]: r for r in self.conn.execute(
+            "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status FROM docs d "
+            f"WHERE d.{IN_KEYS} AND {where}", [keys_json(keys), *params])}
+
+    def check_mark(self, fact: str) -> CheckMark:
+        """Whether ``fact`` was recorded for this file as it is now (its ``.checked`` mark,
+        :mod:`indexes.sqlite.checkmark`); ``record()`` records it for the file as it was
+        at this call. An in-memory database keeps no mark."""
+        before = checkmark.stamp(self.path)
+        return CheckMark(fact in checkmark.facts(self.path, before),
+                         lambda: checkmark.record(self.path, fact, before))
 
     def search_names(self, query: str, *, limit: int = 10,
                      filters: Filters | None = None) -> list[Hit]:

@@ -10,11 +10,11 @@ embeds in its own process.
 
 from __future__ import annotations
 
+from indexes.backend import IndexBackend
 from indexes.embedding import embed_server, embedders
-from indexes.sqlite.engine import SearchIndex
+from indexes.sqlite.checkmark import vectors_fact
 from indexes.sqlite.vectors import Progress, embed_pending
 from wiki.answering.embed_settings import EmbedderSpec, current_spec
-from wiki.store import checkmark
 
 
 def model_name(spec: EmbedderSpec | None = None) -> str | None:
@@ -31,18 +31,17 @@ def get_embedder(name: str, spec: EmbedderSpec | None = None) -> embedders.Embed
     return embed_server.get_embedder(name, spec or current_spec())
 
 
-def ensure_vectors(index: SearchIndex, embedder: embedders.Embedder, *,
+def ensure_vectors(index: IndexBackend, embedder: embedders.Embedder, *,
                    progress: Progress | None = None) -> int:
     """Embed every chunk of ``index`` that has no vector for ``embedder`` yet (nothing to
     do after the first time for unchanged entries). Stored vectors that cannot be read
     (a damaged row: truncated, another dimension) are dropped and embedded again, said in
     one ``warning:`` notice. More than :data:`indexes.sqlite.vectors.BULK` pending texts are
     embedded by the model in this process, not the shared server, so other commands'
-    queries never wait behind this build. A file found complete before and unchanged since
-    (:mod:`wiki.store.checkmark`) is not scanned again. Returns how many were embedded."""
-    fact = checkmark.vectors_fact(embedder.name, embedder.dim)
-    before = checkmark.stamp(index.path)
-    if fact in checkmark.facts(index.path, before):
+    queries never wait behind this build. An index found complete before and unchanged since
+    (its engine's ``check_mark``) is not scanned again. Returns how many were embedded."""
+    mark = index.check_mark(vectors_fact(embedder.name, embedder.dim))
+    if mark.held:
         return 0
     index.vectors.prepare_model(embedder.name, embedder.dim)
     damaged = index.vectors.drop_damaged(embedder.name, embedder.dim)
@@ -54,7 +53,7 @@ def ensure_vectors(index: SearchIndex, embedder: embedders.Embedder, *,
     bulk = embedder.in_process if isinstance(embedder, embed_server.AutoEmbedder) else None
     embedded = embed_pending(index.vectors, embedder, progress=progress, bulk=bulk,
                              checked=True)
-    checkmark.record(index.path, fact, before)  # only when nothing was written meanwhile
+    mark.record()  # only when nothing was written meanwhile
     return embedded
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 
-from indexes.sqlite.engine import Filters, SearchIndex
+from indexes.backend import IndexBackend
+from indexes.retrieval.filters import Filters
 from wiki.errors import UsageError, quoted
 from wiki.knowledge.lifetimes import iso
 
@@ -51,7 +52,7 @@ class NoMatchingEntriesError(UsageError):
         self.value = value
 
 
-def check_filters(index: SearchIndex, filters: Filters | None) -> None:
+def check_filters(index: IndexBackend, filters: Filters | None) -> None:
     """Raise :class:`NoMatchingEntriesError` when the user-named parts of ``filters``
     (``category``, ``tags``, ``scope``) match no document of ``index`` (any status, any
     validity). Each value is checked alone first, so the message names the one that
@@ -96,18 +97,18 @@ def _listed(values: list[str]) -> str:
     return ", ".join(quoted(value, 40)[1:-1] for value in values[:SHOWN]) + more
 
 
-def _categories(index: SearchIndex) -> list[str]:
+def _categories(index: IndexBackend) -> list[str]:
     """The top-level folders of the documents (what ``--category`` is usually given),
     sorted; the root folder (``''``) is left out."""
     return sorted({category.split("/")[0] for category in index.docs.categories().values()
                    if category})
 
 
-def _tags(index: SearchIndex) -> list[str]:
+def _tags(index: IndexBackend) -> list[str]:
     """Every tag some document carries, sorted."""
     return index.docs.tags()
 
 
-def _scopes(index: SearchIndex) -> list[str]:
+def _scopes(index: IndexBackend) -> list[str]:
     """Every non-empty scope of the documents, sorted."""
     return index.docs.scopes()

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+from indexes.backend import IndexBackend
 from indexes.documents import Hit
+from indexes.retrieval.filters import Filters
 from indexes.retrieval.rescore import RescoreWeights, Signals, rescore
-from indexes.sqlite.engine import Filters, SearchIndex
 from wiki.config import MemoryConfig
 from wiki.knowledge.lifetimes import parse_duration
 
@@ -39,14 +40,14 @@ def weights(config: MemoryConfig) -> RescoreWeights:
                           half_lives=half_lives)
 
 
-def signals(index: SearchIndex, keys: list[str]) -> dict[str, Signals]:
+def signals(index: IndexBackend, keys: list[str]) -> dict[str, Signals]:
     """The re-scoring inputs of ``keys`` from the derived index."""
     return {key: Signals(row.doc_type, row.dated, float(row.extra.get("importance", 0.5)),
                          float(row.extra.get("confidence", 0.5)))
             for key, row in index.docs.attributes(keys).items()}
 
 
-def after_fusion(index: SearchIndex, hits: list[Hit], config: MemoryConfig,
+def after_fusion(index: IndexBackend, hits: list[Hit], config: MemoryConfig,
                  filters: Filters, *, now: dt.datetime | None = None) -> list[Hit]:
     """``hits`` re-ranked by :func:`indexes.retrieval.rescore.rescore`, with the documents the
     graph expansion reached appended as candidates (their ``legs`` hold ``graph``)."""

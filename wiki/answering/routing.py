@@ -14,16 +14,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from indexes.backend import IndexBackend
 from indexes.retrieval.filters import Filters
 from indexes.retrieval.routing import Route, route, route_leg, scoped
-from indexes.sqlite.engine import SearchIndex
 
 TIE_BREAK_ASK = "Which section of the wiki most likely holds the answer to the question?"
 TIE_BREAK_TITLES = 3
 """Entry titles shown per folder in the tie-break prompt (its nearest to the question)."""
 
 
-def decide(index: SearchIndex, question: str, query_vector, model: str, *,
+def decide(index: IndexBackend, question: str, query_vector, model: str, *,
            filters: Filters | None = None, margin: float | None = None,
            client=None) -> Route:
     """Route ``question`` (its unit ``query_vector`` from embedding ``model``) to category
@@ -40,7 +40,7 @@ def decide(index: SearchIndex, question: str, query_vector, model: str, *,
     return found
 
 
-def tie_break(client, question: str, found: Route, index: SearchIndex) -> Route:
+def tie_break(client, question: str, found: Route, index: IndexBackend) -> Route:
     """``found`` narrowed to the one folder the model picks (``by="llm"``), or unchanged
     with a ``note`` when the call fails or the budget refuses it. One call, cached like
     every call of the client."""

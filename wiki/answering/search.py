@@ -4,19 +4,18 @@
 from __future__ import annotations
 
 import datetime as dt
-import tempfile
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
+from indexes.backend import IndexBackend
 from indexes.documents import Hit
 from indexes.embedding.embedders import EmbedderUnavailableError
 from indexes.errors import IndexesError
 from indexes.retrieval.coverage import coverage
+from indexes.retrieval.filters import Filters
 from indexes.retrieval.hybrid import FusionConfig, encode_in_background, fuse, run_legs
 from indexes.retrieval.query import query_words, searched_text
 from indexes.retrieval.routing import Route
-from indexes.sqlite.engine import Filters, SearchIndex
 from indexes.sqlite.faults import OperationalError
 from indexes.sqlite.vectors import Progress
 from wiki.answering import memory_rescoring
@@ -98,7 +97,7 @@ class SearchSettings:
     lifetimes: tuple[tuple[str, float], ...]
 
     @classmethod
-    def of(cls, index: SearchIndex) -> SearchSettings:
+    def of(cls, index: IndexBackend) -> SearchSettings:
         """The settings of the commit ``index`` was synced to."""
         config = indexed_config(index)
         return cls(config.search, config.memory, config.llm,
@@ -179,7 +178,7 @@ def is_gap(has_hits: bool, coverage: float, top_cosine: float | None, threshold:
     return coverage < gap_coverage and top_cosine < gap_cosine
 
 
-def _with_lifetimes(filters: Filters, index: SearchIndex, as_of: dt.datetime | None
+def _with_lifetimes(filters: Filters, index: IndexBackend, as_of: dt.datetime | None
                     ) -> Filters:
     """``filters`` with the indexed wiki.toml's lifetimes, validity checked at ``as_of``."""
     return _valid(filters, SearchSettings.of(index).lifetimes, as_of)
@@ -196,7 +195,7 @@ def _valid(filters: Filters, days: tuple[tuple[str, float], ...], as_of: dt.date
 
 
 def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None = None,
-           legs: tuple[str, ...] | None = None, index: SearchIndex | None = None,
+           legs: tuple[str, ...] | None = None, index: IndexBackend | None = None,
            progress: Progress | None = None, as_of: dt.datetime | None = None,
            rerank: bool = False, llm=None, route: bool | None = None,
            sentences: bool = False) -> SearchResult:
@@ -211,7 +210,7 @@ def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None =
     return run_search(wiki, request, index=index, progress=progress, client=llm)
 
 
-def run_search(wiki: Wiki, request: SearchRequest, *, index: SearchIndex | None = None,
+def run_search(wiki: Wiki, request: SearchRequest, *, index: IndexBackend | None = None,
                progress: Progress | None = None, client=None) -> SearchResult:
     """Rank entries for ``request.query`` with the configured (or requested) legs fused by
     ``[search] fusion``: weighted z-score CombSUM by default (each leg's scores
@@ -240,8 +239,7 @@ def run_search(wiki: Wiki, request: SearchRequest, *, index: SearchIndex | None 
         return replace(result, query=request.query)  # as asked: ``truncated`` reads it
     if request.as_of is not None:
         commit = commit_as_of(wiki, request.as_of)
-        with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
-                snapshot_index(wiki, commit, Path(folder) / "index.sqlite") as past:
+        with snapshot_index(wiki, commit) as past:
             return _search(past, SyncReport(commit), request, wiki, client, progress)
     own = index is None
     if own:
@@ -266,7 +264,7 @@ class _Encoded:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def _search(index: SearchIndex, report: SyncReport, request: SearchRequest,
+def _search(index: IndexBackend, report: SyncReport, request: SearchRequest,
             wiki: Wiki | None, client, progress: Progress | None) -> SearchResult:
     check_filters(index, request.filters)  # a filter naming nothing: a usage error
     settings = SearchSettings.of(index)
@@ -325,7 +323,7 @@ def _search(index: SearchIndex, report: SyncReport, request: SearchRequest,
         vectors=None if "vector" in skipped else _vectors(index, encoded, hits, request))
 
 
-def _ranked(index: SearchIndex, found: dict, fusion: FusionConfig, settings: SearchSettings,
+def _ranked(index: IndexBackend, found: dict, fusion: FusionConfig, settings: SearchSettings,
             filters: Filters, request: SearchRequest) -> list[Hit]:
     """The legs' hits fused, re-scored by memory when ``[memory]`` turns that on
     (:mod:`wiki.answering.memory_rescoring`), cut to ``request.limit``."""
@@ -336,7 +334,7 @@ def _ranked(index: SearchIndex, found: dict, fusion: FusionConfig, settings: Sea
     return fuse(found, fusion, limit=request.limit)
 
 
-def _vectors(index: SearchIndex, encoded: _Encoded, hits: list[Hit],
+def _vectors(index: IndexBackend, encoded: _Encoded, hits: list[Hit],
              request: SearchRequest) -> AnswerVectors | None:
     """The question's vector and, with ``request.sentences``, the top hits' stored
     sentence vectors; ``None`` when the question has no vector."""
@@ -353,7 +351,7 @@ def _vectors(index: SearchIndex, encoded: _Encoded, hits: list[Hit],
         [h.key for h in hits[:SENTENCE_HITS]], encoded.model))
 
 
-def _route(index: SearchIndex, query: str, encoded: _Encoded, filters: Filters,
+def _route(index: IndexBackend, query: str, encoded: _Encoded, filters: Filters,
            settings: SearchSettings, wiki: Wiki | None, client
            ) -> tuple[Route | None, dict[str, str]]:
     """The route of ``query`` (:func:`wiki.answering.routing.decide`), tie-broken by the
@@ -377,7 +375,7 @@ def _route(index: SearchIndex, query: str, encoded: _Encoded, filters: Filters,
             else found), {}
 
 
-def _query_vector(index: SearchIndex, query: str, name: str | None,
+def _query_vector(index: IndexBackend, query: str, name: str | None,
                   progress: Progress | None) -> _Encoded:
     """Start encoding ``query`` with the embedding model ``name`` (vectors of new entries
     embedded first), or say why the vector leg cannot run."""

@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from indexes.backend import IndexBackend
 from indexes.documents import Hit
+from indexes.retrieval.filters import Filters
 from indexes.retrieval.ranked import hits_for
-from indexes.sqlite.engine import Filters, SearchIndex
 from wiki.config import LLMConfig
 from wiki.llm.client import LLMClient
 from wiki.llm.settings import HINT, limits_of, open_client
@@ -52,7 +53,7 @@ class LLMStage:
         return WalkSettings(folders=self.config.walk_folders, entries=self.config.walk_entries,
                             deep_read=self.config.deep_read)
 
-    def leg(self, index: SearchIndex, query: str, commit: str,
+    def leg(self, index: IndexBackend, query: str, commit: str,
             read: Callable[[str], bytes | None], filters: Filters, window: int) -> list[Hit]:
         """The walk's ranked entries as hits (filtered like every leg), at most
         ``window``."""
@@ -67,7 +68,7 @@ class LLMStage:
             self.stopped.append(f"walk: {result.stopped}")
         return hits_for(index, result.ranked, filters=filters, limit=window)
 
-    def rerank(self, index: SearchIndex, query: str, hits: list[Hit]) -> list[Hit]:
+    def rerank(self, index: IndexBackend, query: str, hits: list[Hit]) -> list[Hit]:
         """``hits`` with the first ``[llm] rerank_top`` re-ordered by the model."""
         if self.client is None or not hits:
             return hits

@@ -31,8 +31,9 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from indexes.backend import IndexBackend
 from indexes.documents import Hit
-from indexes.sqlite.engine import Filters, SearchIndex
+from indexes.retrieval.filters import Filters
 from indexes.sqlite.rows import Card
 from wiki.llm import prompts
 from wiki.llm.cache import cache_key
@@ -79,7 +80,7 @@ class WalkResult:
 
 
 def walk(client: LLMClient, question: str, read: Callable[[str], bytes | None],
-         index: SearchIndex, *, commit: str, settings: WalkSettings = WalkSettings(),
+         index: IndexBackend, *, commit: str, settings: WalkSettings = WalkSettings(),
          limits: Limits | None = None, filters: Filters | None = None) -> WalkResult:
     """Walk the ``index.md`` tree of ``commit`` (read with ``read(path)``) for
     ``question``; ``index`` gives the entries' cards and text (synced to ``commit``) and
@@ -117,7 +118,7 @@ def walk(client: LLMClient, question: str, read: Callable[[str], bytes | None],
 
 
 class _Walk:
-    def __init__(self, client: LLMClient, question: str, read, index: SearchIndex,
+    def __init__(self, client: LLMClient, question: str, read, index: IndexBackend,
                  settings: WalkSettings, filters: Filters):
         self.client, self.question, self.read = client, question, read
         self.index, self.settings = index, settings
@@ -207,7 +208,7 @@ def _card(row: Card, settings: WalkSettings) -> str:
     return "\n".join(lines)
 
 
-def rerank(client: LLMClient, question: str, hits: list[Hit], index: SearchIndex, *,
+def rerank(client: LLMClient, question: str, hits: list[Hit], index: IndexBackend, *,
            top: int = 10, settings: WalkSettings = WalkSettings(),
            limits: Limits | None = None) -> tuple[list[Hit], str | None]:
     """Re-order the first ``top`` fused ``hits`` by the model's judgement of each entry's

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from indexes.backend import open_backend
+from indexes.backend import IndexBackend, open_backend
 from indexes.documents import Document
 from indexes.sqlite.dbfile import borrow_embeddings
 from indexes.sqlite.engine import SearchIndex
@@ -83,7 +87,7 @@ def _extra(entry: Entry) -> dict:
     return extra
 
 
-def open_index(wiki: Wiki, *, write: bool = False) -> SearchIndex:
+def open_index(wiki: Wiki, *, write: bool = False) -> IndexBackend:
     """The derived database of ``wiki`` (created on first use), not yet synced. Derived
     state is disposable: a damaged file is set aside and a new one created, and a git
     dir that cannot be written gives a temporary copy (:mod:`wiki.store.derived_db`; with
@@ -108,7 +112,7 @@ def open_derived(wiki: Wiki, *, write: bool = False) -> Opened:
     return open_database(path, write=write)
 
 
-def sync(wiki: Wiki, index: SearchIndex) -> SyncReport:
+def sync(wiki: Wiki, index: IndexBackend) -> SyncReport:
     """Bring ``index`` up to the wiki head and apply the branch's search settings to it.
     Raises ``NotInitializedError`` without a branch. A head already indexed was found to
     be a wiki (it has ``wiki.toml``) when it was indexed, so it is not read from git
@@ -125,7 +129,7 @@ def sync(wiki: Wiki, index: SearchIndex) -> SyncReport:
     return SyncReport(head, invalid=[(p, m) for p, (_, m) in sorted(invalid.items())])
 
 
-def _index_head(wiki: Wiki, index: SearchIndex, head: str) -> SyncReport:
+def _index_head(wiki: Wiki, index: IndexBackend, head: str) -> SyncReport:
     """Inside a write transaction: index ``head`` and record it."""
     report = _apply(wiki, index, head)
     index.set_meta(COMMIT_KEY, head)
@@ -135,16 +139,16 @@ def _index_head(wiki: Wiki, index: SearchIndex, head: str) -> SyncReport:
     return report
 
 
-def indexed_config(index: SearchIndex) -> WikiConfig:
+def indexed_config(index: IndexBackend) -> WikiConfig:
     """The ``wiki.toml`` settings of the indexed commit (read without touching git)."""
     return parse_config(index.get_meta(CONFIG_KEY) or "")
 
 
-def _configure(index: SearchIndex) -> None:
+def _configure(index: IndexBackend) -> None:
     index.weights = tuple(indexed_config(index).search.weights)
 
 
-def _apply(wiki: Wiki, index: SearchIndex, head: str) -> SyncReport:
+def _apply(wiki: Wiki, index: IndexBackend, head: str) -> SyncReport:
     from wiki.store import indextree
     from wiki.store.entry import Entry
 
@@ -181,7 +185,7 @@ def _apply(wiki: Wiki, index: SearchIndex, head: str) -> SyncReport:
     return report
 
 
-def open_synced(wiki: Wiki, *, write: bool = False) -> tuple[SearchIndex, SyncReport]:
+def open_synced(wiki: Wiki, *, write: bool = False) -> tuple[IndexBackend, SyncReport]:
     """The derived database, brought up to the wiki head first. A database found damaged
     while syncing is set aside and rebuilt; one the disk will not let us update is
     replaced by a temporary copy (``write``: :class:`StorageError` instead)."""
@@ -265,13 +269,31 @@ def commit_as_of(wiki: Wiki, when: dt.datetime) -> str:
                         f"{when.isoformat()}")
 
 
-def snapshot_index(wiki: Wiki, commit: str, path: Path) -> SearchIndex:
-    """A search index of the wiki as it was at ``commit``, built at ``path`` (a temporary
-    file the caller owns). Embeddings already computed for the live index are reused."""
-    index = SearchIndex(path)
-    with index.transaction():
-        _index_head(wiki, index, commit)
-    live = wiki.database_path()
-    if live.exists():  # outside the transaction: SQLite cannot ATTACH/DETACH inside one
-        borrow_embeddings(index, live)
-    return index
+@contextmanager
+def snapshot_index(wiki: Wiki, commit: str) -> Iterator[IndexBackend]:
+    """A throwaway search index of the wiki as it was at ``commit`` (``--as-of``), on the
+    engine the wiki's live index uses, removed when the block ends: an SQLite file in a
+    temporary folder, reusing the embeddings the live file already holds; or a space of
+    its own in the PostgreSQL database (``<space>@<commit>-<random>``, whose embeddings
+    are shared by every space anyway), cleared at the end."""
+    url = index_url(wiki)
+    if url:
+        index = open_backend(url, f"{index_space(wiki)}@{commit[:12]}-{uuid.uuid4().hex[:8]}")
+        try:
+            with index.transaction():
+                _index_head(wiki, index, commit)
+            yield index
+        finally:
+            try:
+                index.clear()
+            finally:
+                index.close()
+        return
+    with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
+            SearchIndex(Path(folder) / "index.sqlite") as index:
+        with index.transaction():
+            _index_head(wiki, index, commit)
+        live = wiki.database_path()
+        if live.exists():  # outside the transaction: SQLite cannot ATTACH/DETACH inside one
+            borrow_embeddings(index, live)
+        yield index

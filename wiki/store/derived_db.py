@@ -6,8 +6,9 @@
   and the caller's sync rebuilds it from the branch; a ``warning:`` notice says so.
   Damage is found at open by ``PRAGMA quick_check(1)`` (3.5 ms on a 500-entry, 5.7 MB
   index; 30 ms at 46 MB), skipped when the file has not changed since it last passed
-  (:mod:`wiki.store.checkmark`), and by any statement that reports it
-  (:func:`wiki.store.storage.is_damaged`).
+  (:mod:`indexes.sqlite.checkmark`), and by any statement that reports it
+  (:func:`wiki.store.storage.is_damaged`); the check and the setting aside are the SQLite
+  engine's (:mod:`indexes.sqlite.recovery`), the notices and errors are here.
 * **Read-only or full** (the git dir cannot take the write): reads use a temporary copy
   for this process (a temp folder, else memory), said once in a ``note:``; writers
   (``write=True``) get :class:`wiki.errors.StorageError` instead.
@@ -16,20 +17,18 @@
 from __future__ import annotations
 
 import atexit
-import datetime as dt
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexes.errors import IndexSchemaError
-from indexes.sqlite.dbfile import copy_readable, quick_check, schema_names
+from indexes.backend import IndexBackend
+from indexes.sqlite.dbfile import copy_readable
 from indexes.sqlite.engine import SearchIndex
 from indexes.sqlite.faults import DatabaseError
+from indexes.sqlite.recovery import Damaged, open_checked, set_aside
 from wiki.errors import StorageError
-from wiki.store import checkmark
-from wiki.store.storage import disk_cause, is_damaged, notify, storage_cause
+from wiki.store.storage import disk_cause, notify, storage_cause
 
 OK, NEW, RECOVERED, TEMPORARY = "ok", "new", "recovered", "temporary"
 _temporary: dict[str, Path | None] = {}
@@ -42,17 +41,8 @@ class Opened:
     file), ``recovered`` (damaged, set aside, empty now) or ``temporary`` (the git dir
     cannot be written: a copy for this process)."""
 
-    index: SearchIndex
+    index: IndexBackend
     state: str
-
-
-class Damaged(Exception):
-    """The database at ``path`` is damaged; ``reason`` in SQLite's words."""
-
-    def __init__(self, reason: str):
-        reason = " ".join(reason.replace("***", "").split())  # quick_check's lines, as one
-        super().__init__(reason)
-        self.reason = reason
 
 
 def open_database(path: Path, *, write: bool = False) -> Opened:
@@ -66,58 +56,6 @@ def open_database(path: Path, *, write: bool = False) -> Opened:
         return recover(path, damage.reason, write=write)
     except (OSError, DatabaseError) as exc:
         return on_storage_fault(path, exc, write=write)
-
-
-def open_checked(path: Path | str) -> SearchIndex:
-    """Open ``path`` and check it; raises :class:`Damaged` (the connection closed) when
-    it is not a sound database of our schema, and storage faults unchanged. A file that
-    passed the check and has not changed since (:mod:`wiki.store.checkmark`) is not
-    checked again."""
-    before = checkmark.stamp(Path(path))
-    try:
-        index = SearchIndex(path)
-    except IndexSchemaError as exc:
-        raise Damaged(str(exc).split(": ", 1)[-1]) from exc
-    except DatabaseError as exc:
-        if is_damaged(exc):
-            raise Damaged(str(exc)) from exc
-        raise
-    if checkmark.SOUND in checkmark.facts(Path(path), before):
-        return index
-    try:
-        problem = quick_check(index)
-        if problem != "ok":
-            raise Damaged(problem)
-        missing = sorted(_schema_names() - schema_names(index))
-        if missing:
-            raise Damaged(f"{', '.join(missing)} missing from the schema")
-    except DatabaseError as exc:
-        index.close()
-        if is_damaged(exc):
-            raise Damaged(str(exc)) from exc
-        raise
-    except Damaged:
-        index.close()
-        raise
-    checkmark.record(Path(path), checkmark.SOUND, before)
-    return index
-
-
-_SCHEMA: frozenset[str] = frozenset()
-
-
-def _schema_names() -> frozenset[str]:
-    """The tables, indexes and triggers a new database of this schema has (read once
-    from an empty one in memory): a database at the same version lacking one of them was
-    altered by hand or damaged."""
-    global _SCHEMA
-    if not _SCHEMA:
-        fresh = SearchIndex(":memory:")
-        try:
-            _SCHEMA = schema_names(fresh)
-        finally:
-            fresh.close()
-    return _SCHEMA
 
 
 def recover(path: Path, reason: str, *, write: bool = False) -> Opened:
@@ -141,23 +79,6 @@ def recover(path: Path, reason: str, *, write: bool = False) -> Opened:
         return Opened(open_checked(path), RECOVERED)
     except (OSError, DatabaseError) as exc:
         return on_storage_fault(path, exc, write=write, copy=False)
-
-
-def set_aside(path: Path) -> Path:
-    """Rename ``path`` (and its ``-wal`` and ``-shm``) to ``<name>.corrupt-<UTC time>``;
-    returns the new path. A file already gone (set aside by another process) is fine."""
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    kept = path.with_name(f"{path.name}.corrupt-{stamp}")
-    number = 1
-    while kept.exists():
-        number += 1
-        kept = path.with_name(f"{path.name}.corrupt-{stamp}-{number}")
-    for suffix in ("", "-wal", "-shm"):
-        try:
-            os.replace(str(path) + suffix, str(kept) + suffix)
-        except FileNotFoundError:
-            continue
-    return kept
 
 
 def open_temporary(path: Path, cause: str | None, *, copy: bool = True) -> SearchIndex:
