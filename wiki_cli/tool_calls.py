@@ -55,6 +55,12 @@ class RepoLock:
             finally:
                 self._writers_waiting -= 1
 
+    @property
+    def writers_waiting(self) -> int:
+        """Writers waiting for the lock now (a server's proposals queued behind reads)."""
+        with self._state:
+            return self._writers_waiting
+
     def release(self) -> None:
         """Give up the exclusive hold. Raises ``RuntimeError`` when it is not held."""
         with self._state:
