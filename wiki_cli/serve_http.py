@@ -14,10 +14,8 @@ Every answer names the wiki commit it was computed against (``commit`` in the bo
 for any other, as for a repository that does not exist); a read token cannot propose
 (403, and its MCP server has no ``propose`` tool); nothing approves. Models and indexes
 stay warm in this process; each wiki branch is fetched from its remote every
-``fetch_interval`` seconds (fast-forward only, never pushed). Read calls of one repository
-run side by side (up to :data:`wiki_cli.serve_guard.READERS` at once), proposals one at a
-time (:class:`wiki_cli.serve_guard.Turns`); a REST call that takes longer than
-``request_timeout`` gets 504.
+``fetch_interval`` seconds (fast-forward only, never pushed). Reads of one repository run
+side by side, proposals alone (``Turns``); a REST call past ``request_timeout`` gets 504.
 """
 
 from __future__ import annotations
@@ -72,8 +70,7 @@ READ_KEY = ""
 @dataclass
 class Served:
     """One served repository: its tools (one per propose token, for its author; all
-    sharing one :class:`wiki_cli.tool_calls.RepoLock`), its MCP apps by token key, and the
-    last fetch."""
+    sharing one ``RepoLock``), its MCP apps by token key, and the last fetch."""
 
     spec: RepoSpec
     tools: WikiTools
@@ -81,8 +78,7 @@ class Served:
     mcp: dict[str, Any] = field(default_factory=dict)
     fetched: dict[str, Any] = field(default_factory=dict)
     turns: Turns = field(default_factory=Turns)
-    """REST and MCP calls wait for their turn here (reads side by side, writes one at a
-    time), holding no worker thread (:func:`wiki_cli.serve_guard.in_turn`)."""
+    """REST and MCP calls wait for their turn here (reads side by side, writes alone)."""
 
     def tools_for(self, token: TokenSpec) -> WikiTools:
         """The tools a token's calls run on (its author's, when it may propose)."""
@@ -222,8 +218,8 @@ def _branch_state(repo: Served) -> dict[str, Any]:
 async def _rest(served: dict[str, Served], limit: float, tool: str,
                 request: Request) -> JSONResponse:
     """One REST call: scope and rights, the arguments, then, in the repository's turn
-    (waited for without a worker thread; a read beside other reads, a proposal alone),
-    the tool body under its lock, all within the time limit."""
+    (waited for without a thread; reads side by side, a proposal alone), the tool body
+    under its lock, all within the time limit."""
     token: TokenSpec = request.scope["wiki.token"]
     name = request.path_params["name"]
     repo = served.get(name)
@@ -244,11 +240,10 @@ async def _rest(served: dict[str, Served], limit: float, tool: str,
                        "UsageError", USAGE)
     tools = repo.tools_for(token)
     call = partial(_at_commit, tools, _body(tools, tool), wanted)
+    run = partial(run_tool, tools, call, kwargs, writes=tool in WRITES)
     try:
         with anyio.fail_after(limit):
-            result = await in_turn(repo.turns.of(tool),
-                                   partial(run_tool, tools, call, kwargs,
-                                           writes=tool in WRITES))
+            result = await in_turn(repo.turns.of(tool), run)
     except TimeoutError:
         return problem(504, f"the call did not finish within {limit:g} s (it may still "
                        "complete on the server)", "gateway-timeout")

@@ -29,12 +29,13 @@ from wiki.answering.routing import boost, decide, tie_break
 from wiki.config import LLMConfig, MemoryConfig, SearchConfig
 from wiki.knowledge.lifetimes import iso, lifetimes
 from wiki.store.derived import (
-    COMMIT_KEY,
+    CONSISTENT_TRIES,
     SyncReport,
     commit_as_of,
     indexed_config,
     open_synced,
     snapshot_index,
+    still_at,
     sync,
 )
 from wiki.store.storage import storage_cause
@@ -244,27 +245,16 @@ def run_search(wiki: Wiki, request: SearchRequest, *, index: SearchIndex | None 
                 snapshot_index(wiki, commit, Path(folder) / "index.sqlite") as past:
             return _search(past, SyncReport(commit), request, wiki, client, progress)
     own = index is None
-    for attempt in range(1, CONSISTENT_TRIES + 1):
-        if own:
-            index, report = open_synced(wiki)
-        else:
-            report = sync(wiki, index)
+    for attempt in range(1, CONSISTENT_TRIES + 1):  # again if the index moved meanwhile
+        index, report = open_synced(wiki) if own else (index, sync(wiki, index))
         try:
             result = _search(index, report, request, wiki, client, progress)
-            # another reader synced the index to a newer head meanwhile: the legs may have
-            # read rows of both commits, so search again at the new one
-            if attempt == CONSISTENT_TRIES or index.get_meta(COMMIT_KEY) == report.commit:
+            if attempt == CONSISTENT_TRIES or still_at(index, report.commit):
                 return result
         finally:
             if own:
                 index.close()
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-CONSISTENT_TRIES = 3
-"""Searches of one call when the index moves to a newer head while it runs (a server's
-other calls, or another process, synced it): the answer names one commit and shows only
-that commit's rows (docs/decisions.md, "Parallel reads in wiki serve")."""
 
 
 @dataclass(frozen=True)
