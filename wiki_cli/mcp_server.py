@@ -13,7 +13,8 @@ JSON-RPC error; only a person lands a proposal, with ``wiki approve``.
 
 The server owns its embedding model: it loads it in-process once (in the background at
 start) and keeps it for every call, instead of going through the shared embedding server.
-Calls run one at a time. Proposals are authored by whoever git says is acting
+Reads share the repository's lock, a proposal holds it alone
+(:class:`wiki_cli.tool_calls.RepoLock`). Proposals are authored by whoever git says is acting
 (``GIT_AUTHOR_NAME``/``GIT_AUTHOR_EMAIL``, else ``git config user.*``), as for the CLI.
 """
 
@@ -43,7 +44,7 @@ from wiki_cli.payloads import (
     require_text,
     search_payload,
 )
-from wiki_cli.tool_calls import ToolFailure, run_tool
+from wiki_cli.tool_calls import RepoLock, ToolFailure, run_tool
 
 log = logging.getLogger("wiki.mcp")
 
@@ -133,11 +134,13 @@ def _internal_result(error: Exception, notices: list[str]) -> CallToolResult:
 
 
 class WikiTools:
-    """The tool bodies, bound to one repository and wiki branch. Calls are serialised:
-    git objects, the SQLite index and the embedding model are used by one call at a time."""
+    """The tool bodies, bound to one repository and wiki branch. Reads run side by side
+    (each opens its own git and index handles; the embedding model is one instance, safe
+    to share); a proposal runs alone (:attr:`lock`, a
+    :class:`wiki_cli.tool_calls.RepoLock`)."""
 
     def __init__(self, repo: Path, branch: str | None, spec=None, *, author=None,
-                 lock: threading.Lock | None = None) -> None:
+                 lock: RepoLock | None = None) -> None:
         """``author`` (an ``Identity``): who ``propose`` writes as (default: whoever git
         says is acting); ``lock``: shared with other tools objects of the same repository
         (``wiki serve`` has one per token with its own author)."""
@@ -145,7 +148,7 @@ class WikiTools:
 
         self.repo, self.branch, self.author = repo, branch, author
         self.spec = spec or resolve_spec()  # the embedder settings, read once
-        self.lock = lock or threading.Lock()
+        self.lock = lock or RepoLock()
 
     def wiki(self):
         """A fresh :class:`Wiki` per call (cheap; sees branch moves made by others)."""
@@ -342,12 +345,12 @@ TOOLS = {"search": ("Search the wiki", READ_ONLY), "ask": ("Ask the wiki", READ_
 
 def build_server(repo: Path, branch: str | None = None, spec=None, *,
                  tools: WikiTools | None = None,
-                 read_only: bool = False, turn=None) -> tuple[WikiMCPServer, WikiTools]:
+                 read_only: bool = False, turns=None) -> tuple[WikiMCPServer, WikiTools]:
     """The MCP server for the wiki of ``repo`` (and ``branch``), and its tools object;
     ``spec`` (an ``EmbedderSpec``, default: the environment's) is every tool call's.
     ``tools``: serve this tools object (its repository, author and lock) instead of a new
-    one; ``read_only``: no ``propose`` tool (a call to it is refused); ``turn``: an
-    ``anyio.Semaphore(1)`` each call waits for without a worker thread
+    one; ``read_only``: no ``propose`` tool (a call to it is refused); ``turns``: the
+    repository's :class:`wiki_cli.serve_guard.Turns`, waited for without a worker thread
     (:func:`wiki_cli.serve_guard.in_turn`; ``wiki serve``, shared with its REST calls)."""
     tools = tools or WikiTools(repo, branch, spec)
     server = WikiMCPServer("wiki", version=__version__, instructions=INSTRUCTIONS,
@@ -356,8 +359,8 @@ def build_server(repo: Path, branch: str | None = None, spec=None, *,
     for name, (title, hints) in TOOLS.items():
         if read_only and name == "propose":
             continue
-        server.add_tool(_guarded(tools, getattr(tools, name), turn), name=name, title=title,
-                        annotations=hints)
+        server.add_tool(_guarded(tools, getattr(tools, name), turns.of(name) if turns else None),
+                        name=name, title=title, annotations=hints)
     return server, tools
 
 

@@ -3,10 +3,11 @@
 Every path but ``/health`` needs ``Authorization: Bearer <token>`` matching a configured
 token's hash (else 401). The body is read here, before any route sees it: a declared or
 actual size over ``max_body_bytes`` is answered 413, a body that does not arrive within
-``body_timeout`` seconds 408. A REST call waits for its repository's turn without a
-worker thread (:func:`in_turn`); the listening socket is bound before anything loads
-(:func:`listening_socket`). Errors are JSON: ``{"error", "kind", "exit_code"}``, the
-shape an MCP tool error carries and the CLI's exit code for the same failure.
+``body_timeout`` seconds 408. A call waits for its repository's turn without a worker
+thread (:class:`Turns`, :func:`in_turn`): reads side by side, writes one at a time; the
+listening socket is bound before anything loads (:func:`listening_socket`). Errors are
+JSON: ``{"error", "kind", "exit_code"}``, the shape an MCP tool error carries and the CLI's
+exit code for the same failure.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ import anyio
 from starlette.responses import JSONResponse
 
 from wiki.serve.config import Limits, ServeConfig
+from wiki_cli.tool_calls import WRITES
+
+READERS = 4
+"""Read calls of one repository that run at once in ``wiki serve``; more wait for a slot
+without a thread. Four keep two cores busy while one call waits on SQLite, git or the
+model (evals/results/bench-serve.md), and bound the threads and memory a burst can take."""
 
 OPEN_PATHS = ("/health",)
 """Paths served without a token (nothing in them names a repository or an entry)."""
@@ -159,9 +166,24 @@ def _replay(body: bytes, receive):
     return replayed
 
 
+class Turns:
+    """One repository's turns in ``wiki serve``: ``read``, an ``anyio.Semaphore`` of
+    :data:`READERS` slots, and ``write``, one slot for the tools in
+    :data:`wiki_cli.tool_calls.WRITES`. A call waits here without a thread; in its thread
+    the repository's :class:`wiki_cli.tool_calls.RepoLock` keeps a write alone."""
+
+    def __init__(self, readers: int = READERS) -> None:
+        self.read = anyio.Semaphore(readers)
+        self.write = anyio.Semaphore(1)
+
+    def of(self, tool: str):
+        """The semaphore a call of ``tool`` waits on."""
+        return self.write if tool in WRITES else self.read
+
+
 async def in_turn(turn, work):
-    """``work()`` in a worker thread once ``turn`` (one repository's
-    ``anyio.Semaphore(1)``) is had; returns its result. Waiting holds no thread, so calls
+    """``work()`` in a worker thread once ``turn`` (an ``anyio.Semaphore``: one of a
+    repository's :class:`Turns`) is had; returns its result. Waiting holds no thread, so calls
     queued behind a slow one cannot use up the workers other repositories need. A call
     cancelled (timed out) before its thread starts never runs; one cancelled while
     running keeps the turn until its thread ends, so abandoned threads never pile up."""

@@ -14,8 +14,8 @@ Every answer names the wiki commit it was computed against (``commit`` in the bo
 for any other, as for a repository that does not exist); a read token cannot propose
 (403, and its MCP server has no ``propose`` tool); nothing approves. Models and indexes
 stay warm in this process; each wiki branch is fetched from its remote every
-``fetch_interval`` seconds (fast-forward only, never pushed). Calls to one repository run
-one at a time; a REST call that takes longer than ``request_timeout`` gets 504.
+``fetch_interval`` seconds (fast-forward only, never pushed). Reads of one repository run
+side by side, proposals alone (``Turns``); a REST call past ``request_timeout`` gets 504.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ from wiki_cli.errors import (
 )
 from wiki_cli.inert import mask_secrets
 from wiki_cli.mcp_server import WikiTools, build_server, review_refusal
-from wiki_cli.serve_guard import Guard, in_turn, listening_socket, problem
+from wiki_cli.serve_guard import Guard, Turns, in_turn, listening_socket, problem
 from wiki_cli.serve_log import AccessLog
-from wiki_cli.tool_calls import ToolFailure, run_tool
+from wiki_cli.tool_calls import WRITES, ToolFailure, run_tool
 
 log = logging.getLogger("wiki.serve")
 
@@ -70,16 +70,15 @@ READ_KEY = ""
 @dataclass
 class Served:
     """One served repository: its tools (one per propose token, for its author; all
-    sharing one lock), its MCP apps by token key, and the last fetch."""
+    sharing one ``RepoLock``), its MCP apps by token key, and the last fetch."""
 
     spec: RepoSpec
     tools: WikiTools
     writers: dict[str, WikiTools] = field(default_factory=dict)
     mcp: dict[str, Any] = field(default_factory=dict)
     fetched: dict[str, Any] = field(default_factory=dict)
-    turn: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(1))
-    """REST and MCP calls wait for their turn here, holding no worker thread
-    (:func:`wiki_cli.serve_guard.in_turn`)."""
+    turns: Turns = field(default_factory=Turns)
+    """REST and MCP calls wait for their turn here (reads side by side, writes alone)."""
 
     def tools_for(self, token: TokenSpec) -> WikiTools:
         """The tools a token's calls run on (its author's, when it may propose)."""
@@ -137,7 +136,7 @@ def _served(repo: RepoSpec, config: ServeConfig, spec) -> Served:
                                                    author=token.author, lock=tools.lock)
     for key, each in [(READ_KEY, tools), *served.writers.items()]:
         server, _ = build_server(repo.path, repo.branch, tools=each, read_only=key == READ_KEY,
-                                 turn=served.turn)
+                                 turns=served.turns)
         server.streamable_http_app(stateless_http=True, json_response=True, host=config.host,
                                    max_request_body_size=config.limits.max_body_bytes)
         app = StreamableHTTPASGIApp(server.session_manager)
@@ -219,8 +218,8 @@ def _branch_state(repo: Served) -> dict[str, Any]:
 async def _rest(served: dict[str, Served], limit: float, tool: str,
                 request: Request) -> JSONResponse:
     """One REST call: scope and rights, the arguments, then, in the repository's turn
-    (waited for without a worker thread), the tool body under its lock, all within the
-    time limit."""
+    (waited for without a thread; reads side by side, a proposal alone), the tool body
+    under its lock, all within the time limit."""
     token: TokenSpec = request.scope["wiki.token"]
     name = request.path_params["name"]
     repo = served.get(name)
@@ -241,9 +240,10 @@ async def _rest(served: dict[str, Served], limit: float, tool: str,
                        "UsageError", USAGE)
     tools = repo.tools_for(token)
     call = partial(_at_commit, tools, _body(tools, tool), wanted)
+    run = partial(run_tool, tools, call, kwargs, writes=tool in WRITES)
     try:
         with anyio.fail_after(limit):
-            result = await in_turn(repo.turn, partial(run_tool, tools, call, kwargs))
+            result = await in_turn(repo.turns.of(tool), run)
     except TimeoutError:
         return problem(504, f"the call did not finish within {limit:g} s (it may still "
                        "complete on the server)", "gateway-timeout")

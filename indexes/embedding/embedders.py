@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -49,6 +50,9 @@ class Embedder(Protocol):
 
 _REGISTRY: dict[str, Callable[..., Embedder]] = {}
 _LOADED: dict[str, Embedder] = {}
+_LOADING = threading.Lock()
+"""Held while a model loads: calls on several threads (``wiki serve``'s parallel reads)
+get the one instance, never two loads."""
 
 
 def register(name: str, factory: Callable[..., Embedder]) -> None:
@@ -67,7 +71,16 @@ def names() -> list[str]:
 def load(name: str, spec: EmbedderSpec | None = None) -> Embedder:
     """The embedder ``name``, loaded once per process (the first load's ``spec`` decides
     its runtime; default: ``EmbedderSpec(model=name)``). Raises
-    :class:`EmbedderUnavailableError` for an unknown name or a model that fails to load."""
+    :class:`EmbedderUnavailableError` for an unknown name or a model that fails to load.
+    Safe to call from several threads: the model loads once, the others wait for it."""
+    loaded = _LOADED.get(name)
+    if loaded is not None:
+        return loaded
+    with _LOADING:
+        return _load(name, spec)
+
+
+def _load(name: str, spec: EmbedderSpec | None) -> Embedder:
     if name not in _LOADED:
         factory = _REGISTRY.get(name)
         if factory is None:

@@ -10,6 +10,7 @@ filters before ranking; each contributes its top ``window`` hits to
 from __future__ import annotations
 
 import contextvars
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,15 +38,22 @@ class FusionConfig:
 
 
 _ENCODER: ThreadPoolExecutor | None = None
+_ENCODER_MADE = threading.Lock()
+ENCODERS = 4
+"""Queries encoded at once (a server's parallel reads each encode one); the pool's threads
+start only as calls need them, so a command-line search starts one."""
 
 
 def encode_in_background(encode: Callable[[str], object], query: str) -> Future:
-    """Start ``encode(query)`` on a worker thread (one per process, reused) and return its
-    future, so the query is encoded while the lexical legs run: ONNX Runtime, PyTorch and
-    the embedding server's socket all release the GIL while they work."""
+    """Start ``encode(query)`` on a worker thread (a pool of up to :data:`ENCODERS` per
+    process, reused) and return its future, so the query is encoded while the lexical
+    legs run: ONNX Runtime, PyTorch and the embedding server's socket all release the GIL
+    while they work."""
     global _ENCODER
-    if _ENCODER is None:
-        _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wiki-encode")
+    with _ENCODER_MADE:
+        if _ENCODER is None:
+            _ENCODER = ThreadPoolExecutor(max_workers=ENCODERS,
+                                          thread_name_prefix="wiki-encode")
     return _ENCODER.submit(contextvars.copy_context().run, encode, query)  # caller's scope
 
 

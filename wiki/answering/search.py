@@ -28,11 +28,13 @@ from wiki.answering.routing import boost, decide, tie_break
 from wiki.config import LLMConfig, MemoryConfig, SearchConfig
 from wiki.knowledge.lifetimes import iso, lifetimes
 from wiki.store.derived import (
+    CONSISTENT_TRIES,
     SyncReport,
     commit_as_of,
     indexed_config,
     open_synced,
     snapshot_index,
+    still_at,
     sync,
 )
 from wiki.store.storage import storage_cause
@@ -242,15 +244,16 @@ def run_search(wiki: Wiki, request: SearchRequest, *, index: IndexBackend | None
         with snapshot_index(wiki, commit) as past:
             return _search(past, SyncReport(commit), request, wiki, client, progress)
     own = index is None
-    if own:
-        index, report = open_synced(wiki)
-    else:
-        report = sync(wiki, index)
-    try:
-        return _search(index, report, request, wiki, client, progress)
-    finally:
-        if own:
-            index.close()
+    for attempt in range(1, CONSISTENT_TRIES + 1):  # again if the index moved meanwhile
+        index, report = open_synced(wiki) if own else (index, sync(wiki, index))
+        try:
+            result = _search(index, report, request, wiki, client, progress)
+            if attempt == CONSISTENT_TRIES or still_at(index, report.commit):
+                return result
+        finally:
+            if own:
+                index.close()
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @dataclass(frozen=True)

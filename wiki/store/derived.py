@@ -139,6 +139,18 @@ def _index_head(wiki: Wiki, index: IndexBackend, head: str) -> SyncReport:
     return report
 
 
+CONSISTENT_TRIES = 3
+"""Searches of one call when the index moves to a newer head while it runs (a server's
+other calls, or another process, synced it): the answer names one commit and shows only
+that commit's rows (docs/decisions.md, "Parallel reads in wiki serve")."""
+
+
+def still_at(index: IndexBackend, commit: str) -> bool:
+    """Whether ``index`` still holds ``commit`` (no reader synced it to another head since
+    this call's sync): what it read meanwhile was all of ``commit``."""
+    return index.get_meta(COMMIT_KEY) == commit
+
+
 def indexed_config(index: IndexBackend) -> WikiConfig:
     """The ``wiki.toml`` settings of the indexed commit (read without touching git)."""
     return parse_config(index.get_meta(CONFIG_KEY) or "")
