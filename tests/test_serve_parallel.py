@@ -15,7 +15,7 @@ from conftest import ingest_and_land, write
 from serve_helpers import READ_TOKEN, WRITE_TOKEN, ops_repository, running, write_config
 from test_hybrid import HashingEmbedder
 
-from indexes import embedders
+from indexes.embedding import embedders
 from wiki.review.proposals import list_proposals
 from wiki.store.workspace import Wiki
 
