@@ -25,9 +25,9 @@ from indexes.sentence_scoring import (
 )
 from indexes.vectors import text_hash
 from wiki.answering.ask import ask
-from wiki.answering.picker import DEFAULT, embedded, pick_answer
+from wiki.answering.picker import DEFAULT, pick_answer
 from wiki.review.proposals import approve, propose
-from wiki.store.derived import open_synced
+from wiki.store.derived import embedded, open_synced
 from wiki.store.workspace import Wiki
 
 LEAVE = ("Donating annual leave",

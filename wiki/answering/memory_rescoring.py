@@ -15,8 +15,7 @@ import datetime as dt
 from indexes.documents import Hit
 from indexes.rescore import RescoreWeights, Signals, rescore
 from indexes.store import Filters, SearchIndex
-from wiki.config import MemoryConfig
-from wiki.knowledge.lifetimes import parse_duration
+from wiki.config import MemoryConfig, parse_duration
 
 NEVER_FOLLOWED = ("conflicts_with",)
 
