@@ -64,9 +64,3 @@ def coverage(index: SearchIndex, query: str, key: str) -> float:
     :func:`weighted_coverage`."""
     n_docs = index.count(Filters(statuses=None))
     return weighted_coverage([word_matches(index, w, key) for w in query_words(query)], n_docs)
-
-
-def word_weights(index: SearchIndex, query: str) -> dict[str, float]:
-    """``query word -> BM25 idf`` over the whole index."""
-    n_docs = index.count(Filters(statuses=None))
-    return {w: idf(word_matches(index, w)[0], n_docs) for w in query_words(query)}

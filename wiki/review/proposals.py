@@ -41,7 +41,6 @@ from wiki.review.names import command_line, unreadable
 from wiki.review.tree import check_ids, check_landing, merged_tree
 from wiki.safety.scan import Flag, screen, screen_changes
 from wiki.store import indextree
-from wiki.store.branch import TreeFile
 from wiki.store.derived import refresh
 from wiki.store.gitrepo import Identity, authored_at, current_committer, current_identity
 from wiki.store.locking import write_lock
@@ -101,13 +100,6 @@ class Landing:
     approver: Identity
     landed: bool = True
     approvals: int = 1
-
-
-def changed_paths(before: Mapping[str, TreeFile], after: Mapping[str, TreeFile]) -> set[str]:
-    """Paths whose content or mode differs between two trees (generated index.md files
-    excluded)."""
-    paths = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-    return {p for p in paths if p.rpartition("/")[2] != indextree.INDEX_NAME}
 
 
 def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, base: str | None,
