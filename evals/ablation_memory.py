@@ -5,7 +5,7 @@
 Reuses the retrieved leg lists of :mod:`evals.tune` (``evals/.cache/legs-*.pkl``: each
 question's alias/BM25/vector hits with scores), fuses them as the product does (weighted
 z-score, weights alias 1 / bm25 1 / vector 0.75, window 50) and re-scores offline with
-:func:`indexes.rescore.rescore`, so each row costs milliseconds per query and no index is
+:func:`indexes.retrieval.rescore.rescore`, so each row costs milliseconds per query and no index is
 opened or rebuilt. Signals per corpus, as the product would see them:
 
 * handbook: each entry's ``type``, ``updated``, ``importance``, ``confidence`` and
@@ -31,8 +31,8 @@ from evals import datasets
 from evals.report import header, md_table, now, project_commit, write
 from evals.tune import CUT, evaluate, load
 from indexes.documents import Hit
-from indexes.fusion import zscore
-from indexes.rescore import RescoreWeights, Signals, rescore
+from indexes.retrieval.fusion import zscore
+from indexes.retrieval.rescore import RescoreWeights, Signals, rescore
 
 WEIGHTS = {"alias": 1.0, "bm25": 1.0, "vector": 0.75}
 WINDOW = 50
@@ -68,7 +68,7 @@ def _fused(legs) -> list[Hit]:
 def _handbook_context():
     """Signals and a relation-expansion function from a private copy of the handbook."""
     from evals.budget import _private_copy
-    from indexes.graph import expand
+    from indexes.retrieval.graph import expand
     from wiki.answering.memory_rescoring import signals
     from wiki.store.derived import open_synced
     from wiki.store.workspace import Wiki

@@ -68,7 +68,7 @@ def word_pairs(query: str) -> list[str]:
     """Adjacent word pairs of ``query`` where neither word is a stopword."""
     import re
 
-    from indexes.query import STOPWORDS
+    from indexes.retrieval.query import STOPWORDS
 
     words = re.findall(r"[^\W_]+(?:-[^\W_]+)*", query.casefold())
     return [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)
@@ -77,7 +77,7 @@ def word_pairs(query: str) -> list[str]:
 
 def phrase_coverage(index, query: str, keys: Sequence[str]) -> float:
     """Share of :func:`word_pairs` found as an FTS5 phrase in one of ``keys``."""
-    from indexes.query import quote
+    from indexes.retrieval.query import quote
 
     pairs = word_pairs(query)
     if not pairs or not keys:

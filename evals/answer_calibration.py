@@ -5,7 +5,7 @@ PickerConfig.gap_score``, chosen on the staff tune half), where the answer score
 cosine of the sentence the question's words pick (BM25 over the top 3 documents'
 sentences ÷ √(1 + rank), embedded as ``title: sentence``) plus ``score_coverage ×`` the
 IDF-weighted word coverage of the lexical leg's first hit
-(:func:`indexes.sentence_scoring.answer_score`). It is measured here, as
+(:func:`wiki.answering.sentence_scoring.answer_score`). It is measured here, as
 :mod:`evals.gap_calibration` measures the retrieval rule, on:
 
 * **handbook-tune / handbook-test**: the staff questions (scores from
@@ -48,7 +48,7 @@ def judged_score(question: str, query_vector, docs: list[tuple[str, str]], cover
                  embed) -> float:
     """The answer score from the top documents ``docs`` (``(title, plain body)``, rank
     order): the words' best sentence's cosine + ``score_coverage × coverage``."""
-    from indexes.passages import rank_passages
+    from indexes.retrieval.passages import rank_passages
     from wiki.answering.picker import DEFAULT
     from wiki.store.markdown_text import answer_sentences
 
@@ -102,8 +102,8 @@ def scifact_rows(data: Path, model, log=None) -> list[dict]:
     from evals.datasets import scifact_index, scifact_split
     from evals.embedcache import embed_index
     from evals.gap_calibration import scifact_features  # builds / reuses both indexes
-    from indexes.store import SearchIndex
-    from indexes.vectors import CHUNK_WORDS
+    from indexes.sqlite.engine import SearchIndex
+    from indexes.sqlite.vectors import CHUNK_WORDS
 
     scifact_features(data, log=log)
     split = scifact_split(data, "test")
@@ -123,7 +123,7 @@ def scifact_rows(data: Path, model, log=None) -> list[dict]:
 def locomo_rows(data: Path, model, log=None) -> list[dict]:
     """LoCoMo: adversarial questions should gap, categories 1-4 should not."""
     from evals.locomo import locomo_index, questions
-    from indexes.store import Filters
+    from indexes.sqlite.engine import Filters
 
     index, _ = locomo_index(data, "session", log=log)
     try:

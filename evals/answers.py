@@ -4,7 +4,7 @@ Every dev question is asked through :func:`wiki.answering.ask.ask` (the product 
 retrieval with the default legs, the gap rule, sentence extraction, the answer-type check;
 no model, no revalidation) over the wiki built at the checkpoint
 (:func:`evals.datasets.cached_handbook`), once per *variant* of the sentence picker. A
-variant is a :class:`indexes.sentence_scoring.PickerConfig` passed to
+variant is a :class:`wiki.answering.sentence_scoring.PickerConfig` passed to
 :func:`wiki.answering.ask.ask` (``picker=``); nothing here sets a module's globals.
 
 Per answerable question (35, each with ``support: [{page, quote}]``):
@@ -44,7 +44,7 @@ from evals.datasets import QUESTIONS, cached_handbook, data_dir, read_jsonl
 from evals.keywords import holds
 from evals.metrics import percentile
 from evals.report import header, md_table, now, project_commit, write
-from indexes.sentence_scoring import PickerConfig
+from wiki.answering.sentence_scoring import PickerConfig
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 1. **Handbook dev** (``questions-dev``): every answerable and unanswerable question is
    asked through :func:`wiki.answering.ask.ask` (the product's path: hybrid retrieval, the
    retrieval gap rule, extraction, then the answer-type check of
-   :mod:`indexes.answer_type`; no model, no revalidation) over the wiki built at the
+   :mod:`wiki.answering.answer_type`; no model, no revalidation) over the wiki built at the
    checkpoint. Counted: evidence gaps on the 6 unanswerable questions, false gaps on the
    35 answerable ones, and which rule made each gap.
 2. **LoCoMo** (``questions.jsonl``, all categories): for every question that has an
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from evals.datasets import cached_handbook, data_dir, handbook_questions, read_jsonl
 from evals.report import header, md_table, now, project_commit, write
-from indexes.answer_type import QUESTION_TYPES, expected_type, missing_type
+from wiki.answering.answer_type import QUESTION_TYPES, expected_type, missing_type
 
 REJECTED_TYPES = {
     "duration": (re.compile(r"\bhow\s+(?:long|far\s+ahead|far\s+in\s+advance)\b|\bhow\s+many"

@@ -32,7 +32,7 @@ from evals.methods import METHODS, Target
 from evals.metrics import aggregate, dedupe_units, query_metrics
 from evals.report import header, md_table, now, project_commit, write
 from evals.run import HANDBOOK_LIMIT, SCIFACT_LIMIT, page_units
-from indexes.hybrid import FusionConfig
+from indexes.retrieval.hybrid import FusionConfig
 
 RANKINGS = ("bm25", "ts_rank:0", "ts_rank:1", "ts_rank:2", "ts_rank_cd:0", "ts_rank_cd:1",
             "ts_rank_cd:4")
@@ -67,7 +67,7 @@ def postgres(url: str | None):
 def copy_vectors(pg, lite, model) -> int:
     """Give ``pg`` the vectors ``lite`` holds for its pending texts (same hashes); embed the
     rest. Returns how many were copied."""
-    from indexes.vectors import embed_pending
+    from indexes.sqlite.vectors import embed_pending
 
     pg.vectors.prepare_model(model.name, model.dim)
     hashes = [h for h, _ in pg.vectors.pending(model.name)]
@@ -115,7 +115,7 @@ def rankings(pg, target: Target, questions, limit: int, units_of=None) -> dict:
 
 
 def handbook(data: Path, url: str) -> dict:
-    from indexes.store import Filters
+    from indexes.sqlite.engine import Filters
     from wiki.store.derived import indexed_config, open_synced
     from wiki.store.workspace import Wiki
 
@@ -148,7 +148,7 @@ def handbook(data: Path, url: str) -> dict:
 
 def scifact(data: Path, url: str) -> dict:
     from indexes.documents import Document
-    from indexes.pg.store import PgIndex
+    from indexes.pg.engine import PgIndex
 
     lite = datasets.scifact_index(data, log=log)
     embedcache.embed_index(lite, log=log)

@@ -206,7 +206,7 @@ def legs_section(data: Path, repo: Path, questions: list[str], repeat: int,
     """Per-leg latency and build throughput at handbook and SciFact sizes, peak RSS."""
     from evals import bench_legs, embedcache
     from indexes.documents import Document
-    from indexes.store import Filters
+    from indexes.sqlite.engine import Filters
     from wiki.store.derived import index_sentences, open_synced
     from wiki.store.workspace import Wiki
 

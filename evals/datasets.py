@@ -241,10 +241,10 @@ def scifact_corpus(data: Path) -> list[dict]:
 
 def build_cached_index(path: Path, stale: list[Path], documents, *, chunk_words: int,
                        log=None, message: str = "", after=None):
-    """Build a :class:`indexes.store.SearchIndex` of ``documents`` at ``path`` through a
+    """Build a :class:`indexes.sqlite.engine.SearchIndex` of ``documents`` at ``path`` through a
     temporary file (``stale`` files are removed first; ``after(index)`` runs before the
     rename, e.g. to embed), and return it opened."""
-    from indexes.store import SearchIndex
+    from indexes.sqlite.engine import SearchIndex
 
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     for old in stale:
@@ -267,14 +267,14 @@ def build_cached_index(path: Path, stale: list[Path], documents, *, chunk_words:
 
 def scifact_index(data: Path, *, fields: str = "flat", chunk_words: int | None = None,
                   log=None):
-    """A :class:`indexes.store.SearchIndex` over the SciFact corpus (cached). ``fields``:
+    """A :class:`indexes.sqlite.engine.SearchIndex` over the SciFact corpus (cached). ``fields``:
     ``flat`` = title + text in the body column (BEIR/Anserini "flat"); ``multifield`` =
     title in the title column, text in the body, with the index's default weights.
     ``chunk_words``: the vector chunk size (default: the index's own); vectors are not
     computed here (see :func:`evals.embedcache.embed_index`)."""
     from indexes.documents import Document
-    from indexes.store import SearchIndex
-    from indexes.vectors import CHUNK_WORDS
+    from indexes.sqlite.engine import SearchIndex
+    from indexes.sqlite.vectors import CHUNK_WORDS
 
     chunk_words = chunk_words or CHUNK_WORDS
     corpus_file = data / SCIFACT / "corpus.jsonl"

@@ -1,6 +1,6 @@
 """One embedding cache shared by every evaluation index: ``evals/.cache/embeddings.sqlite``.
 
-Vectors are keyed by ``(sha256 of the chunk text, model)`` (as in :mod:`indexes.vectors`),
+Vectors are keyed by ``(sha256 of the chunk text, model)`` (as in :mod:`indexes.sqlite.vectors`),
 so they stay valid whatever code built the index that holds them. A rebuilt index (the
 source hash changed, another chunk size) is seeded from this store before embedding, and
 what it embeds is saved back: only chunk texts never seen before cost model time.
@@ -27,15 +27,15 @@ def _store() -> None:
 
 def embedder(name: str | None = None):
     """The in-process embedder (default MiniLM), loaded once."""
-    from indexes import embedders
+    from indexes.embedding import embedders
 
     return embedders.load(name or embedders.DEFAULT_MODEL)
 
 
 def embed_index(index, model=None, *, log=None) -> int:
-    """Seed ``index`` (a :class:`indexes.store.SearchIndex`) from the shared store, embed
+    """Seed ``index`` (a :class:`indexes.sqlite.engine.SearchIndex`) from the shared store, embed
     the chunks still lacking a vector, save them back. Returns how many were embedded."""
-    from indexes.vectors import VERSION_KEY, embed_pending
+    from indexes.sqlite.vectors import VERSION_KEY, embed_pending
 
     model = model or embedder()
     _store()
@@ -91,8 +91,8 @@ def rechunked(index, words: int):
     ``words`` words, in ``evals/.cache/`` (rebuilt each time; vectors come from the store)."""
     import shutil
 
-    from indexes.store import SearchIndex
-    from indexes.vectors import OVERLAP_WORDS, chunk_texts
+    from indexes.sqlite.engine import SearchIndex
+    from indexes.sqlite.vectors import OVERLAP_WORDS, chunk_texts
 
     index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     path = CACHE_DIR / f"rechunked-{index.path.stem}-w{words}.sqlite"

@@ -1,4 +1,4 @@
-"""Fusion variants compared by :mod:`evals.tune` (candidates for ``indexes/fusion.py``).
+"""Fusion variants compared by :mod:`evals.tune` (candidates for ``indexes/retrieval/fusion.py``).
 
 Every function takes ``legs``: ``{leg: [(key, score), ...]}`` best first (a leg's scores
 are higher-is-better) and returns fused keys, best first.

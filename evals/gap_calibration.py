@@ -68,7 +68,7 @@ def scifact_features(data: Path, log=None) -> list[dict]:
     from evals.embedcache import embed_index
     from evals.methods import METHODS, Target
     from indexes.documents import Document
-    from indexes.vectors import CHUNK_WORDS
+    from indexes.sqlite.vectors import CHUNK_WORDS
 
     key = source_hash("indexes", "evals")
     if SCIFACT_CACHE.exists():
@@ -81,7 +81,7 @@ def scifact_features(data: Path, log=None) -> list[dict]:
     embed_index(full, log=log)
     path = CACHE_DIR / f"scifact-flat-nogold-w{CHUNK_WORDS}-{source_hash('indexes')}.sqlite"
     if path.exists():
-        from indexes.store import SearchIndex
+        from indexes.sqlite.engine import SearchIndex
 
         nogold = SearchIndex(path, chunk_words=CHUNK_WORDS)
     else:

@@ -6,7 +6,7 @@ Every staff question (:mod:`evals.staff_questions`) is asked through
 (:func:`evals.datasets.cached_handbook`; extractive, no revalidation, as
 :mod:`evals.ask_gaps`). Per question the eval records whether the product gave an evidence
 gap (and by which rule) and the signals an answer carries: the answer score
-(:func:`indexes.sentence_scoring.answer_score`), the best sentence's cosine, the word
+(:func:`wiki.answering.sentence_scoring.answer_score`), the best sentence's cosine, the word
 coverage of the top entry, the vector leg's best cosine and the form the question asks for
 when no best sentence states it.
 
@@ -145,7 +145,7 @@ def _share(count: int, total: int) -> str:
 
 def run(data: Path) -> dict:
     """Ask both halves, choose the rule and threshold on tune, apply them to test."""
-    from indexes.sentence_scoring import PickerConfig
+    from wiki.answering.sentence_scoring import PickerConfig
     from wiki.store.workspace import Wiki
 
     path, _ = cached_handbook(data, log=embedcache.stderr)

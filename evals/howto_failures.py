@@ -1,7 +1,7 @@
 """How-to answers with and without the discount of sentences about a failure (issue 28.6).
 
 ``wiki ask "how do I send a test page?"`` opened with "If a test page fails to arrive, ...
-troubleshoot ..." on a runbook; :attr:`indexes.sentence_scoring.PickerConfig.failure_weight`
+troubleshoot ..." on a runbook; :attr:`wiki.answering.sentence_scoring.PickerConfig.failure_weight`
 (0.7, set by hand) now discounts such a sentence for a how-to question that is not itself
 about a failure. This asks every staff question (both halves: nothing is chosen on them
 here) whose form is ``howto`` with the product's picker and with ``failure_weight=1.0``
@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     from evals import embedcache
     from evals.datasets import cached_handbook, data_dir
     from evals.staff_questions import records
-    from indexes.sentence_scoring import question_form
     from wiki.answering.picker import DEFAULT
+    from wiki.answering.sentence_scoring import question_form
     from wiki.store.workspace import Wiki
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -142,7 +142,7 @@ def _merge(paths: list[Path], out: Path, config, args) -> int:
             questions = [d["id"] for d in details]
         fusion = payload.get("fusion", fusion)
     if not fusion:  # runs from before the JSON named it: the defaults
-        from indexes.hybrid import FusionConfig
+        from indexes.retrieval.hybrid import FusionConfig
         from wiki.config import SearchConfig
 
         search = SearchConfig()

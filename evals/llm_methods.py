@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from evals.methods import Retrieved, Target, _product_gap
-from indexes.hybrid import fuse, run_legs
-from indexes.store import Filters
+from indexes.retrieval.hybrid import fuse, run_legs
+from indexes.sqlite.engine import Filters
 
 
 def _stage(target: Target, client, config):

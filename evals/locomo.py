@@ -1,7 +1,7 @@
 """LoCoMo (locomo10): session-level retrieval within each conversation, and abstention on
 the adversarial questions (category 5).
 
-Two ways to make documents, both in one :class:`indexes.store.SearchIndex` per unit with
+Two ways to make documents, both in one :class:`indexes.sqlite.engine.SearchIndex` per unit with
 ``category`` = the conversation id (every query is filtered to its own conversation):
 
 * ``session``: one document per session, its ``Speaker: utterance`` lines (and the date)
@@ -89,8 +89,8 @@ def documents(data: Path, unit: str):
 def locomo_index(data: Path, unit: str, *, chunk_words: int | None = None, log=None):
     """The cached index of ``unit`` documents (vectors embedded through the shared cache)."""
     from evals.embedcache import embed_index
-    from indexes.store import SearchIndex
-    from indexes.vectors import CHUNK_WORDS
+    from indexes.sqlite.engine import SearchIndex
+    from indexes.sqlite.vectors import CHUNK_WORDS
 
     chunk_words = chunk_words or CHUNK_WORDS
     stem = f"locomo-{unit}-w{chunk_words}-"
@@ -113,7 +113,7 @@ def run_locomo(data: Path, methods: list[str], out: Path, *, fusion, units: list
     from evals.metrics import aggregate, dedupe_units, query_metrics
     from evals.report import header, md_table, now, project_commit, write
     from evals.run import METRIC_COLUMNS, log, summary_table, timed
-    from indexes.store import Filters
+    from indexes.sqlite.engine import Filters
 
     qs = questions(data)
     scored = [q for q in qs if q.category != ADVERSARIAL and q.gold]

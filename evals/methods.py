@@ -16,8 +16,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from indexes.hybrid import FusionConfig, fuse, run_legs
-from indexes.store import Filters, SearchIndex
+from indexes.retrieval.hybrid import FusionConfig, fuse, run_legs
+from indexes.sqlite.engine import Filters, SearchIndex
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -113,7 +113,7 @@ def grep(target: Target) -> Retriever:
 
 def _confidence(target: Target, query: str, keys: list[str]) -> tuple[float, bool]:
     """The product's evidence-gap rule: IDF-weighted lexical coverage of the top hit."""
-    from indexes.coverage import coverage
+    from indexes.retrieval.coverage import coverage
 
     confidence = coverage(target.index, query, keys[0]) if keys else 0.0
     return confidence, confidence < target.gap_threshold
@@ -122,7 +122,7 @@ def _confidence(target: Target, query: str, keys: list[str]) -> tuple[float, boo
 def _product_gap(target: Target, query: str, legs: dict, keys: list[str]) -> tuple[float, bool]:
     """The product's hybrid evidence-gap rule (``wiki.answering.search.is_gap``): coverage of the
     BM25 leg's first hit and the vector leg's best cosine, with wiki.toml's defaults."""
-    from indexes.coverage import coverage
+    from indexes.retrieval.coverage import coverage
     from wiki.answering.search import is_gap
     from wiki.config import SearchConfig
 
@@ -138,7 +138,7 @@ def _coverages(target: Target, query: str, legs: dict, keys: list[str]) -> dict:
     """Abstention features needing the index: coverage of the BM25 leg's first hit and the
     best coverage among the first three fused hits."""
     from evals.abstain import phrase_coverage
-    from indexes.coverage import coverage
+    from indexes.retrieval.coverage import coverage
 
     lexical = legs.get("bm25") or []
     return {"bm25_coverage": coverage(target.index, query, lexical[0].key) if lexical else 0.0,
@@ -190,7 +190,7 @@ def hybrid_z(target: Target) -> Retriever:
 
 
 def hybrid(target: Target) -> Retriever:
-    """alias + bm25 + vector legs fused by ``indexes.hybrid.fuse`` with ``target.fusion``
+    """alias + bm25 + vector legs fused by ``indexes.retrieval.hybrid.fuse`` with ``target.fusion``
     (the CLI's flags: ``--fusion`` where the project has it, k, window, weights; each leg
     offers ``max(window, limit)`` hits, as ``wiki.answering.search`` does); confidence and gap as
     the product (coverage of the top hit)."""

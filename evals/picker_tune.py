@@ -1,9 +1,9 @@
 """Choosing the answer picker's defaults and its gap rule on the staff *tune* half.
 
-Each picker variant (a :class:`indexes.sentence_scoring.PickerConfig`) is asked every
+Each picker variant (a :class:`wiki.answering.sentence_scoring.PickerConfig`) is asked every
 question of the half once with its gaps turned off (``retrieval_gap=False``,
 ``gap_score=None``, ``form_gap=False``), through :func:`evals.answers.run_variant`, so
-each question's answer, **answer score** (:func:`indexes.sentence_scoring.answer_score`),
+each question's answer, **answer score** (:func:`wiki.answering.sentence_scoring.answer_score`),
 missing form and the retrieval rule's verdict are known. Gap rules are then applied to
 those rows offline (a gap does not change which sentences are picked, so this is exact):
 the answer-type check (percent / money, always on as in the product), optionally the
@@ -33,7 +33,7 @@ from evals.answers import Variant, run_variant
 from evals.datasets import cached_handbook, data_dir
 from evals.metrics import auroc
 from evals.report import header, md_table, now, project_commit, write
-from indexes.sentence_scoring import PickerConfig
+from wiki.answering.sentence_scoring import PickerConfig
 
 OFF = {"retrieval_gap": False, "gap_score": None, "form_gap": False}
 BASE = PickerConfig(**OFF)

@@ -29,9 +29,9 @@ from evals.methods import METHODS, Retrieved, Target, _product_gap
 from evals.metrics import aggregate, dedupe_units, first_rank, query_metrics
 from evals.report import header, md_table, now, project_commit, write
 from evals.run import HANDBOOK_LIMIT, describe_fusion, page_units
-from indexes import routing
-from indexes.hybrid import fuse, run_legs
-from indexes.store import Filters
+from indexes.retrieval import routing
+from indexes.retrieval.hybrid import fuse, run_legs
+from indexes.sqlite.engine import Filters
 
 COLUMNS = ["recall@3", "recall@5", "recall@10", "hit@3", "mrr@10", "ndcg@10", "p50_ms",
            "p95_ms", "route_accuracy", "ambiguous", "tie_breaks", "mean_folders",

@@ -23,7 +23,7 @@ from evals.methods import METHODS, Retriever, Target
 from evals.metrics import KS, aggregate, dedupe_units, first_rank, gap_sweep, query_metrics
 from evals.metrics import recall_at as recall
 from evals.report import header, md_table, now, project_commit, write
-from indexes.hybrid import FusionConfig
+from indexes.retrieval.hybrid import FusionConfig
 
 HANDBOOK_LIMIT = 30
 """Entries retrieved per handbook question (pages are split into several entries, so
@@ -50,7 +50,7 @@ def timed(retrieve: Retriever, query: str, limit: int, **kwargs):
 
 def run_handbook(data: Path, methods: list[str], out: Path, fusion: FusionConfig,
                  chunk_words: int | None = None) -> str:
-    from indexes.store import Filters
+    from indexes.sqlite.engine import Filters
     from wiki.store.derived import indexed_config, open_synced
     from wiki.store.workspace import Wiki
 
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="SciFact: title+text in one column (flat) or title weighted")
     parser.add_argument("--fusion", choices=["rrf", "zscore"],
                         default=getattr(defaults, "fusion", "rrf"),
-                        help="hybrid's fusion (where indexes.hybrid offers a choice)")
+                        help="hybrid's fusion (where indexes.retrieval.hybrid offers a choice)")
     parser.add_argument("--rrf-k", type=int, default=defaults.rrf_k)
     parser.add_argument("--window", type=int, default=defaults.window)
     parser.add_argument("--weights", default=",".join(

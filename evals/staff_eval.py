@@ -47,8 +47,8 @@ def retrieval(wiki, rows: list[dict]) -> list[dict]:
     """Per question: gold page ranks, recall@10, hit@3 and the abstention features."""
     from evals.methods import METHODS, Target
     from evals.run import page_units
-    from indexes.hybrid import FusionConfig
-    from indexes.store import Filters
+    from indexes.retrieval.hybrid import FusionConfig
+    from indexes.sqlite.engine import Filters
     from wiki.answering.search import is_gap
     from wiki.config import SearchConfig
     from wiki.store.derived import open_synced

@@ -31,7 +31,7 @@ def legs_path(name: str) -> Path:
 
 
 def _run(index, queries, window: int, filters_of) -> list[dict]:
-    from indexes.hybrid import FusionConfig, run_legs
+    from indexes.retrieval.hybrid import FusionConfig, run_legs
 
     model = embedcache.embedder()
     vectors = model.encode([q["query"] for q in queries])
@@ -45,7 +45,7 @@ def _run(index, queries, window: int, filters_of) -> list[dict]:
 
 def collect(data: Path) -> None:
     from evals.locomo import locomo_index, questions
-    from indexes.store import Filters
+    from indexes.sqlite.engine import Filters
     from wiki.store.derived import open_synced
     from wiki.store.workspace import Wiki
 
@@ -78,7 +78,7 @@ def collect(data: Path) -> None:
 def collect_chunks(data: Path, sizes=(60, 100, 300)) -> None:
     """LoCoMo sessions re-chunked at other sizes: ``legs-locomo-session-w<size>.pkl``."""
     from evals.locomo import locomo_index, questions
-    from indexes.store import Filters
+    from indexes.sqlite.engine import Filters
 
     for words in sizes:
         index, units_of = locomo_index(data, "session", chunk_words=words,
@@ -96,7 +96,7 @@ def collect_chunks(data: Path, sizes=(60, 100, 300)) -> None:
 def _collect_scifact(data: Path, words: int | None = None) -> None:
     """SciFact train and test legs (vectors over ``words``-word chunks, default the
     index's): ``legs-scifact-<split>[-w<words>].pkl``."""
-    from indexes.store import Filters
+    from indexes.sqlite.engine import Filters
 
     index = datasets.scifact_index(data, chunk_words=words, log=embedcache.stderr)
     embedcache.embed_index(index, log=embedcache.stderr)

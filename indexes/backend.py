@@ -1,7 +1,7 @@
 """``IndexBackend``: what the rest of the code uses of a search index, made explicit.
 
-Two implementations: :class:`indexes.store.SearchIndex` (SQLite, one file per clone, the
-default) and :class:`indexes.pg.store.PgIndex` (PostgreSQL, many wikis in one database).
+Two implementations: :class:`indexes.sqlite.engine.SearchIndex` (SQLite, one file per clone, the
+default) and :class:`indexes.pg.engine.PgIndex` (PostgreSQL, many wikis in one database).
 Callers above ``indexes`` hold an ``IndexBackend`` and never reach SQL; fusion, rescoring
 and the answer picker run in Python over what these methods return.
 """
@@ -17,13 +17,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from indexes.documents import Document, Hit
 from indexes.errors import IndexesError
-from indexes.filters import Filters
+from indexes.retrieval.filters import Filters
 
 
 @runtime_checkable
 class IndexBackend(Protocol):
-    """The search index interface. ``docs``: typed row reads (:class:`indexes.rows.DocRows`
-    methods); ``vectors``: chunks and embeddings (:class:`indexes.vectors.VectorStore`
+    """The search index interface. ``docs``: typed row reads (:class:`indexes.sqlite.rows.DocRows`
+    methods); ``vectors``: chunks and embeddings (:class:`indexes.sqlite.vectors.VectorStore`
     methods); ``weights``: the lexical column weights (title, aliases, tags, summary, body);
     ``path``: where it lives, for messages."""
 
@@ -73,7 +73,7 @@ def open_backend(url: str, space: str, **options) -> IndexBackend:
         raise IndexUnavailableError(f"index URL {redacted(url)!r}: only postgresql:// URLs are "
                                     "supported (unset it for the SQLite file in the git dir)")
     try:
-        from indexes.pg.store import PgIndex
+        from indexes.pg.engine import PgIndex
     except ImportError as exc:
         raise IndexUnavailableError(f"a PostgreSQL index needs psycopg ({exc}); install "
                                     "wiki with the 'postgres' extra") from None

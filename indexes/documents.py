@@ -13,7 +13,7 @@ class Document:
     ``doc_id`` is the stable identity shown to users (the entry id). Text fields are plain
     strings; ``aliases`` and ``tags`` are lists of strings. ``status``, ``category``,
     ``scope``, ``valid_until`` and ``dated`` (ISO 8601 UTC ``YYYY-MM-DDTHH:MM:SSZ`` or
-    ``""``) are filter attributes, never matched by queries (:mod:`indexes.filters`).
+    ``""``) are filter attributes, never matched by queries (:mod:`indexes.retrieval.filters`).
     ``content_hash`` lets callers skip unchanged documents.
     """
 

@@ -169,7 +169,7 @@ def vectors_on(monkeypatch):
     (registered as ``fake-hash``); returns the embedder."""
     from test_hybrid import HashingEmbedder
 
-    from indexes import embedders
+    from indexes.embedding import embedders
 
     model = HashingEmbedder()
     embedders.register("fake-hash", lambda: model)
@@ -192,7 +192,7 @@ def remote(served_runtime: Path, monkeypatch):
     """A ``RemoteEmbedder`` of the real model whose server runs in ``served_runtime``."""
     from served_vectors import MODEL
 
-    from indexes.embed_server import RemoteEmbedder
+    from indexes.embedding.embed_server import RemoteEmbedder
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(served_runtime))
     return RemoteEmbedder(MODEL, idle_seconds=120)

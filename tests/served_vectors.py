@@ -11,11 +11,11 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from indexes import embedders
 from indexes.documents import Document
-from indexes.embed_server import RemoteEmbedder
-from indexes.store import SearchIndex
-from indexes.vectors import embed_pending
+from indexes.embedding import embedders
+from indexes.embedding.embed_server import RemoteEmbedder
+from indexes.sqlite.engine import SearchIndex
+from indexes.sqlite.vectors import embed_pending
 
 MODEL = embedders.DEFAULT_MODEL
 TOPICS = {"travel": "Book flights and hotels for work trips; file the travel voucher.",

@@ -17,8 +17,8 @@ import pytest
 from conftest import ALICE, BOB, ingest_and_land, write
 from serve_helpers import READ_TOKEN, running, write_config
 
-from indexes.sentence_scoring import PickerConfig
 from wiki.answering.ask import ask
+from wiki.answering.sentence_scoring import PickerConfig
 from wiki.config import SearchConfig, parse_config
 from wiki.config_template import TEMPLATE as CONFIG_TEMPLATE
 from wiki.errors import ConfigError

@@ -1,4 +1,4 @@
-"""How an answer opens (:mod:`indexes.sentence_scoring`): never with a sentence whose
+"""How an answer opens (:mod:`wiki.answering.sentence_scoring`): never with a sentence whose
 subject is an unresolved pronoun, an exit code asked is a number next to the question's
 words, a "where" is answered by a path too, a "how do I" by the steps rather than by what
 to do when they fail.
@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from conftest import ALICE, BOB, entry_text
 
-from indexes import embedders
-from indexes.sentence_scoring import (
+from indexes.embedding import embedders
+from wiki.answering.ask import ask
+from wiki.answering.sentence_scoring import (
     PickerConfig,
     asks_about_failure,
     is_about_failure,
@@ -28,7 +29,6 @@ from indexes.sentence_scoring import (
     score_sentences,
     states_form,
 )
-from wiki.answering.ask import ask
 from wiki.review.proposals import approve, propose
 from wiki.store.workspace import Wiki
 

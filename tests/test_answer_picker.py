@@ -1,4 +1,4 @@
-"""The answer picker (:mod:`wiki.answering.picker`, :mod:`indexes.sentence_scoring`): the
+"""The answer picker (:mod:`wiki.answering.picker`, :mod:`wiki.answering.sentence_scoring`): the
 sentence that answers opens the answer, and a gap says why.
 
 Small real wikis (a git repository, the real index, the real MiniLM model with its
@@ -14,8 +14,11 @@ import numpy as np
 import pytest
 from conftest import ALICE, BOB, entry_text
 
-from indexes import embedders
-from indexes.sentence_scoring import (
+from indexes.embedding import embedders
+from indexes.sqlite.vectors import text_hash
+from wiki.answering.ask import ask
+from wiki.answering.picker import DEFAULT, pick_answer
+from wiki.answering.sentence_scoring import (
     PickerConfig,
     is_fragment,
     pick,
@@ -23,9 +26,6 @@ from indexes.sentence_scoring import (
     score_sentences,
     states_form,
 )
-from indexes.vectors import text_hash
-from wiki.answering.ask import ask
-from wiki.answering.picker import DEFAULT, pick_answer
 from wiki.review.proposals import approve, propose
 from wiki.store.derived import embedded, open_synced
 from wiki.store.workspace import Wiki

@@ -8,8 +8,8 @@ import json
 import pytest
 from conftest import entry_text
 
-from indexes.answer_type import expected_type, missing_type, states_type
 from tests.memory_helpers import land
+from wiki.answering.answer_type import expected_type, missing_type, states_type
 from wiki.answering.ask import ask
 from wiki.store.workspace import Wiki
 

@@ -48,7 +48,7 @@ def test_the_map_covers_the_three_packages_and_the_read_path() -> None:
         assert heading in text
     read_path = text[text.index("## A read"):]
     for step in ("wiki_cli/query.py", "wiki/answering/search.py", "wiki/store/derived.py",
-                 "indexes/hybrid.py", "indexes/fusion.py", "wiki/answering/ask.py",
+                 "indexes/retrieval/hybrid.py", "indexes/retrieval/fusion.py", "wiki/answering/ask.py",
                  "wiki/answering/revalidate.py", "wiki/answering/picker.py"):
         assert f"`{step}`" in read_path, step
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from conftest import ALICE, BOB, entry_text
 
-from indexes.passages import rank_passages
-from indexes.sentence_scoring import PickerConfig
+from indexes.retrieval.passages import rank_passages
 from wiki.answering.ask import ask
+from wiki.answering.sentence_scoring import PickerConfig
 from wiki.review.proposals import approve, propose
 from wiki.store.workspace import Wiki
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from indexes.tokens import Estimate
+from indexes.retrieval.tokens import Estimate
 from tests.memory_helpers import entry, land
 from wiki.answering.ask import ask
 from wiki.answering.budget import fit

@@ -295,7 +295,7 @@ def test_the_embedding_server_closes_an_idle_connection(vectors_on, monkeypatch)
     import json
     import tempfile
 
-    from indexes import embed_service, embedders
+    from indexes.embedding import embed_service, embedders
 
     monkeypatch.setattr(embed_service, "CONNECTION_IDLE_SECONDS", 0.5)
     with tempfile.TemporaryDirectory(prefix="wiki-idle-") as folder:  # a short socket path

@@ -13,7 +13,7 @@ import pytest
 from conftest import ALICE, git, ingest_and_land, write
 from typer.testing import CliRunner
 
-from indexes import embedders
+from indexes.embedding import embedders
 from wiki.store.snapshot import write_commit
 from wiki.store.workspace import Wiki
 from wiki_cli.app import app

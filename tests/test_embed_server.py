@@ -22,17 +22,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexes import embed_server, embedders
-from indexes.embed_server import RemoteEmbedder, default_socket_path
-from indexes.embed_socket import install_key
-from indexes.embedders import EmbedderUnavailableError
+from indexes.embedding import embed_server, embedders
+from indexes.embedding.embed_server import RemoteEmbedder, default_socket_path
+from indexes.embedding.embed_socket import install_key
+from indexes.embedding.embedders import EmbedderUnavailableError
 from wiki.answering.embedding import get_embedder
 
 MODEL = embedders.DEFAULT_MODEL
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = ["How do I rotate the signing keys?", "Le café est fermé le lundi.", "", "x" * 50]
 
-# the product's own check: on 3.12+ the model runs without PyTorch (indexes/onnx_build.py)
+# the product's own check: on 3.12+ the model runs without PyTorch (indexes/embedding/onnx_build.py)
 pytestmark = pytest.mark.skipif(
     embedders.load_default.probe() is not None,
     reason="the real embedding model is not installed")
@@ -71,7 +71,7 @@ def _servers_on(sock: Path) -> list[int]:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"indexes.embed_server" in argv and os.fsencode(sock) in argv and \
+            if b"indexes.embedding.embed_server" in argv and os.fsencode(sock) in argv and \
                     _alive(int(entry.name)):
                 pids.append(int(entry.name))
     return pids
@@ -121,7 +121,7 @@ def _raw(sock: Path, payload: bytes) -> dict:
 
 
 def test_import_does_not_load_the_model_libraries() -> None:
-    code = ("import sys, indexes.embed_server; "
+    code = ("import sys, indexes.embedding.embed_server; "
             "print([m for m in ('torch', 'sentence_transformers', 'transformers') "
             "if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
@@ -224,7 +224,7 @@ def test_auto_falls_back_in_process_when_no_server_can_run(reference, monkeypatc
 CLIENT = """
 import json, sys
 from pathlib import Path
-from indexes.embed_server import RemoteEmbedder
+from indexes.embedding.embed_server import RemoteEmbedder
 remote = RemoteEmbedder("all-MiniLM-L6-v2", socket_path=Path(sys.argv[1]), idle_seconds=60)
 vectors = remote.encode(["hello world", "concurrent start"])
 print(json.dumps({"pid": remote.ping()["pid"], "vectors": vectors.tolist()}))

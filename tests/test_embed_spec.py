@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from conftest import ALICE, BOB, entry_text
 
-from indexes import embed_server, embed_service, embedders
-from indexes.embed_socket import default_socket_path, install_key
-from indexes.embed_spec import EmbedderSpec
+from indexes.embedding import embed_server, embed_service, embedders
+from indexes.embedding.embed_socket import default_socket_path, install_key
+from indexes.embedding.embed_spec import EmbedderSpec
 from wiki.answering.embed_settings import current_spec, resolve_spec, using
 from wiki.answering.search import search
 from wiki.review.proposals import approve, propose
@@ -147,7 +147,7 @@ def test_two_installs_or_versions_never_share_a_socket() -> None:
 def test_a_copy_of_the_code_elsewhere_gets_its_own_socket(tmp_path) -> None:
     shutil.copytree(ROOT / "indexes", tmp_path / "indexes",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    code = "from indexes.embed_socket import default_socket_path as d; print(d('m'))"
+    code = "from indexes.embedding.embed_socket import default_socket_path as d; print(d('m'))"
     paths = [subprocess.run([sys.executable, "-c", code], cwd=where, text=True,
                             capture_output=True, check=True,
                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(where)}
@@ -160,7 +160,7 @@ def test_new_server_code_in_the_same_place_gets_its_own_socket(tmp_path) -> None
     other server code; a server of the old code must not be reused."""
     shutil.copytree(ROOT / "indexes", tmp_path / "indexes",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    code = "from indexes.embed_socket import default_socket_path as d; print(d('m'))"
+    code = "from indexes.embedding.embed_socket import default_socket_path as d; print(d('m'))"
 
     def path() -> str:
         return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, text=True,

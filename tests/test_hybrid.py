@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from conftest import ALICE, BOB, entry_text, git
 
-from indexes import embedders
 from indexes.documents import Document, Hit
-from indexes.fusion import rrf
-from indexes.names import fold_name, spans
-from indexes.store import Filters, SearchIndex
-from indexes.vectors import chunk_texts, embed_pending
+from indexes.embedding import embedders
+from indexes.retrieval.fusion import rrf
+from indexes.retrieval.names import fold_name, spans
+from indexes.sqlite.engine import Filters, SearchIndex
+from indexes.sqlite.vectors import chunk_texts, embed_pending
 from wiki.answering.search import search
 from wiki.review.proposals import approve, propose
 from wiki.store.workspace import Wiki
@@ -67,7 +67,7 @@ def test_rrf_matches_hand_computed_scores() -> None:
 
 
 def test_zscore_fusion_matches_hand_computed_scores() -> None:
-    from indexes.fusion import zscore
+    from indexes.retrieval.fusion import zscore
     legs = {"bm25": [_hit("a", 9.0), _hit("b", 5.0), _hit("c", 1.0)],
             "vector": [_hit("c", 0.9), _hit("a", 0.7)]}
     fused = zscore(legs, weights={"bm25": 1.0, "vector": 0.5})

@@ -8,7 +8,7 @@ import multiprocessing
 
 import pytest
 
-from indexes.store import SearchIndex
+from indexes.sqlite.engine import SearchIndex
 
 PROCESSES = 6
 ROUNDS = 60  # the race hit about one round in ten before the retry (60 rounds: 6 failed)

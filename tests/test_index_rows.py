@@ -1,5 +1,5 @@
-"""The search index's typed reads (indexes/rows.py), its file checks (indexes/dbfile.py),
-SQLite's error meanings (indexes/faults.py) and the LLM cache table (indexes/llm_cache.py),
+"""The search index's typed reads (indexes/sqlite/rows.py), its file checks (indexes/sqlite/dbfile.py),
+SQLite's error meanings (indexes/sqlite/faults.py) and the LLM cache table (indexes/sqlite/llm_cache.py),
 on real SQLite files."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from indexes.dbfile import borrow_embeddings, copy_readable, quick_check, schema_names
 from indexes.documents import Document
-from indexes.faults import DatabaseError, OperationalError, is_damage, sqlite_storage_cause
-from indexes.llm_cache import ResponseTable
-from indexes.rows import Attributes, Card
-from indexes.store import SearchIndex
+from indexes.sqlite.dbfile import borrow_embeddings, copy_readable, quick_check, schema_names
+from indexes.sqlite.engine import SearchIndex
+from indexes.sqlite.faults import DatabaseError, OperationalError, is_damage, sqlite_storage_cause
+from indexes.sqlite.llm_cache import ResponseTable
+from indexes.sqlite.rows import Attributes, Card
 
 
 def _docs() -> list[Document]:

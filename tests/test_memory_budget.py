@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from indexes.tokens import Estimate, counter
+from indexes.retrieval.tokens import Estimate, counter
 from tests.conftest import BOB
 from tests.memory_helpers import entry, land
 from wiki.answering.ask import ask

@@ -1,4 +1,4 @@
-"""The ONNX copy built without PyTorch (indexes/onnx_build.py): the vectors of
+"""The ONNX copy built without PyTorch (indexes/embedding/onnx_build.py): the vectors of
 sentence-transformers on every supported Python, refused when they drift, and what the
 default embedder loads where torch is missing."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexes import embedders, onnx_build, onnx_embedder
-from indexes.embedders import EmbedderUnavailableError
-from indexes.onnx_embedder import OnnxEmbedder
+from indexes.embedding import embedders, onnx_build, onnx_embedder
+from indexes.embedding.embedders import EmbedderUnavailableError
+from indexes.embedding.onnx_embedder import OnnxEmbedder
 
 TEXTS = ["How do I rotate the signing keys?", "", "Le café est fermé le lundi.",
          "東京の天気は晴れです", "word " * 600, "a"]

@@ -13,9 +13,9 @@ import pytest
 # torch-free ONNX copy is what tests/test_onnx_build.py checks, against the same vectors
 pytest.importorskip("torch", reason="no CPU build of PyTorch for this Python")
 
-from indexes import embedders, onnx_embedder  # noqa: E402
-from indexes.embedders import EmbedderUnavailableError, SentenceTransformerEmbedder  # noqa: E402
-from indexes.onnx_embedder import OnnxEmbedder, export_onnx  # noqa: E402
+from indexes.embedding import embedders, onnx_embedder  # noqa: E402
+from indexes.embedding.embedders import EmbedderUnavailableError, SentenceTransformerEmbedder  # noqa: E402
+from indexes.embedding.onnx_embedder import OnnxEmbedder, export_onnx  # noqa: E402
 from wiki.answering.embed_settings import resolve_spec  # noqa: E402
 
 TEXTS = ["How do I rotate the signing keys?", "", "Le café est fermé le lundi.",

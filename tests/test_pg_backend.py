@@ -12,8 +12,8 @@ from conftest import ALICE, BOB, entry_text, git
 from indexes.backend import IndexBackend, open_backend
 from indexes.documents import Document
 from indexes.errors import IndexUnavailableError
-from indexes.pg.store import PgIndex
-from indexes.store import SearchIndex
+from indexes.pg.engine import PgIndex
+from indexes.sqlite.engine import SearchIndex
 from wiki.answering.search import search
 from wiki.review.proposals import approve, propose
 from wiki.store.derived import open_index, open_synced

@@ -8,10 +8,10 @@ import numpy as np
 import psycopg
 
 from indexes.documents import Document
-from indexes.filters import Filters
 from indexes.pg import vectors as pg_vectors
-from indexes.pg.store import PgIndex
-from indexes.store import SearchIndex
+from indexes.pg.engine import PgIndex
+from indexes.retrieval.filters import Filters
+from indexes.sqlite.engine import SearchIndex
 
 DOCS = [
     Document(key=f"d{i}.md", doc_id=f"d{i}", title=title, body=body, scope=scope)

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from indexes.documents import Document
 from indexes.errors import EmptyQueryError
-from indexes.query import MAX_WORDS, match_expression, query_words
-from indexes.store import Filters, SearchIndex
-from indexes.text import has_token
+from indexes.retrieval.query import MAX_WORDS, match_expression, query_words
+from indexes.retrieval.text import has_token
+from indexes.sqlite.engine import Filters, SearchIndex
 from wiki.errors import EntryError
 from wiki.store.entry import Entry
 from wiki.store.frontmatter import TEXT_FIELDS, parse, render

@@ -47,7 +47,7 @@ def test_doctor_and_the_readme_state_the_measured_model_start(monkeypatch) -> No
     load time) where the README said 0.4 s; both now state model-start.json's numbers."""
     from served_vectors import runtime_dir
 
-    from indexes.embedders import DEFAULT_MODEL
+    from indexes.embedding.embedders import DEFAULT_MODEL
     from wiki import doctor
 
     results = Path(readme_table.__file__).parent / "results"

@@ -13,7 +13,7 @@ import pytest
 from conftest import entry_text
 from fake_llm import install
 
-from indexes.query import MAX_WORDS
+from indexes.retrieval.query import MAX_WORDS
 from tests.memory_helpers import land
 from wiki.answering.ask import AskRequest, answer, ask
 from wiki.answering.picker import DEFAULT

@@ -1,7 +1,7 @@
 """Issue 25 (Trust III), items 1 and 10: what a proposal writes into a generated file (an
 ``index.md`` overview, ``wiki.toml``) is screened like an entry at review and found by lint
 on the branch; an instruction hidden in base64 is found at any length that can hold one.
-Branches are made with plain git (``tests/test_breakit_trust.py``), the CLI runs in-process,
+Branches are made with plain git (``tests/test_faults_trust.py``), the CLI runs in-process,
 real SQLite, no mocks of our own code."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re._parser as sre_parser
 
 import pytest
 from conftest import ALICE, BOB, acting_as, entry_text
-from test_breakit_trust import TOKEN, _git, commit_files, set_ref
+from test_faults_trust import TOKEN, _git, commit_files, set_ref
 
 from wiki.review.proposals import approve as land
 from wiki.review.proposals import get_proposal, propose

@@ -12,10 +12,10 @@ import pytest
 from conftest import ALICE, BOB, entry_text
 from fake_llm import install
 
-from indexes import embedders
 from indexes.documents import Hit
-from indexes.filters import Filters
-from indexes.routing import Route, branch_folder, folder_of, route_leg
+from indexes.embedding import embedders
+from indexes.retrieval.filters import Filters
+from indexes.retrieval.routing import Route, branch_folder, folder_of, route_leg
 from wiki.answering.search import search
 from wiki.errors import ConfigError
 from wiki.review.proposals import approve, propose

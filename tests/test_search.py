@@ -68,7 +68,7 @@ def test_punctuation_is_never_a_syntax_error(populated: Wiki, query: str) -> Non
 def test_a_possessive_searches_its_word(populated: Wiki, query: str) -> None:
     """Quoted whole, ``lodging's`` would be the phrase ``lodging s``, found only where the
     text spells the possessive too (chg-09: "TTS's core values")."""
-    from indexes.query import query_words
+    from indexes.retrieval.query import query_words
 
     assert query_words(query)[0].casefold().startswith("lodging")
     assert _keys(populated, query)[0] == "travel/lodging.md"
@@ -78,7 +78,7 @@ def test_a_possessive_searches_its_word(populated: Wiki, query: str) -> None:
 def test_get_as_a_passive_auxiliary_is_not_searched(wiki: Wiki) -> None:
     """"How does a proposal *get* approved?": "get" is a function word there, like "does";
     searched, it ranked the page naming the MCP tool ``get`` first (this project's demo)."""
-    from indexes.query import query_words
+    from indexes.retrieval.query import query_words
 
     pages = {"dev/tools.md": entry_text("tools1", "Agent tools", "The tools are search, ask, get and propose. "
                                     "Use get to read one proposal or page."),

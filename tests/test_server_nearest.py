@@ -1,5 +1,5 @@
 """The embedding server ranks an index file's vectors for the query it encoded
-(``nearest``, :mod:`indexes.embed_nearest`), so a ``wiki search`` process never imports
+(``nearest``, :mod:`indexes.embedding.embed_nearest`), so a ``wiki search`` process never imports
 numpy; whenever the server cannot answer for the file as the client sees it (another
 stamp, an unreadable file, a reply out of protocol) the client ranks them itself, with the
 same result. Real model, real server process, real SQLite; the hostile server is a real
@@ -20,14 +20,14 @@ import numpy as np
 import pytest
 from served_vectors import MODEL, TOPICS, build_index, landed_with_server
 
-from indexes import embedders
 from indexes.documents import Document
-from indexes.embed_reply import reply_hits
-from indexes.embed_server import RemoteEmbedder
-from indexes.embedders import EmbedderUnavailableError
-from indexes.query_vector import QueryVector
-from indexes.store import SearchIndex
-from indexes.vectors import embed_pending
+from indexes.embedding import embedders
+from indexes.embedding.embed_reply import reply_hits
+from indexes.embedding.embed_server import RemoteEmbedder
+from indexes.embedding.embedders import EmbedderUnavailableError
+from indexes.embedding.query_vector import QueryVector
+from indexes.sqlite.engine import SearchIndex
+from indexes.sqlite.vectors import embed_pending
 
 pytestmark = pytest.mark.skipif(embedders.load_default.probe() is not None,
                                 reason="the real embedding model is not installed")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from indexes.legs import LEG_NAMES
+from indexes.retrieval.legs import LEG_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -188,7 +188,7 @@ def test_readme_legs_line_lists_every_leg() -> None:
 
 
 def test_readme_parts_of_indexes_are_modules_that_exist() -> None:
-    """Issue 17.9: "confidence" was folded into indexes/coverage.py."""
+    """Issue 17.9: "confidence" was folded into indexes/retrieval/coverage.py."""
     part = README[README.index("- `indexes/`:"):README.index("- `wiki/`:")]
     assert "confidence" not in part
     assert "coverage" in part and (ROOT / "indexes" / "coverage.py").exists()

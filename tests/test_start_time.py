@@ -164,9 +164,9 @@ def test_the_command_is_found_past_the_global_options(argv: list[str],
 
 
 def test_the_index_sets_recursive_triggers(tmp_path: Path) -> None:
-    """:class:`indexes.store.SearchIndex` sets up its connection as it always has
+    """:class:`indexes.sqlite.engine.SearchIndex` sets up its connection as it always has
     (``recursive_triggers`` on) and writes its metadata with plain SQL."""
-    from indexes.store import SearchIndex
+    from indexes.sqlite.engine import SearchIndex
 
     with SearchIndex(tmp_path / "x.sqlite") as index:
         assert index.conn.execute("PRAGMA recursive_triggers").fetchone()[0] == 1

@@ -11,7 +11,7 @@ import pytest
 from conftest import BOB, acting_as, git, ingest_and_land, write
 from pydantic import TypeAdapter
 
-from indexes.legs import INDEX_LEGS, LEG_NAMES, Leg, parse_legs
+from indexes.retrieval.legs import INDEX_LEGS, LEG_NAMES, Leg, parse_legs
 from wiki.config import parse_config
 from wiki.entry_view import get_entry
 from wiki.errors import ConfigError, NotFoundError

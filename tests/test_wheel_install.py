@@ -64,8 +64,8 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
 def test_wheel_holds_the_packages_the_entry_point_and_the_reference_vectors(installed):
     wheel, venv = installed
     names = zipfile.ZipFile(wheel).namelist()
-    for module in ("wiki/__init__.py", "wiki_cli/app.py", "indexes/onnx_build.py",
-                   "indexes/minilm_reference.npy"):
+    for module in ("wiki/__init__.py", "wiki_cli/app.py", "indexes/embedding/onnx_build.py",
+                   "indexes/embedding/minilm_reference.npy"):
         assert module in names, f"{module} missing from {wheel.name}"
     assert not [n for n in names if n.startswith(("tests/", "evals/"))]
     entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))

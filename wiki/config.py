@@ -15,7 +15,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from indexes.legs import INDEX_LEGS, LEG_NAMES
+from indexes.retrieval.legs import INDEX_LEGS, LEG_NAMES
 from wiki.errors import ConfigError
 
 CONFIG_PATH = "wiki.toml"
@@ -94,10 +94,10 @@ class SearchConfig:
     gap is ``coverage < gap_coverage and top cosine < gap_cosine`` (both fitted on the
     handbook dev questions: evals/results/abstention.md). Once a sentence is picked,
     ``gap_score`` and ``hedge_score`` judge its answer score (the best sentence's cosine
-    plus half the word coverage, :func:`indexes.sentence_scoring.answer_score`): below
+    plus half the word coverage, :func:`wiki.answering.sentence_scoring.answer_score`): below
     ``gap_score`` the answer is an evidence gap, below ``hedge_score`` it is shown hedged,
     "closest evidence, may not answer" (the picker's defaults,
-    :class:`indexes.sentence_scoring.PickerConfig`; evals/results/hedge-calibration.md).
+    :class:`wiki.answering.sentence_scoring.PickerConfig`; evals/results/hedge-calibration.md).
 
     Routing (:mod:`wiki.answering.routing`): ``route`` turns it on by default (``--route`` /
     ``--no-route`` decide per search); ``route_mode`` is ``filter`` (search only the routed
@@ -138,7 +138,7 @@ class LifetimesConfig:
 
 @dataclass(frozen=True)
 class MemoryConfig:
-    """Post-fusion re-scoring and graph expansion (:mod:`indexes.rescore`), both off by
+    """Post-fusion re-scoring and graph expansion (:mod:`indexes.retrieval.rescore`), both off by
     default (evals/results/ablation-memory.md). The weights add to the min-max normalised
     fused relevance: ``recency`` (0.5 ** (age / half_life of the entry's type)),
     ``importance`` and ``confidence`` (the entry's fields, 0-1, 0.5 when absent) and

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexes import embedders
+from indexes.embedding import embedders
 from wiki.answering.embed_settings import current_spec
 from wiki.answering.embedding import model_name
 from wiki.errors import ConfigError, WikiError
@@ -104,7 +104,7 @@ def check_model(*, deep: bool = False) -> list[Check]:
 
 def _runtime() -> Check:
     """Which runtime encodes queries: the ONNX copy (fast start) or PyTorch."""
-    from indexes.onnx_embedder import onnx_copy_path
+    from indexes.embedding.onnx_embedder import onnx_copy_path
 
     if current_spec().runtime == "torch":
         return Check("embedding runtime", INFO, "PyTorch (WIKI_EMBED_RUNTIME=torch)")
@@ -128,7 +128,7 @@ def _load_model(name: str) -> Check:
 
 def check_embed_server() -> Check:
     """``WIKI_EMBED_SERVER`` is valid, and whether the warm server is running now."""
-    from indexes.embed_server import RemoteEmbedder
+    from indexes.embedding.embed_server import RemoteEmbedder
 
     spec = current_spec()
     mode = spec.server

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from indexes.vectors import MODEL_KEY
+from indexes.sqlite.vectors import MODEL_KEY
 from wiki.review.proposals import list_proposals
 from wiki.store.derived import COMMIT_KEY, INVALID_KEY, open_derived, sync
 from wiki.store.derived_db import RECOVERED

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from indexes.vectors import Progress
+    from indexes.sqlite.vectors import Progress
     from wiki.store.derived import SyncReport
     from wiki.store.workspace import Wiki
 

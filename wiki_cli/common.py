@@ -14,8 +14,8 @@ from typing import Annotated
 import typer
 from typer.core import TyperCommand
 
-from indexes.legs import LEG_NAMES
-from indexes.legs import parse_legs as legs_from
+from indexes.retrieval.legs import LEG_NAMES
+from indexes.retrieval.legs import parse_legs as legs_from
 from wiki.errors import UsageError
 from wiki_cli import __version__
 from wiki_cli.errors import EXIT_CODE_MEANINGS, WikiGroup, report, talk
@@ -86,7 +86,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Write JSON to stdout."
 
 
 def parse_legs(value: str | None) -> tuple[str, ...] | None:
-    """``--legs a,b`` as a tuple of leg names (:class:`indexes.legs.Leg`); an unknown leg
+    """``--legs a,b`` as a tuple of leg names (:class:`indexes.retrieval.legs.Leg`); an unknown leg
     raises :class:`UsageError` (exit 2) through the one error path."""
     if value is None or isinstance(value, tuple):  # typer may hand back a parsed default
         return value
@@ -127,7 +127,7 @@ def parse_as_of(value: str | None) -> dt.datetime | None:
 
 
 PLAIN_PROGRESS_MIN = 256
-"""Fewer pending texts than this (a build, :data:`indexes.vectors.BULK`) print no plain
+"""Fewer pending texts than this (a build, :data:`indexes.sqlite.vectors.BULK`) print no plain
 progress lines: a search that embeds a few new entries stays quiet in a pipe."""
 PLAIN_PROGRESS_SECONDS = 30.0
 """With stderr not a terminal, a plain progress line at least this often (besides the

@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from indexes.legs import INDEX_LEGS
+from indexes.retrieval.legs import INDEX_LEGS
 from wiki.errors import ConfigError
 from wiki_cli import __version__
 from wiki_cli.errors import INTERNAL, REFUSED, exit_code_for
@@ -61,7 +61,7 @@ INSTRUCTIONS = (
 )
 
 Legs = list[Literal[INDEX_LEGS]] | None  # type: ignore[valid-type]
-"""The legs an agent may ask for (:class:`indexes.legs.Leg` less ``llm``), checked by the
+"""The legs an agent may ask for (:class:`indexes.retrieval.legs.Leg` less ``llm``), checked by the
 tool's argument schema."""
 Category = Annotated[str | None, Field(
     description="Only entries under this folder (path prefix), e.g. 'ops'.")]
@@ -154,7 +154,7 @@ class WikiTools:
 
     def warm_up(self) -> None:
         """Load the embedding model now, so the first search does not wait for it."""
-        from indexes.embedders import EmbedderUnavailableError
+        from indexes.embedding.embedders import EmbedderUnavailableError
         from wiki.answering.embedding import get_embedder
 
         name = self.spec.model

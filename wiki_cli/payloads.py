@@ -47,8 +47,8 @@ def hit_payload(hit, sources: list[dict], *, explain: bool = True) -> dict[str, 
 
 def truncated(query: str) -> dict[str, int] | None:
     """``{"kept": 64, "dropped": N}`` when the query's words past the limit were ignored
-    (:func:`indexes.query.truncation`), else ``None``."""
-    from indexes.query import truncation
+    (:func:`indexes.retrieval.query.truncation`), else ``None``."""
+    from indexes.retrieval.query import truncation
 
     return truncation(query)
 

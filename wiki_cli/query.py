@@ -206,7 +206,7 @@ def _report_saved(saved, verbose: bool) -> None:
 
 def report_truncation(query: str) -> None:
     """On stderr, when the query's words past the limit were ignored (JSON: ``truncated``)."""
-    from indexes.query import truncation_note
+    from indexes.retrieval.query import truncation_note
 
     note = truncation_note(query)
     if note is not None:

@@ -1,11 +1,12 @@
-""":class:`indexes.filters.Filters` as a PostgreSQL condition over ``wiki_docs d`` (psycopg
-``%s`` parameters), the same meaning as :meth:`indexes.filters.Filters.sql` has in SQLite:
+""":class:`indexes.retrieval.filters.Filters` as a PostgreSQL condition over ``wiki_docs d``
+(psycopg
+``%s`` parameters), the same meaning as :meth:`indexes.retrieval.filters.Filters.sql` has in SQLite:
 status, category folder prefixes, every tag present, the document's own ``scope`` field,
 and expiry at ``valid_at`` from ``valid_until`` or ``dated`` plus the type's lifetime."""
 
 from __future__ import annotations
 
-from indexes.filters import Filters
+from indexes.retrieval.filters import Filters
 
 
 def pg_sql(filters: Filters | None, *, default_active: bool = True) -> tuple[str, list]:

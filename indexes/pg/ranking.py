@@ -18,9 +18,9 @@ import json
 import math
 
 from indexes.documents import Hit, hits_from_rows
-from indexes.names import fold_name, spans
 from indexes.pg.text import TS_CONFIG, fts_input, websearch_text
-from indexes.query import substring_terms
+from indexes.retrieval.names import fold_name, spans
+from indexes.retrieval.query import substring_terms
 
 K1, B = 1.2, 0.75
 HIT = "d.key, d.doc_id, d.title, d.summary, d.category, d.status"
@@ -103,7 +103,7 @@ def search_fulltext(conn, space: str, query: str, where: str, params: list, *, l
 
 def search_names(conn, space: str, query: str, where: str, params: list, *,
                  limit: int) -> list[Hit]:
-    """The alias/title leg (:func:`indexes.names.search_names`' ranking)."""
+    """The alias/title leg (:func:`indexes.retrieval.names.search_names`' ranking)."""
     candidates = spans(query)
     if not candidates:
         return []
@@ -152,7 +152,7 @@ def word_matches(conn, space: str, word: str, key: str | None) -> tuple[int, boo
 
 
 def edges(conn_space, keys, kinds) -> dict[str, list[tuple[str, str]]]:
-    """:func:`indexes.graph.edges` for ``(conn, space)``."""
+    """:func:`indexes.retrieval.graph.edges` for ``(conn, space)``."""
     conn, space = conn_space
     keys, kinds = list(dict.fromkeys(keys)), list(kinds)
     if not keys or not kinds:

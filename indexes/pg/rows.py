@@ -1,12 +1,12 @@
 """Typed reads of one space's document rows in PostgreSQL: the same methods as
-:class:`indexes.rows.DocRows` (``index.docs``)."""
+:class:`indexes.sqlite.rows.DocRows` (``index.docs``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from indexes.documents import Hit
-from indexes.rows import Attributes, Card
+from indexes.sqlite.rows import Attributes, Card
 
 HIT_COLUMNS = "d.key, d.doc_id, d.title, d.summary, d.category, d.status"
 

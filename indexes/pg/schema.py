@@ -1,5 +1,5 @@
 """The PostgreSQL schema of the shared index: every table carries ``space`` (one wiki:
-repository + branch), and every statement of :mod:`indexes.pg.store` filters by it.
+repository + branch), and every statement of :mod:`indexes.pg.engine` filters by it.
 
 The schema is created idempotently (``IF NOT EXISTS``) under an advisory lock, and its
 version is kept in ``wiki_schema``; a newer version than this code knows is refused.

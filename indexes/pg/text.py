@@ -1,5 +1,5 @@
 """Text as the PostgreSQL full-text columns hold it, and queries that are never a syntax
-error: the same words :mod:`indexes.query` gives FTS5, each a quoted phrase for
+error: the same words :mod:`indexes.retrieval.query` gives FTS5, each a quoted phrase for
 ``websearch_to_tsquery`` (which never raises), OR-combined."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from indexes.query import query_words
-from indexes.text import code_tokens
+from indexes.retrieval.query import query_words
+from indexes.retrieval.text import code_tokens
 
 TS_CONFIG = "english"
 """Snowball English stemming and stopwords: the nearest PostgreSQL has to FTS5's porter."""
@@ -30,7 +30,7 @@ def word_count(*texts: str) -> int:
 
 def websearch_text(query: str) -> str:
     """The query's words as quoted phrases joined by ``or`` (``websearch_to_tsquery``
-    input); raises ``EmptyQueryError`` like :func:`indexes.query.query_words`."""
+    input); raises ``EmptyQueryError`` like :func:`indexes.retrieval.query.query_words`."""
     phrases = []
     for word in query_words(query):
         phrases.append(fts_input(word))

@@ -1,5 +1,5 @@
 """The vector leg on pgvector: chunk and sentence texts per space, embeddings shared by
-every space (keyed by text hash and model, like :mod:`indexes.vectors`), and a partial
+every space (keyed by text hash and model, like :mod:`indexes.sqlite.vectors`), and a partial
 HNSW index (``vector_cosine_ops``) per model and dimension, made when a model is first
 prepared. A document scores the cosine of its best chunk; the HNSW scan runs with
 ``hnsw.iterative_scan`` so the space and filter conditions never starve the result."""
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from psycopg import sql
 
-from indexes.vectors import MAX_SENTENCES, MODEL_KEY, VERSION_KEY, Matrix, text_hash
+from indexes.sqlite.vectors import MAX_SENTENCES, MODEL_KEY, VERSION_KEY, Matrix, text_hash
 
 EF_SEARCH = 200
 """HNSW candidate list per scan (pgvector's default is 40)."""
@@ -33,8 +33,8 @@ def as_array(value) -> np.ndarray:
 
 class PgVectorStore:
     """Chunks, sentences and embeddings of one ``space`` over a psycopg connection (made by
-    :class:`indexes.pg.store.PgIndex` as ``index.vectors``; same methods as
-    :class:`indexes.vectors.VectorStore`)."""
+    :class:`indexes.pg.engine.PgIndex` as ``index.vectors``; same methods as
+    :class:`indexes.sqlite.vectors.VectorStore`)."""
 
     def __init__(self, conn, space: str, get_meta, set_meta):
         self.conn, self.space = conn, space

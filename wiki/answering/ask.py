@@ -2,7 +2,7 @@
 
 Without a model, an answer is a handful of sentences taken verbatim from the best
 entries, ranked by BM25 against the question with the index's own tokenizer
-(:func:`indexes.passages.rank_passages`) and discounted by the rank of their entry, each
+(:func:`indexes.retrieval.passages.rank_passages`) and discounted by the rank of their entry, each
 with a citation ``[n]`` to its entry and, through it, to the entry's sources. When the
 retrieval confidence is below the threshold the answer is an evidence gap, recorded in
 ``<git dir>/wiki/gaps.jsonl`` for lint, never a guess (docs/architecture.md, "Asking").
@@ -17,9 +17,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field, replace
 
-from indexes.answer_type import TYPE_NAMES, missing_type
-from indexes.sentence_scoring import PickerConfig
-from indexes.vectors import Progress
+from indexes.sqlite.vectors import Progress
+from wiki.answering.answer_type import TYPE_NAMES, missing_type
 from wiki.answering.embedding import model_name
 from wiki.answering.filters import filters_for
 from wiki.answering.gap_judge import GapJudge, open_judge
@@ -28,6 +27,7 @@ from wiki.answering.picker import DEFAULT, GapReason, pick_answer
 from wiki.answering.revalidate import Revalidated, Revalidation
 from wiki.answering.revalidate import revalidate as check_sources
 from wiki.answering.search import SearchRequest, SearchResult, run_search
+from wiki.answering.sentence_scoring import PickerConfig
 from wiki.config import SearchConfig
 from wiki.store.markdown_text import heading_above
 from wiki.store.workspace import Wiki
@@ -59,7 +59,7 @@ class Answer:
     pairs and the ``citations`` they point to; ``gap`` when the wiki does not say, ``hedge``
     (the reason) when the sentences are the closest evidence and may not answer;
     :attr:`confidence` names the outcome. ``coverage``: the retrieval's word coverage of
-    the top entry (:mod:`indexes.coverage`), ``threshold`` its gap threshold without
+    the top entry (:mod:`indexes.retrieval.coverage`), ``threshold`` its gap threshold without
     vectors."""
 
     question: str
@@ -86,22 +86,22 @@ class Answer:
     """The model's sentences that failed verification, as ``(text, why)``."""
     missing_type: str | None = None
     """When the question asks for a value of a type (a percentage, an amount of money:
-    :mod:`indexes.answer_type`) that none of the cited entries states: that type, and the
+    :mod:`wiki.answering.answer_type`) that none of the cited entries states: that type, and the
     answer is an evidence gap (``note`` says why)."""
     route: dict | None = None
-    """When routing ran: :meth:`indexes.routing.Route.to_dict`."""
+    """When routing ran: :meth:`indexes.retrieval.routing.Route.to_dict`."""
     gap_reason: GapReason | None = None
     """Why the answer is a gap (:class:`wiki.answering.picker.GapReason`: ``code`` and
     ``sentence``); ``None`` when it is not."""
     form_missing: str | None = None
     """The form the question asks for (a number, a person, a place) when none of the best
-    sentences states one (:mod:`indexes.sentence_scoring`); a gap only with
+    sentences states one (:mod:`wiki.answering.sentence_scoring`); a gap only with
     ``PickerConfig.form_gap``."""
     sentence_cosine: float | None = None
     """The cosine of the best sentence (as embedded with its entry's title) to the
     question; ``None`` without vectors."""
     answer_score: float | None = None
-    """How well the best sentence answers (:func:`indexes.sentence_scoring.answer_score`);
+    """How well the best sentence answers (:func:`wiki.answering.sentence_scoring.answer_score`);
     ``None`` when no sentence was scored."""
     judge: dict | None = None
     """When the model's gap judge ran (:mod:`wiki.answering.gap_judge`): ``p_yes``,
@@ -136,7 +136,7 @@ class AskRequest:
     evidence (``None``: no budget; :func:`wiki.answering.budget.fit`); ``revalidate``:
     check the candidate entries' sources first (never with ``as_of``); ``synthesize``:
     a configured model writes the answer from the cited entries; ``picker``: the
-    sentence picker's parameters (:class:`indexes.sentence_scoring.PickerConfig`; evals
+    sentence picker's parameters (:class:`wiki.answering.sentence_scoring.PickerConfig`; evals
     pass variants; ``None``: :data:`wiki.answering.picker.DEFAULT` with the wiki's
     ``[search] gap_score`` and ``hedge_score``, :func:`configured_picker`);
     ``embed_model``: the embedding model, read from ``$WIKI_EMBED_MODEL`` when the
@@ -305,7 +305,7 @@ def _extract(result: SearchResult, request: AskRequest, entries: list,
 
 def _check_type(question: str, citations: list[Citation], entries: list) -> dict:
     """An evidence gap (the fields that make it) when the question asks for a percentage
-    or an amount of money and no cited entry states one (:mod:`indexes.answer_type`);
+    or an amount of money and no cited entry states one (:mod:`wiki.answering.answer_type`);
     ``{}`` otherwise."""
     cited = {c.path for c in citations}
     texts = [f"{e.title}\n{e.summary}\n{e.body}" for e in entries if e.path in cited]
@@ -341,7 +341,7 @@ def _fit(result: SearchResult, request: AskRequest, entries: list, picked: dict)
     """The answer's fields for a token budget (:func:`wiki.answering.budget.fit`), opening
     with the ``picked`` answer's sentences; an ``over_budget`` gap, never a lesser
     sentence, when its opening sentence does not fit."""
-    from indexes.tokens import counter
+    from indexes.retrieval.tokens import counter
     from wiki.answering.budget import fit
 
     evidence = fit(request.question, entries, request.budget, counter(request.embed_model),

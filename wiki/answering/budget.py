@@ -28,8 +28,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from indexes.passages import rank_passages
-from indexes.tokens import TokenCounter
+from indexes.retrieval.passages import rank_passages
+from indexes.retrieval.tokens import TokenCounter
 from wiki.store.entry import Entry
 from wiki.store.markdown_text import plain_text, sentences, word_count
 

@@ -15,7 +15,7 @@ the environment at that moment. The MCP server scopes a spec with ``server="off"
 of writing ``os.environ``. A scope is a context variable: it follows the code into asyncio
 tasks and ``copy_context`` threads, and ends with its ``with`` block.
 
-Imports only the stdlib, :mod:`wiki.errors` and :mod:`indexes.embed_spec`: the CLI builds
+Imports only the stdlib, :mod:`wiki.errors` and :mod:`indexes.embedding.embed_spec`: the CLI builds
 a spec at start-up for free.
 """
 
@@ -26,7 +26,13 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 
-from indexes.embed_spec import DEFAULT_MODEL, DISABLED, RUNTIMES, SERVER_MODES, EmbedderSpec
+from indexes.embedding.embed_spec import (
+    DEFAULT_MODEL,
+    DISABLED,
+    RUNTIMES,
+    SERVER_MODES,
+    EmbedderSpec,
+)
 from wiki.errors import ConfigError
 
 __all__ = ["EmbedderSpec", "current_spec", "resolve_spec", "using", "validate"]

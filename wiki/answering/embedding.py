@@ -1,18 +1,18 @@
 """Which embedding model this user runs, and keeping an index's vectors complete.
 
 The model is a per-user setting (docs/cli.md), read once into an
-:class:`~indexes.embed_spec.EmbedderSpec` by :mod:`wiki.answering.embed_settings`
+:class:`~indexes.embedding.embed_spec.EmbedderSpec` by :mod:`wiki.answering.embed_settings`
 (``$WIKI_EMBED_MODEL``, default ``all-MiniLM-L6-v2``; ``none`` turns the vector leg off).
-The model is reached through this install's warm ``indexes.embed_server`` (one process
+The model is reached through this install's warm ``indexes.embedding.embed_server`` (one process
 serves every ``wiki`` command's queries), else loaded in this process; a bulk build
 embeds in its own process.
 """
 
 from __future__ import annotations
 
-from indexes import embed_server, embedders
-from indexes.store import SearchIndex
-from indexes.vectors import Progress, embed_pending
+from indexes.embedding import embed_server, embedders
+from indexes.sqlite.engine import SearchIndex
+from indexes.sqlite.vectors import Progress, embed_pending
 from wiki.answering.embed_settings import EmbedderSpec, current_spec
 from wiki.store import checkmark
 
@@ -36,7 +36,7 @@ def ensure_vectors(index: SearchIndex, embedder: embedders.Embedder, *,
     """Embed every chunk of ``index`` that has no vector for ``embedder`` yet (nothing to
     do after the first time for unchanged entries). Stored vectors that cannot be read
     (a damaged row: truncated, another dimension) are dropped and embedded again, said in
-    one ``warning:`` notice. More than :data:`indexes.vectors.BULK` pending texts are
+    one ``warning:`` notice. More than :data:`indexes.sqlite.vectors.BULK` pending texts are
     embedded by the model in this process, not the shared server, so other commands'
     queries never wait behind this build. A file found complete before and unchanged since
     (:mod:`wiki.store.checkmark`) is not scanned again. Returns how many were embedded."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 
-from indexes.store import Filters, SearchIndex
+from indexes.sqlite.engine import Filters, SearchIndex
 from wiki.errors import UsageError, quoted
 from wiki.store.lifetimes import iso
 

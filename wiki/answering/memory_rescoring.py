@@ -1,5 +1,5 @@
 """After fusion: the optional graph expansion and re-scoring of ``[memory]`` in
-``wiki.toml`` (formulas in :mod:`indexes.rescore` and :mod:`indexes.graph`).
+``wiki.toml`` (formulas in :mod:`indexes.retrieval.rescore` and :mod:`indexes.retrieval.graph`).
 
 Both are off by default: evals/results/ablation-memory.md shows where they help.
 Expansion follows only ``graph_relations`` (never ``conflicts_with``, and supersession is
@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 
 from indexes.documents import Hit
-from indexes.rescore import RescoreWeights, Signals, rescore
-from indexes.store import Filters, SearchIndex
+from indexes.retrieval.rescore import RescoreWeights, Signals, rescore
+from indexes.sqlite.engine import Filters, SearchIndex
 from wiki.config import MemoryConfig, parse_duration
 
 NEVER_FOLLOWED = ("conflicts_with",)
@@ -47,7 +47,7 @@ def signals(index: SearchIndex, keys: list[str]) -> dict[str, Signals]:
 
 def after_fusion(index: SearchIndex, hits: list[Hit], config: MemoryConfig,
                  filters: Filters, *, now: dt.datetime | None = None) -> list[Hit]:
-    """``hits`` re-ranked by :func:`indexes.rescore.rescore`, with the documents the
+    """``hits`` re-ranked by :func:`indexes.retrieval.rescore.rescore`, with the documents the
     graph expansion reached appended as candidates (their ``legs`` hold ``graph``)."""
     if not enabled(config):
         return hits

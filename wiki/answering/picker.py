@@ -2,7 +2,7 @@
 
 The candidates are the :func:`wiki.store.markdown_text.answer_sentences` of the top entries
 (their current source text for a stale one). Each is scored by
-:func:`indexes.sentence_scoring.score_sentences`: its words (BM25), its meaning (the cosine
+:func:`wiki.answering.sentence_scoring.score_sentences`: its words (BM25), its meaning (the cosine
 of its vector, embedded at index time and handed over by the search, to the question's)
 and whether it states what the question's form asks for. The answer opens with the best
 sentence; the others above the floor follow, entry by entry. A how-to question whose best
@@ -10,7 +10,7 @@ sentence is a step opens with the run of steps around it, in order.
 
 The answer is also where a gap gets its reason (:class:`GapReason`): the retrieval rule
 (no entry shares the question's words or meaning), the answer type (a percentage or money
-that no cited entry states, :mod:`indexes.answer_type`), no candidate sentence answering
+that no cited entry states, :mod:`wiki.answering.answer_type`), no candidate sentence answering
 well enough (``no_answer``) or none stating the number, person or place asked for
 (``missing_form``): a gap, never a guess (docs/architecture.md, "Asking"). An answer
 that is not a gap but scores below ``hedge_score`` carries a hedge, the reason it may not
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indexes.sentence_scoring import (
+from indexes.sqlite.vectors import text_hash
+from wiki.answering.sentence_scoring import (
     PickerConfig,
     Scored,
     answer_score,
@@ -34,7 +35,6 @@ from indexes.sentence_scoring import (
     question_form,
     score_sentences,
 )
-from indexes.vectors import text_hash
 from wiki.store.derived import embedded
 from wiki.store.markdown_text import answer_sentences
 
@@ -63,18 +63,18 @@ class GapReason:
 @dataclass
 class Picked:
     """The picker's outcome: ``sentences`` as ``(text, entry position)`` (the best first),
-    the answer ``score`` (:func:`indexes.sentence_scoring.answer_score`) and the ``gap``
+    the answer ``score`` (:func:`wiki.answering.sentence_scoring.answer_score`) and the ``gap``
     reason when no sentence answers."""
 
     sentences: list[tuple[str, int]]
     score: float
     gap: GapReason | None = None
     cosine: float | None = None
-    """The cosine the answer score takes (:func:`indexes.sentence_scoring.judged_cosine`;
+    """The cosine the answer score takes (:func:`wiki.answering.sentence_scoring.judged_cosine`;
     ``None`` without vectors)."""
     form_missing: str | None = None
     """The form the question asks for (``amount``, ``who``, ``where``, ...) when none of
-    the best sentences states one (:func:`indexes.sentence_scoring.form_missing`)."""
+    the best sentences states one (:func:`wiki.answering.sentence_scoring.form_missing`)."""
     hedge: str | None = None
     """Why the sentences are the closest evidence rather than a sure answer (the answer
     score is below ``hedge_score``), one line for people; ``None`` when sure or a gap."""
@@ -90,7 +90,8 @@ def pick_answer(question: str, entries: list, stored: dict, query_vector,
     ``query_vector`` is ``None``). ``coverage``: the retrieval's word coverage, part of the
     answer score. An entry at a ``stale`` position also gets its best sentence, so a
     changed value is shown, flagged. ``query_vector``: a numpy row or anything
-    ``numpy.asarray`` reads as one (the server's :class:`indexes.query_vector.QueryVector`)."""
+    ``numpy.asarray`` reads as one (the server's
+    :class:`indexes.embedding.query_vector.QueryVector`)."""
     if query_vector is not None:
         query_vector = np.asarray(query_vector, dtype=np.float32)
     texts: list[str] = []

@@ -1,11 +1,11 @@
 """Routing a question to its category folder(s) inside a search.
 
-:func:`decide` scores the category folders by embeddings (:mod:`indexes.routing`) and,
+:func:`decide` scores the category folders by embeddings (:mod:`indexes.retrieval.routing`) and,
 when several folders fall within the margin and a model is configured, lets the model
 pick one of them (:meth:`wiki.llm.client.LLMClient.choose`, one JSON-constrained call
 shown each folder's name and its entries nearest the question). :func:`apply` then scopes
 the search: ``filter`` restricts every leg to the routed folders (through
-:class:`indexes.filters.Filters`, before ranking); ``boost`` adds a ``route`` leg (the
+:class:`indexes.retrieval.filters.Filters`, before ranking); ``boost`` adds a ``route`` leg (the
 other legs' hits in a routed folder, scored by the folder's score) to the fusion.
 Measured on the handbook dev questions: evals/results/routing.md.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from indexes.filters import Filters
-from indexes.routing import Route, route, route_leg, scoped
-from indexes.store import SearchIndex
+from indexes.retrieval.filters import Filters
+from indexes.retrieval.routing import Route, route, route_leg, scoped
+from indexes.sqlite.engine import SearchIndex
 
 TIE_BREAK_ASK = "Which section of the wiki most likely holds the answer to the question?"
 TIE_BREAK_TITLES = 3
@@ -30,7 +30,7 @@ def decide(index: SearchIndex, question: str, query_vector, model: str, *,
     folders among the entries ``filters`` allow. With ``client`` (an
     :class:`~wiki.llm.client.LLMClient`) an ambiguous route is tie-broken by the model;
     a failed or refused call keeps the embedding route and says why in ``note``."""
-    from indexes import routing
+    from indexes.retrieval import routing
 
     matrix = index.vectors.matrix(model, len(query_vector))
     found = route(index, matrix, query_vector, filters=filters,

@@ -9,16 +9,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from indexes.coverage import coverage
 from indexes.documents import Hit
-from indexes.embedders import EmbedderUnavailableError
+from indexes.embedding.embedders import EmbedderUnavailableError
 from indexes.errors import IndexesError
-from indexes.faults import OperationalError
-from indexes.hybrid import FusionConfig, encode_in_background, fuse, run_legs
-from indexes.query import query_words, searched_text
-from indexes.routing import Route
-from indexes.store import Filters, SearchIndex
-from indexes.vectors import Progress
+from indexes.retrieval.coverage import coverage
+from indexes.retrieval.hybrid import FusionConfig, encode_in_background, fuse, run_legs
+from indexes.retrieval.query import query_words, searched_text
+from indexes.retrieval.routing import Route
+from indexes.sqlite.engine import Filters, SearchIndex
+from indexes.sqlite.faults import OperationalError
+from indexes.sqlite.vectors import Progress
 from wiki.answering import memory_rescoring
 from wiki.answering.embed_settings import current_spec, validate
 from wiki.answering.embedding import ensure_vectors, get_embedder, model_name
@@ -48,8 +48,9 @@ SENTENCE_HITS = 5
 class SearchRequest:
     """One search as asked, a value: built once, never changed.
 
-    ``query``: the text as asked (past :data:`indexes.query.MAX_WORDS` words only the
-    first ones are searched, :func:`indexes.query.searched_text`); ``limit``: how many hits
+    ``query``: the text as asked (past :data:`indexes.retrieval.query.MAX_WORDS` words only the
+    first ones are searched, :func:`indexes.retrieval.query.searched_text`); ``limit``: how many
+    hits
     (default 10); ``filters``: :func:`filters_for` (default: active, unexpired entries);
     ``legs``: the legs to run (``None``: ``[search] legs`` of wiki.toml); ``as_of``: search
     the wiki as it was then (a timezone-aware time; ``None``: now); ``rerank``: the model
@@ -119,7 +120,7 @@ class AnswerVectors:
     """What an answer reuses of the vector leg: the question's vector ``query`` (numpy,
     unit length), the embedding ``model``'s name and ``sentences``, ``sha256 of a sentence
     -> vector`` of the top hits' stored answer sentences (embedded at index time,
-    :meth:`indexes.vectors.VectorStore.sentence_vectors`; empty unless asked for)."""
+    :meth:`indexes.sqlite.vectors.VectorStore.sentence_vectors`; empty unless asked for)."""
 
     query: object
     model: str
@@ -129,7 +130,7 @@ class AnswerVectors:
 @dataclass(frozen=True)
 class SearchResult:
     """Ranked ``hits`` for ``query`` at wiki ``commit``, a value. ``confidence`` (0-1) is
-    the IDF-weighted query coverage of the top BM25 hit (:mod:`indexes.coverage`),
+    the IDF-weighted query coverage of the top BM25 hit (:mod:`indexes.retrieval.coverage`),
     ``top_cosine`` the vector leg's best cosine (``None`` when it did not run); ``rule``
     holds the gap thresholds (see :attr:`gap`). ``sync``: what syncing the index did;
     ``sources``: entry path -> its sources; ``marks``: hits whose cited files changed

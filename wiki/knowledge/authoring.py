@@ -16,7 +16,7 @@ import difflib
 import uuid
 from dataclasses import dataclass, field
 
-from indexes.names import fold_name
+from indexes.retrieval.names import fold_name
 from wiki.errors import ConfigError, DuplicateIdError, EntryError
 from wiki.knowledge.naming import new_entry_path
 from wiki.review.proposals import Proposal, propose

@@ -3,7 +3,7 @@ different title that would take the same file said at propose time.
 
 The file is ``<folder>/<slugify(title)>.md`` (:mod:`wiki.store.slug`). When that file is
 already an entry of the wiki, or is added by an open proposal, with a title that folds the
-same (case, accents, spacing: :func:`indexes.names.fold_name`), this is the same title
+same (case, accents, spacing: :func:`indexes.retrieval.names.fold_name`), this is the same title
 again: the wiki's file gets the next free ``-2``, ``-3`` name (the near-duplicate is
 flagged in the proposal), and an open proposal's file is kept, so proposing the same text
 twice is still the same proposal. A *different* title there (``C`` and ``C++``, ``a/b``
@@ -12,7 +12,7 @@ and ``a b``) is a :class:`ConfigError`: two titles never share a file name silen
 
 from __future__ import annotations
 
-from indexes.names import fold_name
+from indexes.retrieval.names import fold_name
 from wiki.errors import ConfigError, EntryError, quoted
 from wiki.store.entry import Entry
 from wiki.store.slug import slug_path, slugify, unique_path

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from indexes.names import fold_name
+from indexes.retrieval.names import fold_name
 from wiki.knowledge.relations import ACYCLIC, cycles
 from wiki.lint.model import ERROR, WARNING, Finding, LintContext, rule
 from wiki.store.entry import Entry, as_ids, named_ids, resolve_link

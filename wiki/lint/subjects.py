@@ -25,8 +25,8 @@ import math
 import re
 from collections import Counter
 
-from indexes.names import fold_name
-from indexes.query import STOPWORDS
+from indexes.retrieval.names import fold_name
+from indexes.retrieval.query import STOPWORDS
 from wiki.lint.model import WARNING, Finding, LintContext, rule
 from wiki.store.entry import Entry
 

@@ -24,8 +24,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from indexes.passages import rank_passages
-from indexes.query import STOPWORDS
+from indexes.retrieval.passages import rank_passages
+from indexes.retrieval.query import STOPWORDS
 from wiki.llm import prompts
 from wiki.llm.errors import LLMError
 from wiki.store.markdown_text import sentences as split_sentences

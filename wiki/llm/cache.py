@@ -13,8 +13,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from indexes.faults import DatabaseError, OperationalError
-from indexes.llm_cache import SCHEMA_VERSION, ResponseTable
+from indexes.sqlite.faults import DatabaseError, OperationalError
+from indexes.sqlite.llm_cache import SCHEMA_VERSION, ResponseTable
 from wiki.store.storage import notify, storage_cause
 
 __all__ = ["FILE_NAME", "SCHEMA_VERSION", "ResponseCache", "cache_key"]
@@ -30,7 +30,7 @@ def cache_key(kind: str, payload: object) -> str:
 class ResponseCache:
     """A persistent ``key -> JSON value`` map. ``path=None`` keeps it in memory (one
     process). Safe for concurrent processes (WAL, busy timeout, last writer wins); the
-    file and its statements are :class:`indexes.llm_cache.ResponseTable`'s."""
+    file and its statements are :class:`indexes.sqlite.llm_cache.ResponseTable`'s."""
 
     def __init__(self, path: Path | str | None):
         self.path = Path(path) if path is not None else None

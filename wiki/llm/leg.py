@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from indexes.documents import Hit
-from indexes.ranked import hits_for
-from indexes.store import Filters, SearchIndex
+from indexes.retrieval.ranked import hits_for
+from indexes.sqlite.engine import Filters, SearchIndex
 from wiki.config import LLMConfig
 from wiki.llm.client import LLMClient
 from wiki.llm.settings import HINT, limits_of, open_client

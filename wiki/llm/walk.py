@@ -32,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from indexes.documents import Hit
-from indexes.rows import Card
-from indexes.store import Filters, SearchIndex
+from indexes.sqlite.engine import Filters, SearchIndex
+from indexes.sqlite.rows import Card
 from wiki.llm import prompts
 from wiki.llm.cache import cache_key
 from wiki.llm.client import LLMClient

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from indexes.backend import open_backend
-from indexes.dbfile import borrow_embeddings
 from indexes.documents import Document
-from indexes.faults import DatabaseError
-from indexes.store import SearchIndex
+from indexes.sqlite.dbfile import borrow_embeddings
+from indexes.sqlite.engine import SearchIndex
+from indexes.sqlite.faults import DatabaseError
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
 from wiki.errors import EntryError, NotFoundError, WikiError
 from wiki.store.derived_db import (

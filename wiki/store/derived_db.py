@@ -23,10 +23,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexes.dbfile import copy_readable, quick_check, schema_names
 from indexes.errors import IndexSchemaError
-from indexes.faults import DatabaseError
-from indexes.store import SearchIndex
+from indexes.sqlite.dbfile import copy_readable, quick_check, schema_names
+from indexes.sqlite.engine import SearchIndex
+from indexes.sqlite.faults import DatabaseError
 from wiki.errors import StorageError
 from wiki.store import checkmark
 from wiki.store.storage import disk_cause, is_damaged, notify, storage_cause

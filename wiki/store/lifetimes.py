@@ -5,7 +5,7 @@ that day, UTC); otherwise its ``updated`` (else ``created``) time plus the lifet
 ``type`` from ``wiki.toml`` ``[lifetimes]`` (``"90d"``, ``"12w"``, ``"1y"`` = 365 days,
 ``"never"``). Decisions never expire by default; episodes after 90 days. Expired entries
 drop out of search and ask unless ``--include-expired`` (a filter inside every leg:
-:class:`indexes.filters.Filters`) and lint W008 lists them.
+:class:`indexes.retrieval.filters.Filters`) and lint W008 lists them.
 """
 
 from __future__ import annotations

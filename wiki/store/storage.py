@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
-from indexes.faults import OperationalError, is_damage, sqlite_storage_cause
+from indexes.sqlite.faults import OperationalError, is_damage, sqlite_storage_cause
 from wiki.errors import StorageError
 
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
@@ -93,7 +93,7 @@ def storage_cause(error: BaseException) -> str | None:
     system, no permission, full, over quota); ``None`` for any other error."""
     if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
         return error.strerror or os.strerror(error.errno)
-    said = sqlite_storage_cause(error)  # SQLite's codes: indexes.faults
+    said = sqlite_storage_cause(error)  # SQLite's codes: indexes.sqlite.faults
     if said is not None:
         return said
     if is_git_command_error(error):

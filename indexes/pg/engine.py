@@ -1,0 +1,356 @@
+""":class:`PgIndex`: the search index in a shared PostgreSQL database, one ``space`` per
+wiki (repository + branch), with the methods of :class:`indexes.sqlite.engine.SearchIndex`.
+
+Writers serialise per space with a transaction-scoped advisory lock (the counterpart of
+SQLite's ``BEGIN IMMEDIATE``), rows are keyed by ``(space, key)`` and written with
+``ON CONFLICT``, so concurrent syncers of one wiki never duplicate or lose rows; other
+spaces are never blocked. Batches go through ``executemany`` (pipelined by psycopg).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from indexes.backend import redacted, scrubbed
+from indexes.documents import Document, Hit, scored_hits
+from indexes.errors import IndexSchemaError, IndexUnavailableError
+from indexes.pg import ranking
+from indexes.pg.filters import pg_sql
+from indexes.pg.rows import HIT_COLUMNS, PgDocRows
+from indexes.pg.schema import (
+    BACKFILL,
+    LOCK_SCHEMA,
+    POSTINGS,
+    SPACE_TABLES,
+    VERSION,
+    statements,
+)
+from indexes.pg.text import TS_CONFIG, fts_input, word_count
+from indexes.pg.vectors import PgVectorStore
+from indexes.retrieval.filters import Filters
+from indexes.retrieval.fusion import rrf
+from indexes.retrieval.graph import expand
+from indexes.retrieval.names import fold_name
+from indexes.retrieval.query import normalize
+from indexes.retrieval.text import no_space_runs
+from indexes.sqlite.engine import DEFAULT_WEIGHTS
+from indexes.sqlite.vectors import CHUNK_WORDS, OVERLAP_WORDS, chunk_texts
+
+FTS_VALUE = ("setweight(to_tsvector(%(cfg)s::regconfig, %(title)s), 'A') || "
+             "setweight(to_tsvector(%(cfg)s::regconfig, %(aliases_fts)s), 'B') || "
+             "setweight(to_tsvector(%(cfg)s::regconfig, %(tags_fts)s || ' ' || "
+             "%(summary_fts)s), 'C') || setweight(to_tsvector(%(cfg)s::regconfig, "
+             "%(body_fts)s), 'D')")
+COLUMNS = ("space", "key", "doc_id", "title", "aliases", "tags", "summary", "body", "status",
+           "category", "doc_type", "content_hash", "scope", "valid_until", "dated", "extra",
+           "tag_list", "doc_len")
+
+
+def connect(url: str):
+    """A psycopg connection to ``url`` (autocommit; :meth:`PgIndex.transaction` groups
+    writes). Raises :class:`IndexUnavailableError` when it cannot connect."""
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise IndexUnavailableError(f"cannot reach the index database: "
+                                    f"{scrubbed(message, url)}") from None
+
+
+class PgIndex:
+    """The documents of one ``space`` in the PostgreSQL database at ``url``.
+
+    Raises :class:`IndexUnavailableError` (no connection, no pgvector) and
+    :class:`IndexSchemaError` (a newer schema) at open. ``rank``: the full-text ranking
+    (:mod:`indexes.pg.ranking`)."""
+
+    def __init__(self, url: str, space: str, *, weights: tuple[float, ...] = DEFAULT_WEIGHTS,
+                 chunk_words: int = CHUNK_WORDS, rank: str = "bm25", conn=None):
+        self.url, self.space = url, space
+        self.path = f"{redacted(url)} [{space}]"
+        self.weights, self.chunk_words, self.rank = weights, chunk_words, rank
+        self.conn = conn or connect(url)
+        self._depth = 0
+        self._ensure_schema()
+        register_vector(self.conn)  # numpy arrays in and out of vector columns
+        self.vectors = PgVectorStore(self.conn, space, self.get_meta, self.set_meta)
+        self.docs = PgDocRows(self.conn, space)
+
+    def _ensure_schema(self) -> None:
+        try:
+            with self.conn.transaction():
+                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_SCHEMA,))
+                for statement in statements():
+                    self.conn.execute(statement)
+                found = self.conn.execute("SELECT max(version) FROM wiki_schema").fetchone()[0]
+                if found is None:
+                    self.conn.execute("INSERT INTO wiki_schema VALUES (%s)", (VERSION,))
+                elif found > VERSION:
+                    raise IndexSchemaError(f"{self.path}: schema version {found} is newer "
+                                           f"than this wiki ({VERSION}); upgrade wiki")
+                elif found < VERSION:  # 1 -> 2: the postings BM25 reads
+                    self.conn.execute(BACKFILL)
+                    self.conn.execute("UPDATE wiki_schema SET version = %s", (VERSION,))
+        except psycopg.Error as exc:
+            self.conn.close()
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise IndexUnavailableError(f"{self.path}: cannot prepare the index schema: "
+                                        f"{scrubbed(first, self.url)}") from None
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    def __enter__(self) -> PgIndex:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction holding this space's advisory lock (other writers of the
+        space wait; readers never do); rolls back on error. Nests."""
+        with self.conn.transaction():
+            if self._depth == 0:
+                self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))",
+                                  (self.space,))
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+
+    # -- metadata and documents ----------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """The stored value for ``key`` in this space, or ``None``."""
+        row = self.conn.execute("SELECT value FROM wiki_meta WHERE space = %s AND key = %s",
+                                (self.space, key)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store ``value`` under ``key`` in this space."""
+        self.conn.execute("INSERT INTO wiki_meta(space, key, value) VALUES (%s, %s, %s) "
+                          "ON CONFLICT (space, key) DO UPDATE SET value = excluded.value",
+                          (self.space, key, value))
+
+    def content_hashes(self) -> dict[str, str]:
+        """``key -> content_hash`` of every stored document."""
+        return dict(self.conn.execute("SELECT key, content_hash FROM wiki_docs WHERE "
+                                      "space = %s", (self.space,)).fetchall())
+
+    def count(self, filters: Filters | None = None) -> int:
+        """Number of documents (matching ``filters`` when given)."""
+        where, params = pg_sql(filters, default_active=False)
+        return self.conn.execute(f"SELECT count(*) FROM wiki_docs d WHERE d.space = %s AND "
+                                 f"{where}", [self.space, *params]).fetchone()[0]
+
+    def upsert(self, documents: Iterable[Document]) -> int:
+        """Insert or replace documents by ``key`` with their names and vector chunks, in
+        batches; returns how many were written."""
+        rows = [self._row(doc) for doc in documents]
+        if not rows:
+            return 0
+        names = ", ".join(COLUMNS)
+        values = ", ".join(f"%({c})s" for c in COLUMNS)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in (*COLUMNS[2:], "fts"))
+        keys = [row["key"] for row in rows]
+        with self.transaction(), self.conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO wiki_docs({names}, fts) VALUES ({values}, {FTS_VALUE}) "
+                f"ON CONFLICT (space, key) DO UPDATE SET {updates}", rows)
+            for table in ("wiki_revalidate", "wiki_names", "wiki_terms"):
+                cur.execute(f"DELETE FROM {table} WHERE space = %s AND key = ANY(%s)",
+                            (self.space, keys))
+            cur.execute(POSTINGS, (self.space, keys))
+            cur.executemany("INSERT INTO wiki_names(space, key, name, kind) VALUES "
+                            "(%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                            [(self.space, row["key"], name, kind) for row in rows
+                             for name, kind in _names(row)])
+            self.vectors.replace_many([(row["key"], row["chunks"], row["sentences"])
+                                       for row in rows])
+        return len(rows)
+
+    def _row(self, doc: Document) -> dict:
+        extra = dict(doc.extra)
+        extra["tags"], extra["aliases"] = list(doc.tags), list(doc.aliases)
+        row = {"space": self.space, "key": doc.key, "doc_id": doc.doc_id,
+               "title": normalize(doc.title), "aliases": normalize("\n".join(doc.aliases)),
+               "tags": normalize(" ".join(doc.tags)), "summary": normalize(doc.summary),
+               "body": normalize(doc.body), "status": doc.status, "category": doc.category,
+               "doc_type": doc.doc_type, "content_hash": doc.content_hash, "scope": doc.scope,
+               "valid_until": doc.valid_until, "dated": doc.dated,
+               "extra": ranking.dumps(extra), "tag_list": list(doc.tags), "cfg": TS_CONFIG}
+        for column in ("title", "aliases", "tags", "summary", "body"):
+            row[f"{column}_fts"] = fts_input(row[column])
+        row["title"] = row["title"]
+        row["doc_len"] = word_count(*(row[f"{c}_fts"] for c in ("title", "aliases", "tags",
+                                                                "summary", "body")))
+        row["chunks"] = chunk_texts(row["title"], row["summary"], row["body"],
+                                    words=self.chunk_words,
+                                    overlap=min(OVERLAP_WORDS, self.chunk_words // 4))
+        row["sentences"] = list(doc.sentences)
+        row["alias_list"] = list(doc.aliases)
+        return row
+
+    def delete(self, keys: Iterable[str]) -> int:
+        """Delete documents by ``key``; returns how many were asked for."""
+        keys = list(keys)
+        if keys:
+            with self.transaction():
+                for table in ("wiki_docs", "wiki_names", "wiki_terms", "wiki_revalidate"):
+                    self.conn.execute(f"DELETE FROM {table} WHERE space = %s AND "
+                                      "key = ANY(%s)", (self.space, keys))
+                self.vectors.delete(keys)
+        return len(keys)
+
+    def clear(self) -> None:
+        """Delete every document and metadata value of this space (embeddings stay)."""
+        with self.transaction():
+            for table in SPACE_TABLES:
+                self.conn.execute(f"DELETE FROM {table} WHERE space = %s", (self.space,))
+
+    def get(self, key: str) -> dict | None:
+        """The stored row of one document as a dict (``extra`` decoded), or ``None``."""
+        with self.conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
+            record = cur.execute(
+                "SELECT key, doc_id, title, aliases, tags, summary, body, status, category, "
+                "doc_type, content_hash, scope, valid_until, dated, extra FROM wiki_docs "
+                "WHERE space = %s AND key = %s", (self.space, key)).fetchone()
+        return dict(record) if record else None
+
+    def extras(self, keys: Iterable[str]) -> dict[str, dict]:
+        """``key -> extra`` for the given keys, one query."""
+        return {key: row.extra for key, row in self.docs.attributes(keys).items()}
+
+    def keys_for_doc_id(self, doc_id: str) -> list[str]:
+        """Keys of the documents whose ``doc_id`` is ``doc_id``."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT key FROM wiki_docs WHERE space = %s AND doc_id = %s ORDER BY key",
+            (self.space, doc_id))]
+
+    # -- marks and relations -------------------------------------------------------------
+    def mark_sources(self, uris: Iterable[str], commit: str, when: str) -> list[str]:
+        """Mark the documents citing any of ``uris``; returns their keys."""
+        uris = sorted(set(uris))
+        if not uris:
+            return []
+        rows = self.conn.execute(
+            "SELECT DISTINCT d.key, s->>'uri' FROM wiki_docs d, jsonb_array_elements(CASE "
+            "jsonb_typeof(d.extra->'sources') WHEN 'array' THEN d.extra->'sources' ELSE "
+            "'[]' END) s WHERE d.space = %s AND s->>'uri' = ANY(%s)",
+            (self.space, uris)).fetchall()
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO wiki_revalidate(space, key, uri, commit_sha, marked_at) VALUES "
+                "(%s, %s, %s, %s, %s) ON CONFLICT (space, key, uri) DO UPDATE SET "
+                "commit_sha = excluded.commit_sha, marked_at = excluded.marked_at",
+                [(self.space, key, uri, commit, when) for key, uri in rows])
+        return sorted({key for key, _ in rows})
+
+    def marks(self, keys: Iterable[str] | None = None) -> dict[str, list[dict]]:
+        """``key -> [{uri, commit, marked_at}]`` of marked documents (all, or ``keys``)."""
+        wanted = None if keys is None else set(keys)
+        out: dict[str, list[dict]] = {}
+        for key, uri, commit, when in self.conn.execute(
+                "SELECT key, uri, commit_sha, marked_at FROM wiki_revalidate WHERE space = %s "
+                "ORDER BY key, uri", (self.space,)):
+            if wanted is None or key in wanted:
+                out.setdefault(key, []).append({"uri": uri, "commit": commit,
+                                                "marked_at": when})
+        return out
+
+    def expand(self, seeds: dict[str, float], kinds: Iterable[str], *, depth: int = 2,
+               decay: float = 0.5,
+               allowed: set[str] | None = None) -> dict[str, tuple[float, int, str]]:
+        """Documents reached from ``seeds`` along ``kinds``
+        (:func:`indexes.retrieval.graph.expand`)."""
+        return expand((self.conn, self.space), seeds, kinds, depth=depth, decay=decay,
+                      allowed=allowed, edges_of=ranking.edges)
+
+    # -- search ----------------------------------------------------------------------------
+    def search_bm25(self, query: str, *, limit: int = 10,
+                    filters: Filters | None = None) -> list[Hit]:
+        """Full-text ranking over the weighted tsvector (:mod:`indexes.pg.ranking`);
+        raises ``EmptyQueryError`` for an empty query."""
+        where, params = pg_sql(filters)
+        return ranking.search_fulltext(self.conn, self.space, query, where, params,
+                                       limit=limit, weights=self.weights, rank=self.rank)
+
+    def search_trigram(self, query: str, *, limit: int = 10, filters: Filters | None = None,
+                       include_latin: bool = False) -> list[Hit]:
+        """Substring search (:func:`indexes.pg.ranking.search_substrings`)."""
+        where, params = pg_sql(filters)
+        return ranking.search_substrings(self.conn, self.space, query, where, params,
+                                         limit=limit, include_latin=include_latin)
+
+    def _keys(self, condition: str, params: list) -> set[str]:
+        return {r[0] for r in self.conn.execute(
+            f"SELECT d.key FROM wiki_docs d WHERE d.space = %s AND {condition}",
+            [self.space, *params])}
+
+    def allowed_keys(self, filters: Filters | None) -> set[str] | None:
+        """Keys passing ``filters`` (``None``: no restriction at all)."""
+        if (filters or Filters()) == Filters(statuses=None):
+            return None
+        return self._keys(*pg_sql(filters))
+
+    def excluded_keys(self, filters: Filters | None) -> set[str]:
+        """Keys ``filters`` leave out."""
+        where, params = pg_sql(filters)
+        return self._keys(f"NOT coalesce(({where}), FALSE)", params)
+
+    def search_names(self, query: str, *, limit: int = 10,
+                     filters: Filters | None = None) -> list[Hit]:
+        """The alias/title leg."""
+        where, params = pg_sql(filters)
+        return ranking.search_names(self.conn, self.space, query, where, params, limit=limit)
+
+    def search_vector(self, query_vector, model: str, *, limit: int = 10,
+                      filters: Filters | None = None) -> list[Hit]:
+        """Documents by the cosine of their best chunk to ``query_vector`` (HNSW)."""
+        where, params = pg_sql(filters)
+        found = self.vectors.search(query_vector, model, where=where, params=params,
+                                    limit=limit)
+        return scored_hits(found, self.docs.hits(k for k, _ in found))
+
+    def search(self, query: str, *, limit: int = 10,
+               filters: Filters | None = None) -> list[Hit]:
+        """The lexical leg: full text, plus the substring path for space-less scripts (and
+        when full text finds nothing), fused by RRF when both return hits."""
+        lexical = self.search_bm25(query, limit=limit, filters=filters)
+        for hit in lexical:
+            hit.legs["bm25"] = (hit.rank, hit.score)
+        if not no_space_runs(normalize(query)) and lexical:
+            return lexical
+        trigram = self.search_trigram(query, limit=limit, filters=filters,
+                                      include_latin=not lexical)
+        if not trigram:
+            return lexical
+        if not lexical:
+            for hit in trigram:
+                hit.legs["trigram"] = (hit.rank, hit.score)
+            return trigram
+        return rrf({"bm25": lexical, "trigram": trigram}, limit=limit)
+
+    def word_matches(self, word: str, key: str | None = None) -> tuple[int, bool]:
+        """``(document frequency, found in document key)`` of one query word."""
+        return ranking.word_matches(self.conn, self.space, word, key)
+
+    def hits_for(self, keys: list[str], filters: Filters | None) -> dict[str, tuple]:
+        """``key -> (key, doc_id, title, summary, category, status)`` of ``keys`` passing
+        ``filters`` (:func:`indexes.retrieval.ranked.hits_for`)."""
+        where, params = pg_sql(filters)
+        return {r[0]: r for r in self.conn.execute(
+            f"SELECT {HIT_COLUMNS} FROM wiki_docs d WHERE d.space = %s AND d.key = ANY(%s) "
+            f"AND {where}", [self.space, keys, *params])}
+
+
+def _names(row: dict) -> list[tuple[str, str]]:
+    found = {(fold_name(row["title"]), "title")}
+    found |= {(fold_name(a), "alias") for a in row["alias_list"]}
+    return sorted((name, kind) for name, kind in found if name)

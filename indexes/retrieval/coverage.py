@@ -1,0 +1,66 @@
+"""How well a document covers a query: the basis of the evidence-gap decision.
+
+coverage = sum of idf(w) over query words w found in the document
+           / sum of idf(w) over all distinct query words,
+
+with the BM25 inverse document frequency idf(w) = ln(1 + (N - df + 0.5) / (df + 0.5))
+(Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009; the
+``1 +`` keeps it positive, as Lucene does). Rare words weigh most, so a question whose
+distinctive words are absent from the best hit scores low even when its common words
+match; a nonsense word (df = 0) carries the largest weight of all. The result is in [0, 1].
+Whether a word is "found" is decided by FTS5 itself (same tokenizer and stemming as the
+index), see :func:`word_matches`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from indexes.retrieval.query import phrase, query_words
+from indexes.retrieval.text import no_space_runs
+from indexes.sqlite.engine import Filters, SearchIndex
+
+
+def idf(df: int, n_docs: int) -> float:
+    """BM25 idf of a word found in ``df`` of ``n_docs`` documents (always > 0)."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def weighted_coverage(matches: Iterable[tuple[int, bool]], n_docs: int) -> float:
+    """Coverage from ``(document frequency, found)`` pairs, one per distinct query word."""
+    total = found = 0.0
+    for df, present in matches:
+        weight = idf(df, n_docs)
+        total += weight
+        if present:
+            found += weight
+    return found / total if total else 0.0
+
+
+def word_matches(index: SearchIndex, word: str, key: str | None = None) -> tuple[int, bool]:
+    """``(document frequency, found in document key)`` of one query word, matched by FTS5
+    itself (same tokenizer and stemming as the index; a substring scan for space-less
+    scripts). A backend with its own ``word_matches`` (PostgreSQL) answers itself."""
+    own = getattr(index, "word_matches", None)
+    if own is not None:
+        return own(word, key)
+    runs = no_space_runs(word)
+    if runs:
+        condition = " AND ".join("instr(d.title || ' ' || d.aliases || ' ' || d.summary "
+                                 "|| ' ' || d.body, ?) > 0" for _ in runs)
+        base, params = f"SELECT d.rowid FROM docs d WHERE {condition}", list(runs)
+    else:  # the FTS table alone: its rowids are the docs' rowids
+        base, params = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?", [phrase(word)]
+    df = index.conn.execute(f"SELECT count(*) FROM ({base})", params).fetchone()[0]
+    found = key is not None and index.conn.execute(
+        f"SELECT 1 FROM ({base}) WHERE rowid = (SELECT rowid FROM docs WHERE key = ?)",
+        [*params, key]).fetchone() is not None
+    return df, found
+
+
+def coverage(index: SearchIndex, query: str, key: str) -> float:
+    """IDF-weighted share of the query's words found in document ``key`` (0-1); see
+    :func:`weighted_coverage`."""
+    n_docs = index.count(Filters(statuses=None))
+    return weighted_coverage([word_matches(index, w, key) for w in query_words(query)], n_docs)

@@ -1,0 +1,96 @@
+"""Running the retrieval legs and fusing them (docs/architecture.md, "Retrieval"): weighted
+z-score CombSUM by default, weighted RRF on request (:mod:`indexes.retrieval.fusion`).
+
+Legs: ``alias`` (exact title/alias spans), ``bm25`` (FTS5 with the trigram path for
+space-less scripts) and ``vector`` (cosine of the best chunk). Every leg applies the same
+filters before ranking; each contributes its top ``window`` hits to
+:func:`indexes.retrieval.fusion.rrf`; the verbatim query always feeds the lexical legs.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from indexes.documents import Hit
+from indexes.errors import IndexesError
+from indexes.retrieval.fusion import DEFAULT_K, rrf, zscore
+from indexes.retrieval.legs import INDEX_LEGS
+from indexes.sqlite.engine import Filters, SearchIndex
+
+LEGS = INDEX_LEGS
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """Which legs run, RRF's ``k``, how many hits each leg offers (``window``) and each
+    leg's weight (a missing leg weighs 1.0)."""
+
+    legs: tuple[str, ...] = LEGS
+    k: int = DEFAULT_K
+    window: int = 50
+    weights: Mapping[str, float] = field(default_factory=dict)
+    method: str = "zscore"
+    """``zscore`` (weighted CombSUM of z-scores, the default) or ``rrf``."""
+
+
+_ENCODER: ThreadPoolExecutor | None = None
+
+
+def encode_in_background(encode: Callable[[str], object], query: str) -> Future:
+    """Start ``encode(query)`` on a worker thread (one per process, reused) and return its
+    future, so the query is encoded while the lexical legs run: ONNX Runtime, PyTorch and
+    the embedding server's socket all release the GIL while they work."""
+    global _ENCODER
+    if _ENCODER is None:
+        _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wiki-encode")
+    return _ENCODER.submit(contextvars.copy_context().run, encode, query)  # caller's scope
+
+
+def run_legs(index: SearchIndex, query: str, config: FusionConfig, *,
+             filters: Filters | None = None, query_vector=None,
+             model: str | None = None, skipped: dict[str, str] | None = None
+             ) -> dict[str, list[Hit]]:
+    """``leg -> ranked hits`` for every configured leg that can run, in ``config.legs``
+    order. The vector leg needs ``model`` and ``query_vector``: a unit vector, or a
+    :class:`~concurrent.futures.Future` of one (:func:`encode_in_background`), awaited only
+    after the lexical legs have run. With ``skipped`` given, a vector that fails with an
+    ``IndexesError`` (no model) is recorded there as ``{"vector": reason}`` and the other
+    legs are still returned; without it the error is raised. Raises ``EmptyQueryError`` for
+    an empty query when a lexical leg runs."""
+    out: dict[str, list[Hit]] = {}
+    for leg in config.legs:
+        if leg == "alias":
+            out[leg] = index.search_names(query, limit=config.window, filters=filters)
+        elif leg == "bm25":
+            out[leg] = index.search(query, limit=config.window, filters=filters)
+    if "vector" in config.legs and query_vector is not None and model:
+        try:
+            vector = query_vector.result() if isinstance(query_vector, Future) \
+                else query_vector
+        except IndexesError as exc:
+            if skipped is None:
+                raise
+            skipped["vector"] = str(exc)
+        else:
+            out["vector"] = index.search_vector(vector, model, limit=config.window,
+                                                filters=filters)
+    return {leg: out[leg] for leg in config.legs if leg in out}
+
+
+def fuse(legs: Mapping[str, list[Hit]], config: FusionConfig, *, limit: int) -> list[Hit]:
+    """Fuse the legs' lists (``config.method``); each hit's ``legs`` explains its ranks and
+    scores and ``contributions`` what each leg added. A single leg is returned as it ranked
+    (its own scores)."""
+    active = {leg: hits for leg, hits in legs.items() if hits}
+    if len(active) == 1:
+        (leg, hits), = active.items()
+        for hit in hits:
+            hit.legs.setdefault(leg, (hit.rank, hit.score))
+            hit.contributions = {leg: hit.score}
+        return hits[:limit]
+    if config.method == "rrf":
+        return rrf(active, k=config.k, weights=config.weights, limit=limit)
+    return zscore(active, weights=config.weights, limit=limit)

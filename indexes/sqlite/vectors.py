@@ -1,0 +1,366 @@
+"""The vector sidecar: chunk embeddings in SQLite, cosine over an in-memory numpy matrix.
+
+Each document's ``title. summary`` + body is cut into chunks of :data:`CHUNK_WORDS` words
+(:data:`OVERLAP_WORDS` shared between neighbours, the title line repeated in each so every
+chunk knows its subject). A chunk is embedded once per model: vectors are keyed by
+``(sha256 of the chunk text, model)``, so an unchanged entry is never re-embedded, and a
+changed one only for the chunks whose text changed. The model's name and dimension are
+recorded; vectors of another model or dimension are dropped and rebuilt, never mixed
+(docs/robustness.md, I3). A document scores the cosine of its best chunk.
+
+numpy is imported by the functions that compute, not by this module: a ``wiki search``
+whose vector leg the embedding server answers (:func:`nearest` runs there, over the
+server's cached :class:`Matrix`) never loads it (~50-80 ms of its start).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+CHUNK_WORDS = 180
+"""all-MiniLM-L6-v2 reads at most 256 word pieces; 180 words fit in that for English."""
+OVERLAP_WORDS = 30
+MAX_CHUNKS = 24
+"""Per document; the rest of a very long entry is left to the lexical legs."""
+BATCH = 64
+BULK = 256
+"""More pending texts than this is a build, not a query's top-up (see :func:`embed_pending`)."""
+SENTENCES_TABLE = """
+    CREATE TABLE sentences (
+        key TEXT NOT NULL, n INTEGER NOT NULL, text_hash TEXT NOT NULL, text TEXT NOT NULL,
+        PRIMARY KEY (key, n)
+    );
+    CREATE INDEX sentences_hash ON sentences(text_hash);
+    UPDATE docs SET content_hash = '';
+    DELETE FROM meta;
+"""
+"""Schema migration 7 of :mod:`indexes.sqlite.engine`: each document's answer sentences (given by
+the caller in :attr:`indexes.documents.Document.sentences`), embedded into ``embeddings``
+like the chunks (keyed by text hash, so an unchanged sentence is never re-embedded); the
+content hashes are cleared so the next sync stores every entry's sentences."""
+MAX_SENTENCES = 400
+"""Per document; a longer entry's later sentences are embedded at ask time if picked."""
+MODEL_KEY = "embedding_model"
+VERSION_KEY = "vectors_version"
+NONCE_KEY = "vectors_nonce"
+NONCE_MIGRATION = """
+    INSERT OR REPLACE INTO meta(key, value) VALUES ('vectors_nonce', lower(hex(randomblob(8))));
+"""
+"""Schema migration 8 of :mod:`indexes.sqlite.engine`: a nonce for a file whose vectors were last
+written before nonces existed, so its :meth:`VectorStore.stamp` names it at once (the
+embedding server can rank its vectors) rather than after its next write."""
+"""Random hex written anew with every version bump: two files (or two states of one file)
+share a :meth:`VectorStore.stamp` only when they hold the same write, even when one was
+rebuilt to the same counter under a reused inode, or a copy of the file was restored over
+it after both took other writes."""
+
+Progress = Callable[[int, int], None]
+"""``progress(done, total)`` while embedding."""
+
+
+def chunk_texts(title: str, summary: str, body: str, *, words: int = CHUNK_WORDS,
+                overlap: int = OVERLAP_WORDS) -> list[str]:
+    """The texts embedded for one document (at least one, at most :data:`MAX_CHUNKS`)."""
+    head = ". ".join(part.strip() for part in (title, summary) if part.strip())
+    tokens = body.split()
+    if len(tokens) <= words:
+        return [f"{head}\n{' '.join(tokens)}".strip()]
+    step = max(words - overlap, 1)
+    chunks = []
+    for start in range(0, len(tokens), step):
+        chunks.append(f"{head}\n{' '.join(tokens[start:start + words])}")
+        if start + words >= len(tokens) or len(chunks) == MAX_CHUNKS:
+            break
+    return chunks
+
+
+def text_hash(text: str) -> str:
+    """sha256 hex of ``text`` in UTF-8: the key of its embedding."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Matrix:
+    """All chunk vectors of one model: ``keys[i]`` owns rows ``starts[i]:starts[i+1]``."""
+
+    keys: list[str]
+    starts: np.ndarray
+    vectors: np.ndarray
+    version: str
+    derived: dict = field(default_factory=dict, repr=False)
+    """What callers compute from this matrix and its documents (routing's folder of each
+    row), dropped with it when the store changes."""
+
+    @cached_property
+    def positions(self) -> dict[str, int]:
+        """``key -> i`` (its index in :attr:`keys`)."""
+        return {key: i for i, key in enumerate(self.keys)}
+
+
+class VectorStore:
+    """Chunks and embeddings stored in the search database's connection ``conn``."""
+
+    def __init__(self, conn: sqlite3.Connection, get_meta, set_meta):
+        self.conn = conn
+        self.get_meta, self.set_meta = get_meta, set_meta
+        self._matrix: dict[str, Matrix] = {}
+
+    def _bump(self) -> None:
+        self.set_meta(VERSION_KEY, str(int(self.get_meta(VERSION_KEY) or 0) + 1))
+        self.set_meta(NONCE_KEY, secrets.token_hex(8))
+
+    def changed(self) -> None:
+        """Record that chunks or vectors were written behind this store's back (an
+        ``INSERT`` into ``embeddings`` by another module): a new :meth:`stamp`. Call it in
+        the same transaction as the write."""
+        self._bump()
+
+    def stamp(self) -> str | None:
+        """``nonce:version`` of the stored vectors, read in one statement: changes whenever
+        a chunk or vector does (:data:`NONCE_KEY`); what the embedding server's cached
+        matrix of this file is checked against. ``None`` when the file has no nonce (its
+        vectors last written by a release before nonces, or ``meta`` cleared by a
+        migration): such a stamp cannot tell two files apart, so nothing is checked
+        against it."""
+        values = dict(self.conn.execute(
+            "SELECT key, value FROM meta WHERE key IN (?, ?)", (NONCE_KEY, VERSION_KEY)))
+        if not values.get(NONCE_KEY):
+            return None
+        return f"{values[NONCE_KEY]}:{values.get(VERSION_KEY) or 0}"
+
+    def replace_chunks(self, key: str, chunks: Sequence[str]) -> None:
+        """Store the chunk texts of document ``key`` (embeddings are added later)."""
+        self.conn.execute("DELETE FROM chunks WHERE key = ?", (key,))
+        self.conn.executemany(
+            "INSERT INTO chunks(key, chunk, text_hash, text) VALUES (?, ?, ?, ?)",
+            [(key, i, text_hash(t), t) for i, t in enumerate(chunks)])
+        self._bump()
+
+    def chunk_keys(self) -> list[tuple[str, str]]:
+        """``(document key, text hash)`` of every stored chunk, by key and position."""
+        return self.conn.execute(
+            "SELECT key, text_hash FROM chunks ORDER BY key, chunk").fetchall()
+
+    def replace_sentences(self, key: str, texts: Sequence[str]) -> None:
+        """Store the answer sentences of document ``key`` (embedded with the chunks)."""
+        self.conn.execute("DELETE FROM sentences WHERE key = ?", (key,))
+        self.conn.executemany(
+            "INSERT INTO sentences(key, n, text_hash, text) VALUES (?, ?, ?, ?)",
+            [(key, i, text_hash(t), t) for i, t in enumerate(texts[:MAX_SENTENCES])])
+
+    def sentence_vectors(self, keys: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        """``text_hash -> vector`` of the stored sentences of documents ``keys`` that have
+        a vector for ``model`` (one query; the caller hashes its sentences with
+        :func:`text_hash` to look them up)."""
+        import numpy as np
+
+        keys = list(keys)
+        if not keys:
+            return {}
+        rows = self.conn.execute(
+            "SELECT DISTINCT s.text_hash, e.vector FROM sentences s JOIN embeddings e ON "
+            "e.text_hash = s.text_hash AND e.model = ? "
+            "WHERE s.key IN (SELECT value FROM json_each(?))",
+            [model, json.dumps(keys, ensure_ascii=False)])
+        return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in rows}
+
+    def delete(self, keys: Iterable[str]) -> None:
+        """Forget the chunks and sentences of these documents (embeddings stay for reuse)."""
+        keys = list(keys)
+        if keys:
+            for table in ("chunks", "sentences"):
+                self.conn.execute(f"DELETE FROM {table} WHERE key IN "
+                                  "(SELECT value FROM json_each(?))",
+                                  [json.dumps(keys, ensure_ascii=False)])
+            self._bump()
+
+    def pending(self, model: str) -> list[tuple[str, str]]:
+        """``(text_hash, text)`` of chunks and sentences that have no vector for ``model``
+        yet."""
+        return self.conn.execute(
+            "SELECT DISTINCT c.text_hash, c.text FROM (SELECT text_hash, text FROM chunks "
+            "UNION ALL SELECT text_hash, text FROM sentences) c LEFT JOIN embeddings e "
+            "ON e.text_hash = c.text_hash AND e.model = ? WHERE e.text_hash IS NULL "
+            "ORDER BY c.text_hash", (model,)).fetchall()
+
+    def pending_split(self, model: str) -> tuple[int, int]:
+        """``(chunk texts, answer-sentence texts)`` with no vector for ``model`` yet: the
+        distinct texts :meth:`pending` returns, a text that is both a chunk and a sentence
+        counted as a chunk."""
+        chunks, sentences = self.conn.execute(
+            "WITH todo AS (SELECT DISTINCT c.text_hash, c.chunk FROM (SELECT text_hash, 1 AS "
+            "chunk FROM chunks UNION ALL SELECT text_hash, 0 FROM sentences) c LEFT JOIN "
+            "embeddings e ON e.text_hash = c.text_hash AND e.model = ? WHERE e.text_hash "
+            "IS NULL), kind AS (SELECT text_hash, max(chunk) AS chunk FROM todo GROUP BY "
+            "text_hash) SELECT coalesce(sum(chunk), 0), coalesce(sum(1 - chunk), 0) FROM kind",
+            (model,)).fetchone()
+        return int(chunks), int(sentences)
+
+    def sentence_counts(self, model: str) -> tuple[int, int]:
+        """``(answer sentences, answer sentences with a vector for model)``, the sentences
+        stored for the answer picker (counted like :meth:`counts` counts chunks)."""
+        total = self.conn.execute("SELECT count(*) FROM sentences").fetchone()[0]
+        done = self.conn.execute(
+            "SELECT count(*) FROM sentences s JOIN embeddings e ON e.text_hash = s.text_hash "
+            "AND e.model = ?", (model,)).fetchone()[0]
+        return total, done
+
+    def prepare_model(self, model: str, dim: int) -> bool:
+        """Record ``model:dim`` as the model in use. When it differs from the recorded one,
+        drop every stored vector of other models or dimensions; returns True then."""
+        label = f"{model}:{dim}"
+        if self.get_meta(MODEL_KEY) == label:
+            return False
+        self.conn.execute("DELETE FROM embeddings WHERE model != ? OR dim != ?", (model, dim))
+        self.set_meta(MODEL_KEY, label)
+        self._bump()
+        return True
+
+    def drop_damaged(self, model: str, dim: int) -> int:
+        """Delete the vectors of ``model`` that cannot be read as ``dim`` float32 numbers
+        (another dimension, a truncated or non-blob value: a damaged row); their chunks
+        become pending and are embedded again. Returns how many were deleted."""
+        deleted = self.conn.execute(
+            "DELETE FROM embeddings WHERE model = ? AND (dim != ? OR typeof(vector) != 'blob' "
+            "OR length(vector) != ? * 4)", (model, dim, dim)).rowcount
+        if deleted:
+            self._bump()
+        return deleted
+
+    def store(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        """Save one vector per chunk hash (``vectors``: ``(len(hashes), dim)`` float32)."""
+        import numpy as np
+
+        vectors = np.asarray(vectors, dtype=np.float32)
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO embeddings(text_hash, model, dim, vector) VALUES (?,?,?,?)",
+            [(h, model, int(vectors.shape[1]), v.tobytes()) for h, v in zip(hashes, vectors,
+                                                                              strict=True)])
+        self._bump()
+
+    def counts(self, model: str) -> tuple[int, int]:
+        """``(chunks, chunks with a vector for model)``."""
+        total = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        done = self.conn.execute(
+            "SELECT count(*) FROM chunks c JOIN embeddings e ON e.text_hash = c.text_hash "
+            "AND e.model = ?", (model,)).fetchone()[0]
+        return total, done
+
+    def matrix(self, model: str, dim: int) -> Matrix:
+        """Every chunk vector of ``model``, grouped by document; cached until the store
+        changes. Raises ``ValueError`` if a stored vector has another dimension."""
+        import numpy as np
+
+        version = f"{self.get_meta(VERSION_KEY) or 0}:{model}"
+        cached = self._matrix.get(model)
+        if cached is not None and cached.version == version:
+            return cached
+        rows = self.conn.execute(
+            "SELECT c.key, e.dim, e.vector FROM chunks c JOIN embeddings e "
+            "ON e.text_hash = c.text_hash AND e.model = ? ORDER BY c.key, c.chunk",
+            (model,)).fetchall()
+        keys: list[str] = []
+        starts: list[int] = []
+        blobs = []
+        for row_number, (key, row_dim, blob) in enumerate(rows):
+            if row_dim != dim:
+                raise ValueError(f"stored vector of {key} has {row_dim} dimensions, the "
+                                 f"model {model} gives {dim}; rebuild the index")
+            if not keys or keys[-1] != key:
+                keys.append(key)
+                starts.append(row_number)
+            blobs.append(blob)
+        vectors = (np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim)
+                   if blobs else np.zeros((0, dim), dtype=np.float32))
+        matrix = Matrix(keys, np.array(starts + [len(blobs)], dtype=np.int64), vectors, version)
+        self._matrix = {model: matrix}
+        return matrix
+
+    def search(self, query_vector, model: str, *, allowed: set[str] | None,
+               limit: int, excluded: set[str] = frozenset(),
+               path: str | None = None) -> list[tuple[str, float]]:
+        """``(key, cosine of the best chunk)`` for the ``limit`` nearest documents among
+        ``allowed`` (all when ``None``) and not in ``excluded``, best first.
+        ``query_vector``: a unit vector (numpy, or a
+        :class:`~indexes.embedding.query_vector.QueryVector`). A ``QueryVector`` from the embedding
+        server, with ``allowed`` ``None`` and ``path`` (this database's file) given, is
+        searched by that server over its cached matrix of the file when the server's copy
+        has this :meth:`stamp` (and the file has one); otherwise (no server, another
+        stamp, a failed or malformed reply) here, the same :func:`nearest`."""
+        searcher = getattr(query_vector, "searcher", None)
+        if searcher is not None and path is not None and allowed is None and \
+                (stamp := self.stamp()) is not None:
+            found = searcher.nearest(query_vector, path, stamp, model,
+                                     limit=limit, excluded=excluded)
+            if found is not None:
+                return found
+        import numpy as np
+
+        query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        return nearest(self.matrix(model, int(query.shape[0])), query, allowed=allowed,
+                       excluded=excluded, limit=limit)
+
+
+def nearest(matrix: Matrix, query: np.ndarray, *, allowed: set[str] | None, limit: int,
+            excluded: set[str] = frozenset()) -> list[tuple[str, float]]:
+    """``(key, cosine of the best chunk)`` of the ``limit`` documents of ``matrix`` nearest
+    to ``query`` (a ``(dim,)`` float32 unit vector), among ``allowed`` (all when ``None``)
+    and not in ``excluded``; best first, ties by key."""
+    import numpy as np
+
+    if not matrix.keys:
+        return []
+    scores = matrix.vectors @ query
+    best = np.maximum.reduceat(scores, matrix.starts[:-1])
+    if allowed is not None:
+        mask = np.fromiter((k in allowed for k in matrix.keys), dtype=bool,
+                           count=len(matrix.keys))
+        best = np.where(mask, best, -np.inf)
+    if excluded:
+        at = matrix.positions
+        best[[at[k] for k in excluded if k in at]] = -np.inf
+    count = min(limit, int(np.isfinite(best).sum()))
+    if count <= 0:
+        return []
+    top = np.argpartition(-best, count - 1)[:count]
+    top = top[np.lexsort((np.array([matrix.keys[i] for i in top]), -best[top]))]
+    return [(matrix.keys[i], float(best[i])) for i in top]
+
+
+def embed_pending(store: VectorStore, embedder, *, progress: Progress | None = None,
+                  commit: Callable[[], None] | None = None,
+                  bulk: Callable[[], Any] | None = None, checked: bool = False) -> int:
+    """Embed every chunk without a vector for ``embedder`` in batches of :data:`BATCH`;
+    ``commit`` (if given) runs after each batch. ``checked``: the caller has just run
+    :meth:`VectorStore.prepare_model` and :meth:`VectorStore.drop_damaged` itself. When
+    more than :data:`BULK` are pending and ``bulk`` is given, the embedder ``bulk()``
+    returns (same name, same vectors: the model in this process rather than a shared
+    server) does the work. Returns the number of chunks embedded."""
+    if not checked:
+        store.prepare_model(embedder.name, embedder.dim)
+        store.drop_damaged(embedder.name, embedder.dim)
+    todo = store.pending(embedder.name)
+    if bulk is not None and len(todo) > BULK:
+        embedder = bulk()
+    for start in range(0, len(todo), BATCH):
+        batch = todo[start:start + BATCH]
+        vectors = embedder.encode([text for _, text in batch])
+        if vectors.shape != (len(batch), embedder.dim):
+            raise ValueError(f"embedder {embedder.name} returned shape {vectors.shape}, "
+                             f"expected ({len(batch)}, {embedder.dim})")
+        store.store(embedder.name, [h for h, _ in batch], vectors)
+        if commit:
+            commit()
+        if progress:
+            progress(min(start + BATCH, len(todo)), len(todo))
+    return len(todo)
