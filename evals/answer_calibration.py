@@ -49,7 +49,8 @@ def judged_score(question: str, query_vector, docs: list[tuple[str, str]], cover
     """The answer score from the top documents ``docs`` (``(title, plain body)``, rank
     order): the words' best sentence's cosine + ``score_coverage × coverage``."""
     from indexes.retrieval.passages import rank_passages
-    from wiki.answering.picker import DEFAULT, answer_sentences
+    from wiki.answering.picker import DEFAULT
+    from wiki.store.markdown_text import answer_sentences
 
     texts, positions, titles = [], [], []
     for position, (title, body) in enumerate(docs):

@@ -207,8 +207,7 @@ def legs_section(data: Path, repo: Path, questions: list[str], repeat: int,
     from evals import bench_legs, embedcache
     from indexes.documents import Document
     from indexes.sqlite.engine import Filters
-    from wiki.answering.picker import index_sentences
-    from wiki.store.derived import open_synced
+    from wiki.store.derived import index_sentences, open_synced
     from wiki.store.workspace import Wiki
 
     out = {}

@@ -35,7 +35,7 @@ def main() -> None:
     args = parser.parse_args()
     bench_environment()
     from wiki.adapters.git_source import work_tree_blobs
-    from wiki.ingest.sources import fingerprint
+    from wiki.adapters.sources import fingerprint
     from wiki.lint import run_lint
     from wiki.store.entry import Entry, Source
     from wiki.store.gitrepo import Identity

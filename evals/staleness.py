@@ -5,7 +5,7 @@ to an end commit (the wiki branch stays), run the stale/missing/renamed rules (W
 W011: a renamed page is a deleted one from the entry's point of view) and
 score their flags per entry against the truth computed from git: an entry is positive when
 its source page was deleted or its *body* text changed (frontmatter and whitespace
-ignored; computed here from the raw blobs, independently of ``wiki.ingest.sources``).
+ignored; computed here from the raw blobs, independently of ``wiki.adapters.sources``).
 
     python -m evals.staleness [--data DIR] [--out evals/results]
 

@@ -11,9 +11,9 @@ import pytest
 from tests.conftest import git, write
 from tests.loopback import Page, Site, site_fixture  # noqa: F401  (fixture)
 from wiki.adapters import ADAPTERS, Check, Recorded, SourceEnv, SourcePolicy, Sources, register
+from wiki.adapters.sources import fingerprint
 from wiki.config import IngestConfig, SourcesConfig, WikiConfig
 from wiki.errors import SourceError
-from wiki.ingest.sources import fingerprint
 from wiki.store.gitrepo import open_repository
 
 

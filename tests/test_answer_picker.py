@@ -17,7 +17,7 @@ from conftest import ALICE, BOB, entry_text
 from indexes.embedding import embedders
 from indexes.sqlite.vectors import text_hash
 from wiki.answering.ask import ask
-from wiki.answering.picker import DEFAULT, embedded, pick_answer
+from wiki.answering.picker import DEFAULT, pick_answer
 from wiki.answering.sentence_scoring import (
     PickerConfig,
     is_fragment,
@@ -27,7 +27,7 @@ from wiki.answering.sentence_scoring import (
     states_form,
 )
 from wiki.review.proposals import approve, propose
-from wiki.store.derived import open_synced
+from wiki.store.derived import embedded, open_synced
 from wiki.store.workspace import Wiki
 
 LEAVE = ("Donating annual leave",

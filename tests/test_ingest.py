@@ -254,8 +254,8 @@ def test_a_source_replaced_by_a_pipe_or_device_is_never_read(wiki: Wiki, repo: P
     import subprocess
     import sys
 
+    from wiki.adapters.sources import read_text
     from wiki.errors import SourceError
-    from wiki.ingest.sources import read_text
 
     for special in (repo, Path("/dev/zero")):  # the folder first: old code read /dev/zero forever
         with pytest.raises(SourceError, match="not a regular file"):

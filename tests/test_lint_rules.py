@@ -10,8 +10,8 @@ from pathlib import Path
 from tests.conftest import BOB, entry_text, git, ingest_and_land, write
 from tests.loopback import Page, Site, site_fixture  # noqa: F401  (fixture)
 from tests.test_lint import codes, commit, entries
+from wiki.adapters.sources import fingerprint
 from wiki.config_template import TEMPLATE
-from wiki.ingest.sources import fingerprint
 from wiki.lint import RULES, run_lint
 from wiki.review.proposals import approve
 from wiki.store.workspace import Wiki

@@ -276,7 +276,7 @@ def _approve_oldest(wiki: Wiki) -> set[str]:
     try:
         approve(wiki, proposal.name, approver=BOB)
     except StaleProposalError:
-        from wiki.review.rejection import reject
+        from wiki.review.proposals import reject
         reject(wiki, proposal.name, "stale in the test", rejecter=BOB)  # next one's turn
         return set()
     return added

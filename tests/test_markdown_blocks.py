@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import BOB, acting_as, write
 
 from wiki.ingest.merge_markers import conflict_line
-from wiki.lint.content import link_targets
+from wiki.store.markdown_blocks import links
 from wiki.store.markdown_text import (
     blocks,
     first_heading,
@@ -129,7 +129,7 @@ def test_conflict_markers_hidden_only_by_real_code() -> None:
 def test_links_inside_code_are_not_links() -> None:
     body = ("````\n```\n[in code](gone.md)\n```\n````\n\nUse ``[span](nope.md)`` here.\n\n"
             "    [indented](also-gone.md)\n\nSee [real](missing.md).\n\n[ref]: other.md\n")
-    assert link_targets(body) == ["missing.md", "other.md"]
+    assert links(body) == ["missing.md", "other.md"]
 
 
 def test_ask_quotes_the_paragraph_after_a_mixed_fence(cli, repo: Path) -> None:

@@ -11,12 +11,12 @@ import pytest
 from tests.conftest import BOB
 from tests.memory_helpers import entry, land
 from wiki.answering.search import _with_lifetimes, filters_for, search
-from wiki.config import CONFIG_PATH, parse_config
-from wiki.knowledge.lifetimes import expiry, lifetimes, parse_duration
+from wiki.config import CONFIG_PATH, parse_config, parse_duration
 from wiki.lint import run_lint
 from wiki.review.proposals import approve, propose
 from wiki.store.derived import open_synced
 from wiki.store.entry import Entry
+from wiki.store.lifetimes import expiry, lifetimes
 from wiki.store.workspace import Wiki
 
 OLD = (dt.datetime.now(dt.UTC) - dt.timedelta(days=200)).strftime("%Y-%m-%dT%H:%M:%SZ")

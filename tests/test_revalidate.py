@@ -11,8 +11,8 @@ from conftest import BOB, acting_as, git, ingest_and_land, write
 
 from wiki.adapters import ADAPTERS, Check, Recorded
 from wiki.adapters.git_source import GitSource
+from wiki.adapters.sources import fingerprint
 from wiki.answering.ask import ask
-from wiki.ingest.sources import fingerprint
 from wiki.review.proposals import approve, list_proposals, propose
 from wiki.store.entry import Entry
 from wiki.store.workspace import Wiki

@@ -11,8 +11,7 @@ from conftest import ALICE, BOB, acting_as, entry_text, git
 from wiki.errors import NotFoundError, ReviewChangedError
 from wiki.review.diff import proposal_diff
 from wiki.review.history import history, log
-from wiki.review.proposals import approve, get_proposal, list_proposals, propose
-from wiki.review.rejection import reject
+from wiki.review.proposals import approve, get_proposal, list_proposals, propose, reject
 from wiki.store.gitrepo import Identity
 from wiki.store.workspace import Wiki
 

@@ -21,8 +21,7 @@ from wiki.ingest.pipeline import ingest
 from wiki.knowledge.authoring import edit_entry, new_entry, retract_entry
 from wiki.lint import run_lint
 from wiki.review.diff import proposal_diff
-from wiki.review.proposals import approve, list_proposals
-from wiki.review.rejection import reject
+from wiki.review.proposals import approve, list_proposals, reject
 from wiki.safety.scan import redact
 from wiki.store.snapshot import write_commit
 from wiki.store.workspace import Wiki

@@ -160,7 +160,7 @@ def test_landed_and_rejected_proposals_stay_closed_across_clones(team) -> None:
     sync_remote(bobs)
     approve(bobs, landed.name, approver=BOB)
     with acting_as(BOB):
-        from wiki.review.rejection import reject
+        from wiki.review.proposals import reject
         reject(bobs, dropped.name, "not needed")
     result = sync_remote(bobs)
     assert sorted(result.closed) == sorted([f"wiki-proposals/{landed.name}",

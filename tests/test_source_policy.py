@@ -21,10 +21,10 @@ import pytest
 from conftest import ALICE, entry_text, git, ingest_and_land, write
 
 from wiki.adapters import Recorded, SourceEnv, SourcePolicy, Sources, sources_for
+from wiki.adapters.sources import fingerprint
 from wiki.config import WikiConfig
 from wiki.errors import ConfigError, SourceNotAllowedError
 from wiki.ingest.pipeline import ingest
-from wiki.ingest.sources import fingerprint
 from wiki.review.proposals import list_proposals
 from wiki.store.snapshot import write_commit
 from wiki.store.workspace import Wiki

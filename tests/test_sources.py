@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from wiki.adapters.sources import canonical_text, fingerprint, read_text, source_uri
 from wiki.errors import SourceError
-from wiki.ingest.sources import canonical_text, fingerprint, read_text, source_uri
 
 
 @pytest.mark.robustness("F5")

@@ -1,7 +1,7 @@
 """Start-time hygiene (issue 17): what a ``wiki`` process imports, never how long it takes
 (the timings are in ``make bench``, evals/bench_start.py). ``wiki --version`` loads neither
 the typer app nor git, numpy or rich's progress bars; ``wiki search`` loads only the command
-module that defines it, no model or LLM library, not sqlite-utils and, over a fresh index,
+module that defines it, no model or LLM library and, over a fresh index,
 not GitPython; the table that makes
 that possible (:data:`wiki_cli.app.COMMANDS`) matches the commands the full app registers."""
 
@@ -20,7 +20,7 @@ from wiki_cli.app import COMMANDS, MODULES, app, build, command_module
 MODEL_LIBRARIES = {"torch", "sentence_transformers", "transformers", "litellm",
                    "onnxruntime", "tokenizers", "llama_cpp"}
 NOT_FOR_VERSION = MODEL_LIBRARIES | {"typer", "click", "pydantic", "git", "numpy",
-                                     "sqlite_utils", "yaml", "rich.progress", "indexes",
+                                     "yaml", "rich.progress", "indexes",
                                      "wiki.store", "wiki.answering", "wiki.llm", "wiki.lint",
                                      "wiki_cli.common"}
 OTHER_COMMAND_MODULES = {f"wiki_cli.{m}" for m in MODULES if m != "query"}
@@ -99,7 +99,6 @@ def test_search_loads_only_its_command_module_and_no_model_library(landed: Path)
     assert "wiki_cli.query" in names and "wiki.answering.search" in names
     assert loaded(names, MODEL_LIBRARIES | OTHER_COMMAND_MODULES | {"wiki.lint"}) == []
     assert loaded(names, {"rich.progress"}) == []  # stderr is not a terminal: no bar
-    assert loaded(names, {"sqlite_utils"}) == []  # a read: SearchIndex.db is made on first use
     before = full_app(["search", "alpha"], landed)
     assert (result.stdout, result.returncode) == (before.stdout, before.returncode)
 
@@ -164,13 +163,13 @@ def test_the_command_is_found_past_the_global_options(argv: list[str],
     assert command_module(argv) == module
 
 
-def test_the_index_sets_recursive_triggers_without_sqlite_utils(tmp_path: Path) -> None:
-    """:class:`indexes.sqlite.engine.SearchIndex` makes its sqlite-utils view on first use; the
-    connection is set up as ``sqlite_utils.Database(conn)`` set it up before."""
+def test_the_index_sets_recursive_triggers(tmp_path: Path) -> None:
+    """:class:`indexes.sqlite.engine.SearchIndex` sets up its connection as it always has
+    (``recursive_triggers`` on) and writes its metadata with plain SQL."""
     from indexes.sqlite.engine import SearchIndex
 
     with SearchIndex(tmp_path / "x.sqlite") as index:
         assert index.conn.execute("PRAGMA recursive_triggers").fetchone()[0] == 1
-        assert "db" not in vars(index)
-        index.set_meta("k", "v")  # a write through sqlite-utils
-        assert index.get_meta("k") == "v" and index.db is index.db
+        index.set_meta("k", "v")
+        index.set_meta("k", "w")
+        assert index.get_meta("k") == "w"

@@ -12,14 +12,14 @@ from conftest import BOB, acting_as, git, ingest_and_land, write
 from pydantic import TypeAdapter
 
 from indexes.retrieval.legs import INDEX_LEGS, LEG_NAMES, Leg, parse_legs
-from wiki.answering.questions import answer_question
 from wiki.config import parse_config
+from wiki.entry_view import get_entry
 from wiki.errors import ConfigError, NotFoundError
+from wiki.questions import answer_question
 from wiki.review.proposals import approve, list_proposals
 from wiki.status import wiki_status
-from wiki.store.entry_view import get_entry
-from wiki.store.upkeep import init_wiki, update_index
 from wiki.store.workspace import Wiki
+from wiki.upkeep import init_wiki, update_index
 from wiki_cli.mcp_server import Legs, build_server
 
 ROOT = Path(__file__).parent.parent

@@ -10,13 +10,30 @@ readers trust (and so need an override at review) is :mod:`wiki.review.settings`
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from indexes.retrieval.legs import INDEX_LEGS, LEG_NAMES
 from wiki.errors import ConfigError
 
 CONFIG_PATH = "wiki.toml"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([dwy])\s*$")
+_DAYS = {"d": 1.0, "w": 7.0, "y": 365.0}
+
+
+def parse_duration(text: Any) -> float | None:
+    """Days in ``"90d"`` / ``"12w"`` / ``"1y"``; ``None`` for ``"never"`` (the syntax of
+    ``[lifetimes]`` and ``[memory.half_life]``). Raises ``ValueError`` naming the value
+    otherwise."""
+    if isinstance(text, str) and text.strip().lower() == "never":
+        return None
+    match = _DURATION.match(text) if isinstance(text, str) else None
+    if not match:
+        raise ValueError(f"a duration is '<n>d', '<n>w', '<n>y' or 'never', got {text!r}")
+    return float(match[1]) * _DAYS[match[2]]
 
 
 @dataclass(frozen=True)
@@ -110,7 +127,7 @@ class SearchConfig:
 class LifetimesConfig:
     """Default lifetime of an entry per ``type``: ``"<n>d"``, ``"<n>w"``, ``"<n>y"`` (365
     days) or ``"never"``. An entry expires at ``valid_until`` when it has one, else at its
-    ``updated`` (or ``created``) time plus this lifetime (:mod:`wiki.knowledge.lifetimes`)."""
+    ``updated`` (or ``created``) time plus this lifetime (:mod:`wiki.store.lifetimes`)."""
 
     fact: str = "never"
     decision: str = "never"
@@ -278,8 +295,6 @@ def _check_ranges(config: WikiConfig, path: str) -> None:
 
 
 def _memory_problems(config: WikiConfig) -> list[str]:
-    from wiki.knowledge.lifetimes import parse_duration
-
     problems = []
     durations = [(f"[lifetimes] {k}", v) for k, v in vars(config.lifetimes).items()]
     durations += [(f"[memory.half_life] {k}", v) for k, v in config.memory.half_life.items()]

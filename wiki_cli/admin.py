@@ -26,7 +26,7 @@ from wiki_cli.render import err, out, plain, print_json, table, to_jsonable
 def init() -> None:
     """Create the wiki branch (with wiki.toml and index.md) in this repository, and its
     (empty) derived index, so `wiki status` reads current from the start."""
-    from wiki.store.upkeep import init_wiki
+    from wiki.upkeep import init_wiki
 
     wiki = open_wiki()
     commit = init_wiki(wiki)
@@ -125,7 +125,7 @@ def index_command(
 ) -> None:
     """Bring the derived search index (full text and vectors) up to the wiki branch, or
     rebuild it from scratch."""
-    from wiki.store.upkeep import update_index
+    from wiki.upkeep import update_index
 
     wiki = open_wiki()
     with embedding_progress(json_output) as progress:

@@ -221,7 +221,7 @@ class WikiTools:
         does not say, 'gap' is true, 'sentences' is empty and the question is recorded as
         an evidence gap: say so instead of guessing ('note' says why when the question asks
         for a percentage or an amount of money that no cited entry states)."""
-        from wiki.answering.questions import answer_question
+        from wiki.questions import answer_question
 
         require_text(question, "question")
         answer = answer_question(
@@ -246,7 +246,7 @@ class WikiTools:
         frontmatter field and the body; plus cited files changed since it was written, the
         open proposals that touch it and the wiki 'commit' it was read at (pass it as
         `propose`'s base)."""
-        from wiki.store.entry_view import get_entry
+        from wiki.entry_view import get_entry
 
         require_text(target, "entry id or path")
         view = get_entry(self.wiki(), target)

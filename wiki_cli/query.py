@@ -133,7 +133,7 @@ def ask(
     An answer that may not answer (its score below `[search] hedge_score`) opens with a
     `closest evidence, may not answer: REASON` line (exit 0). Cited entries whose sources
     changed are answered from the current source and flagged (exit 0)."""
-    from wiki.answering.questions import answer_question
+    from wiki.questions import answer_question
     from wiki_cli.stale import citation_warnings, report_update, update_payload
 
     require_text(question, "question")
@@ -230,7 +230,7 @@ def show(
 ) -> None:
     """Print one entry or file of the wiki as stored (--json: parsed fields), and its
     relations both ways (outgoing and incoming; on stderr unless --json)."""
-    from wiki.store.entry_view import get_entry
+    from wiki.entry_view import get_entry
 
     view = get_entry(open_wiki(), target, as_stored=not json_output)
     if json_output:

@@ -163,7 +163,7 @@ def reject(
     reason: Annotated[str, typer.Option("--reason", help="Why it is rejected.")] = "",
 ) -> None:
     """Close a proposal without landing it; it is kept under <wiki>-rejected/NAME."""
-    from wiki.review.rejection import reject as run
+    from wiki.review.proposals import reject as run
 
     ref = run(open_wiki(), proposal, reason)
     report(f"rejected; kept as {ref}")

@@ -1,5 +1,5 @@
 """`wiki ask` output about revalidation: warnings on citations and the update proposal
-(:func:`wiki.answering.questions.offer_update`)."""
+(:func:`wiki.questions.offer_update`)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def update_command(paths: list[Path]) -> str:
 
 
 def update_payload(offer) -> dict[str, Any] | None:
-    """The JSON view of an :class:`wiki.answering.questions.UpdateOffer` (``uris``,
+    """The JSON view of an :class:`wiki.questions.UpdateOffer` (``uris``,
     ``command``, ``proposal``, ``created``, ``skipped``); ``None`` when nothing changed."""
     if offer is None:
         return None

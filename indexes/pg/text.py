@@ -38,8 +38,3 @@ def websearch_text(query: str) -> str:
             phrases.extend(fts_input(part) for part in word.split("/") if part)
     cleaned = [" ".join(_WORD.findall(p)) for p in phrases]
     return " or ".join(f'"{p}"' for p in dict.fromkeys(cleaned) if p)
-
-
-def lexeme_literal(lexeme: str) -> str:
-    """One lexeme as a ``tsquery`` literal (quoted, quotes and backslashes escaped)."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"

@@ -43,9 +43,3 @@ def coverage(index: IndexBackend, query: str, key: str) -> float:
     :func:`weighted_coverage`."""
     n_docs = index.count(Filters(statuses=None))
     return weighted_coverage([index.word_matches(w, key) for w in query_words(query)], n_docs)
-
-
-def word_weights(index: IndexBackend, query: str) -> dict[str, float]:
-    """``query word -> BM25 idf`` over the whole index."""
-    n_docs = index.count(Filters(statuses=None))
-    return {w: idf(index.word_matches(w)[0], n_docs) for w in query_words(query)}

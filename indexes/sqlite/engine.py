@@ -32,7 +32,6 @@ from indexes.sqlite.rows import IN_KEYS, DocRows, keys_json
 from indexes.sqlite.schema import MIGRATIONS, statements
 from indexes.sqlite.substrings import search_substrings
 from indexes.sqlite.vectors import CHUNK_WORDS, OVERLAP_WORDS, VectorStore, chunk_texts
-from indexes.sqlite.view import database
 
 __all__ = ["MIGRATIONS", "Filters", "SearchIndex"]
 
@@ -49,7 +48,6 @@ class SearchIndex:
     Use as a context manager or call :meth:`close`. Raises :class:`IndexSchemaError` when
     the file was written by a newer schema than this code knows.
     """
-    db = database  # sqlite-utils over conn, made on first use (indexes/sqlite/view.py)
 
     def __init__(self, path: Path | str, *, weights: tuple[float, ...] = DEFAULT_WEIGHTS,
                  chunk_words: int = CHUNK_WORDS, busy_timeout_ms: int = BUSY_TIMEOUT_MS):
@@ -64,7 +62,7 @@ class SearchIndex:
         self._enter_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.create_function("wiki_fts", 1, fts_text, deterministic=True)
-        conn.execute("PRAGMA recursive_triggers = on")  # as sqlite_utils.Database(conn) did
+        conn.execute("PRAGMA recursive_triggers = on")  # as every index was opened so far
         self.conn = conn
         self._migrate()
         self.vectors = VectorStore(conn, self.get_meta, self.set_meta)
@@ -153,7 +151,7 @@ class SearchIndex:
 
     def set_meta(self, key: str, value: str) -> None:
         """Store ``value`` under ``key`` (call inside :meth:`transaction` when batching)."""
-        self.db["meta"].upsert({"key": key, "value": value}, pk="key")
+        _upsert(self.conn, "meta", [{"key": key, "value": value}])
 
     # -- documents ---------------------------------------------------------------------
     def content_hashes(self) -> dict[str, str]:
@@ -171,7 +169,7 @@ class SearchIndex:
         documents = list(documents)
         rows = [_row(doc) for doc in documents]
         if rows:
-            self.db["docs"].upsert_all(rows, pk="key")
+            _upsert(self.conn, "docs", rows)
         for doc, row in zip(documents, rows, strict=True):
             self.conn.execute("DELETE FROM revalidate WHERE key = ?", (doc.key,))
             replace_names(self.conn, doc.key, row["title"], row["aliases"].splitlines())
@@ -199,9 +197,11 @@ class SearchIndex:
 
     def get(self, key: str) -> dict | None:
         """The stored row of one document as a dict (``extra`` decoded), or ``None``."""
-        record = next(self.db["docs"].rows_where("key = ?", [key]), None)
-        if record is None:
+        cursor = self.conn.execute("SELECT * FROM docs WHERE key = ?", (key,))
+        row = cursor.fetchone()
+        if row is None:
             return None
+        record = dict(zip((c[0] for c in cursor.description), row, strict=True))
         record["extra"] = json.loads(record["extra"])
         return record
 
@@ -349,6 +349,26 @@ class SearchIndex:
                 hit.legs["trigram"] = (hit.rank, hit.score)
             return trigram
         return rrf({"bm25": bm25, "trigram": trigram}, limit=limit)
+
+
+def _upsert(conn: sqlite3.Connection, table: str, rows: list[dict]) -> None:
+    """Write ``rows`` (dicts with the same keys, ``key`` the table's primary key) into
+    ``table``: a new key is inserted, a known one has its other columns set (an update,
+    so the table's update triggers run). All rows or none: inside a savepoint, which
+    commits on its own outside a transaction."""
+    columns = list(rows[0])
+    sql = (f"INSERT INTO {table} ({', '.join(columns)}) "
+           f"VALUES ({', '.join('?' * len(columns))}) ON CONFLICT(key) DO UPDATE SET "
+           + ", ".join(f"{c} = excluded.{c}" for c in columns if c != "key"))
+    conn.execute("SAVEPOINT upsert")
+    try:
+        conn.executemany(sql, [[row[c] for c in columns] for row in rows])
+    except BaseException:
+        if conn.in_transaction:  # a full disk can end the whole transaction
+            conn.execute("ROLLBACK TO SAVEPOINT upsert")
+            conn.execute("RELEASE SAVEPOINT upsert")
+        raise
+    conn.execute("RELEASE SAVEPOINT upsert")
 
 
 def _row(doc: Document) -> dict:

@@ -12,8 +12,8 @@ from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 from wiki.adapters.registry import Check, Recorded, SourceEnv, register
+from wiki.adapters.sources import read_text
 from wiki.errors import SourceError, SourceNotAllowedError
-from wiki.ingest.sources import read_text
 
 
 def file_check(env: SourceEnv, uri: str, path: Path, extra: dict[str, str] | None = None

@@ -33,8 +33,8 @@ import git
 from wiki.adapters.file_source import file_check
 from wiki.adapters.policy import git_path_refusal
 from wiki.adapters.registry import Check, Recorded, SourceEnv, register
+from wiki.adapters.sources import decode_text, read_text, too_large
 from wiki.errors import ConfigError, SourceError, SourceNotAllowedError
-from wiki.ingest.sources import decode_text, read_text, too_large
 from wiki.store.indextree import is_text_name
 
 _SKIPPED_MODES = ("160000",)  # submodules are not files

@@ -23,8 +23,8 @@ import threading
 
 from wiki.adapters.policy import SourcePolicy
 from wiki.adapters.registry import Check, Recorded, SourceEnv, register
+from wiki.adapters.sources import decode_text, too_large
 from wiki.errors import SourceError, SourceNotAllowedError
-from wiki.ingest.sources import decode_text, too_large
 
 USER_AGENT = "wiki-lint (source check)"
 MAX_REDIRECTS = 10

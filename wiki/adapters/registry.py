@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from wiki.adapters.policy import SourcePolicy, refused_text
+from wiki.adapters.sources import fingerprint as text_fingerprint
 from wiki.config import WikiConfig
 from wiki.errors import SourceError, SourceNotAllowedError
-from wiki.ingest.sources import fingerprint as text_fingerprint
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 VALIDATORS = ("blob", "etag", "last_modified")

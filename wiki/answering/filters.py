@@ -19,7 +19,7 @@ from dataclasses import replace
 from indexes.backend import IndexBackend
 from indexes.retrieval.filters import Filters
 from wiki.errors import UsageError, quoted
-from wiki.knowledge.lifetimes import iso
+from wiki.store.lifetimes import iso
 
 SHOWN = 12
 """At most this many existing values are listed in the message (then ``...``)."""
@@ -30,7 +30,7 @@ def filters_for(*, include_superseded: bool = False, category: str | None = None
                 include_expired: bool = False) -> Filters:
     """Search filters: active entries only unless ``include_superseded`` (then
     superseded ones too; retracted and draft entries are never answers); only ``scope``
-    when given; expired entries (:mod:`wiki.knowledge.lifetimes`) left out unless
+    when given; expired entries (:mod:`wiki.store.lifetimes`) left out unless
     ``include_expired`` (validity is checked now, or at ``--as-of``)."""
     statuses = ("active", "superseded") if include_superseded else ("active",)
     return Filters(statuses=statuses, category=category or None, tags=tuple(tags),

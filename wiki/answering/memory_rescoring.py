@@ -16,8 +16,7 @@ from indexes.backend import IndexBackend
 from indexes.documents import Hit
 from indexes.retrieval.filters import Filters
 from indexes.retrieval.rescore import RescoreWeights, Signals, rescore
-from wiki.config import MemoryConfig
-from wiki.knowledge.lifetimes import parse_duration
+from wiki.config import MemoryConfig, parse_duration
 
 NEVER_FOLLOWED = ("conflicts_with",)
 

@@ -1,6 +1,6 @@
 """The extractive answer: the sentence that answers first, then its support, each cited.
 
-The candidates are the :func:`answer_sentences` of the top entries
+The candidates are the :func:`wiki.store.markdown_text.answer_sentences` of the top entries
 (their current source text for a stale one). Each is scored by
 :func:`wiki.answering.sentence_scoring.score_sentences`: its words (BM25), its meaning (the cosine
 of its vector, embedded at index time and handed over by the search, to the question's)
@@ -35,7 +35,8 @@ from wiki.answering.sentence_scoring import (
     question_form,
     score_sentences,
 )
-from wiki.store.markdown_text import sentences, word_count
+from wiki.store.derived import embedded
+from wiki.store.markdown_text import answer_sentences
 
 DEFAULT = PickerConfig()
 """The product's picker (chosen on the staff tune half; docs/decisions.md)."""
@@ -77,30 +78,6 @@ class Picked:
     hedge: str | None = None
     """Why the sentences are the closest evidence rather than a sure answer (the answer
     score is below ``hedge_score``), one line for people; ``None`` when sure or a gap."""
-
-
-def embedded(title: str, sentence: str) -> str:
-    """The text embedded for a sentence of an entry titled ``title``: the title gives the
-    sentence its subject ("Term renewals are not automatic." of which term?). Measured
-    on the tune half: AUROC answerable vs unanswerable of the best sentence's cosine 0.873
-    with the title, 0.827 without (docs/decisions.md)."""
-    return f"{title}: {sentence}"
-
-
-MIN_ANSWER_WORDS = 4
-"""A sentence of fewer words is never quoted as an answer."""
-
-
-def answer_sentences(markdown: str) -> list[str]:
-    """The sentences an answer may quote: those of
-    :func:`wiki.store.markdown_text.sentences` (the one sentence splitter) with at least
-    :data:`MIN_ANSWER_WORDS` words."""
-    return [s for s in sentences(markdown) if word_count(s) >= MIN_ANSWER_WORDS]
-
-
-def index_sentences(title: str, body: str) -> tuple[str, ...]:
-    """What the index embeds for an entry (:attr:`indexes.documents.Document.sentences`)."""
-    return tuple(embedded(title, s) for s in answer_sentences(body))
 
 
 def pick_answer(question: str, entries: list, stored: dict, query_vector,

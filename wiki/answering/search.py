@@ -26,7 +26,6 @@ from wiki.answering.leg_check import require_llm, require_vector
 from wiki.answering.routing import apply as apply_route
 from wiki.answering.routing import boost, decide, tie_break
 from wiki.config import LLMConfig, MemoryConfig, SearchConfig
-from wiki.knowledge.lifetimes import iso, lifetimes
 from wiki.store.derived import (
     CONSISTENT_TRIES,
     SyncReport,
@@ -37,6 +36,7 @@ from wiki.store.derived import (
     still_at,
     sync,
 )
+from wiki.store.lifetimes import iso, lifetimes
 from wiki.store.storage import storage_cause
 from wiki.store.workspace import Wiki
 
@@ -91,7 +91,7 @@ class SearchSettings:
     """The indexed wiki.toml's settings one search uses, read once per search
     (:func:`wiki.store.derived.indexed_config`): ``search`` (``[search]``), ``memory``
     (``[memory]``), ``llm`` (``[llm]``) and ``lifetimes`` (``(type, days)`` pairs,
-    :func:`wiki.knowledge.lifetimes.lifetimes`)."""
+    :func:`wiki.store.lifetimes.lifetimes`)."""
 
     search: SearchConfig
     memory: MemoryConfig

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from wiki.adapters.git_source import work_tree_blobs
 from wiki.adapters.policy import remember_roots
+from wiki.adapters.sources import fingerprint, read_text, source_uri
 from wiki.config import IngestConfig, WikiConfig
 from wiki.errors import EntryError, SecretError, SourceError
 from wiki.ingest.compiled import COMPILED_FIELD, HAND_EDITED, Guard, hand_edited, stamped
@@ -30,7 +31,6 @@ from wiki.ingest.merge_markers import conflict_line
 from wiki.ingest.renames import carry_renames, git_file_exists
 from wiki.ingest.report import Distiller, IngestReport, Progress, Skipped, SourceText
 from wiki.ingest.sections import compile_sections
-from wiki.ingest.sources import fingerprint, read_text, source_uri
 from wiki.review.proposals import CONFLICT_TRAILER, get_proposal, list_proposals, propose
 from wiki.safety.scan import screen
 from wiki.store import markdown_text as md

@@ -35,9 +35,9 @@ import git
 from wiki.adapters import sources_for
 from wiki.adapters.file_source import FileSource
 from wiki.adapters.git_source import GitSource
+from wiki.adapters.sources import fingerprint, read_text, source_uri
 from wiki.config import WikiConfig
 from wiki.errors import SourceError, WikiError
-from wiki.ingest.sources import fingerprint, read_text, source_uri
 from wiki.store.entry import Entry
 
 

@@ -1,2 +1,2 @@
-"""Knowledge kept in entries: facts, relations, lifetimes, outcome feedback, hand authoring,
+"""Knowledge kept in entries: facts, relations, outcome feedback, hand authoring,
 distillation and the placement of distilled drafts."""

@@ -4,17 +4,12 @@ W008 expired, W009 broken-supersession, W012 orphan, W016 relation-cycle."""
 from __future__ import annotations
 
 import datetime as dt
-import posixpath
-import re
-from urllib.parse import unquote
 
 from indexes.retrieval.names import fold_name
 from wiki.knowledge.relations import ACYCLIC, cycles
-from wiki.lint.model import ERROR, WARNING, Finding, LintContext, as_ids, rule
-from wiki.store.entry import Entry
+from wiki.lint.model import ERROR, WARNING, Finding, LintContext, rule
+from wiki.store.entry import Entry, as_ids, named_ids, resolve_link
 from wiki.store.markdown_blocks import links
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def _value(value) -> str:
@@ -55,43 +50,13 @@ def near_duplicate(ctx: LintContext):
                           f"{', '.join(others)}", entry.id)
 
 
-def link_targets(body: str) -> list[str]:
-    """Inline and reference-style link targets of a markdown ``body``, as the CommonMark
-    parser finds them (nothing inside code spans or code blocks; targets percent-encoded,
-    which :func:`resolve_link` decodes)."""
-    return links(body)
-
-
-def resolve_link(entry_path: str, target: str) -> str | None:
-    """The branch path a relative ``.md`` link points to (``""`` when it leaves the
-    branch), or ``None`` when the link is not a relative markdown link."""
-    if _SCHEME.match(target) or target.startswith(("#", "/", "//")):
-        return None
-    target = unquote(target.split("#", 1)[0].split("?", 1)[0])
-    if not target.endswith(".md"):
-        return None
-    joined = posixpath.normpath(posixpath.join(posixpath.dirname(entry_path), target))
-    return "" if joined.startswith("../") or joined == ".." else joined
-
-
-def named_ids(entry: Entry) -> list[tuple[str, str]]:
-    """``(field, id)`` for every entry id that ``entry`` names in ``relations``,
-    ``supersedes`` and ``superseded_by`` (field: ``relations.depends_on``, ``supersedes``)."""
-    named: list[tuple[str, str]] = []
-    for kind, ids in sorted((entry.meta.get("relations") or {}).items()):
-        named += [(f"relations.{kind}", i) for i in as_ids(ids)]
-    for key in ("supersedes", "superseded_by"):
-        named += [(key, i) for i in as_ids(entry.meta.get(key))]
-    return named
-
-
 @rule("W006", "broken-link", ERROR)
 def broken_link(ctx: LintContext):
     """A relative ``.md`` link to no file on the branch, or a relation / supersession
     naming an id no entry has."""
     files = ctx.snapshot.files
     for entry in ctx.entries:
-        for target in dict.fromkeys(link_targets(entry.body)):
+        for target in dict.fromkeys(links(entry.body)):
             resolved = resolve_link(entry.path, target)
             if resolved is not None and resolved not in files:
                 why = "leaves the wiki" if resolved == "" else "no such file on the branch"
@@ -106,8 +71,8 @@ def broken_link(ctx: LintContext):
 def expired(ctx: LintContext):
     """An active entry past its expiry: ``valid_until`` (a date lasts to its end, UTC), or
     without one its ``updated``/``created`` time plus its type's ``[lifetimes]`` entry in
-    wiki.toml (:mod:`wiki.knowledge.lifetimes`). Expired entries are left out of default answers."""
-    from wiki.knowledge.lifetimes import expiry, lifetimes
+    wiki.toml (:mod:`wiki.store.lifetimes`). Expired entries are left out of default answers."""
+    from wiki.store.lifetimes import expiry, lifetimes
 
     now = ctx.cache.setdefault("now", dt.datetime.now(dt.UTC))
     days = lifetimes(ctx.config)
@@ -150,7 +115,7 @@ def orphan(ctx: LintContext):
     for entry in ctx.entries:
         if entry.status == "retracted":
             continue
-        targets = {id_of.get(resolve_link(entry.path, t) or "") for t in link_targets(entry.body)}
+        targets = {id_of.get(resolve_link(entry.path, t) or "") for t in links(entry.body)}
         targets |= {target_id for _, target_id in named_ids(entry)}
         reached |= targets - {entry.id, None}
     for entry in unsourced:

@@ -114,14 +114,3 @@ def rule(code: str, name: str, severity: str) -> Callable[[Check], Check]:
         RULES[code] = Rule(code, name, severity, check)
         return check
     return register
-
-
-def as_ids(value: Any) -> list[str]:
-    """A frontmatter value that names entry ids (string, list, or nothing) as a list."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    return [str(value)]

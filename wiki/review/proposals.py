@@ -6,6 +6,7 @@ creates a merge commit on the wiki branch (parents: the wiki head, the proposal 
 ``Proposed-by:``, ``Approved-by:`` and ``Wiki-Proposal:`` trailers and moves the branch by
 compare-and-swap. If the wiki moved since the base, the proposal still lands when no path
 it touches was also changed on the wiki; otherwise it is refused as stale and kept.
+Rejecting one moves it to ``refs/heads/<wiki>-rejected/<name>`` (:func:`reject`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 from wiki.errors import (
     BranchCheckedOutError,
+    ConfigError,
     NotFoundError,
     ProposalClosedError,
     RefMovedError,
@@ -39,7 +41,6 @@ from wiki.review.names import command_line, unreadable
 from wiki.review.tree import check_ids, check_landing, merged_tree
 from wiki.safety.scan import Flag, screen, screen_changes
 from wiki.store import indextree
-from wiki.store.branch import TreeFile
 from wiki.store.derived import refresh
 from wiki.store.gitrepo import Identity, authored_at, current_committer, current_identity
 from wiki.store.locking import write_lock
@@ -99,13 +100,6 @@ class Landing:
     approver: Identity
     landed: bool = True
     approvals: int = 1
-
-
-def changed_paths(before: Mapping[str, TreeFile], after: Mapping[str, TreeFile]) -> set[str]:
-    """Paths whose content or mode differs between two trees (generated index.md files
-    excluded)."""
-    paths = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-    return {p for p in paths if p.rpartition("/")[2] != indextree.INDEX_NAME}
 
 
 def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, base: str | None,
@@ -398,3 +392,37 @@ def _record_approval(wiki: Wiki, proposal: Proposal, approver: Identity, reviewe
 def rejected_prefix(wiki: Wiki) -> str:
     """Where rejected proposals are kept: ``refs/heads/<wiki>-rejected/``."""
     return f"refs/heads/{wiki.branch}-rejected/"
+
+
+def reject(wiki: Wiki, name: str, reason: str, rejecter: Identity | None = None) -> str:
+    """Close proposal ``name`` without landing it. Nothing is deleted: a commit recording
+    who rejected it and why is added on top, and the branch moves to
+    ``refs/heads/<wiki>-rejected/<name>`` in one ref transaction under the write lock, as
+    approve lands (so a concurrent approve and reject cannot both win: before, the
+    rejected ref was made and the proposal deleted in two steps, and a landing between
+    them left the proposal landed and rejected). Returns that ref. Raises
+    ``NotFoundError``, ``ConfigError`` for an empty reason, ``SecretError`` for a secret
+    in it and ``ProposalClosedError`` when the proposal moved or closed meanwhile."""
+    if not reason.strip():
+        raise ConfigError("a rejection needs a reason (--reason TEXT)")
+    reason, _ = screen(reason, "the rejection reason")
+    proposal = get_proposal(wiki, name)
+    where = wiki.checked_out_in(proposal.ref)
+    if where is not None:
+        raise BranchCheckedOutError(f"proposal {proposal.name} is checked out in {where}; "
+                                    "switch that worktree away before rejecting it")
+    rejecter = rejecter or current_identity(wiki.repo)
+    tree = wiki.repo.commit(proposal.tip).tree.hexsha
+    message = (f"Reject proposal {escaped(proposal.name)}: {escaped(proposal.subject)}\n\n"
+               f"{reason.strip()}\n\nRejected-by: {rejecter}\n"
+               f"{PROPOSAL_TRAILER}: {escaped(proposal.name)}\n")
+    commit = wiki.store.commit(tree, [proposal.tip], message, author=rejecter)
+    target = rejected_prefix(wiki) + proposal.name
+    try:
+        with write_lock(wiki.state_dir):
+            wiki.store.update_refs([(target, commit, None), (proposal.ref, None, proposal.tip)],
+                                   f"wiki reject {proposal.name}")
+    except RefMovedError:
+        raise ProposalClosedError(f"proposal {proposal.name} was landed, rejected or changed "
+                                  "by someone else meanwhile; nothing was written") from None
+    return target

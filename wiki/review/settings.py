@@ -75,13 +75,6 @@ NEUTRAL: dict[str, str] = {
 """Settings that rank, budget or age what is already read: setting name -> what for."""
 
 
-def setting_names() -> list[str]:
-    """Every setting of :class:`WikiConfig` as ``section.key``, in declaration order."""
-    config = WikiConfig()
-    return [f"{section.name}.{key.name}" for section in fields(config)
-            for key in fields(getattr(config, section.name))]
-
-
 def is_trust_setting(name: str) -> bool:
     """Whether setting ``name`` (``section.key``, or ``section.key.sub`` inside a table)
     changes what readers trust; unclassified settings do (fail closed)."""

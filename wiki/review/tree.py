@@ -24,7 +24,8 @@ from wiki.review.check import (
 )
 from wiki.store import indextree
 from wiki.store.branch import TreeFile
-from wiki.store.entry import Entry
+from wiki.store.entry import Entry, named_ids, resolve_link
+from wiki.store.markdown_blocks import links
 from wiki.store.workspace import Wiki
 
 _RETRACTION_BREAKS = ("relations.depends_on", "supersedes")
@@ -76,7 +77,6 @@ def dependency_flags(wiki: Wiki, tip: str, before: dict[str, TreeItem],
     """Entries this proposal deletes or retracts that a live entry of the tip still names
     (by id in ``relations``/``supersedes``, or, for a deleted file, by a relative markdown
     link in its body)."""
-    from wiki.lint.content import link_targets, named_ids, resolve_link
     from wiki.store.snapshot import Snapshot
 
     def entry(item: TreeItem | None, path: str) -> Entry | None:
@@ -113,7 +113,7 @@ def dependency_flags(wiki: Wiki, tip: str, before: dict[str, TreeItem],
     for other in entries:
         if other.status == "retracted" or other.id in gone:
             continue
-        for target in dict.fromkeys(link_targets(other.body) if deleted else ()):
+        for target in dict.fromkeys(links(other.body) if deleted else ()):
             if resolve_link(other.path, target) in deleted:
                 flags.append(ReviewFlag(
                     "R005", "breaks-dependency", resolve_link(other.path, target), 0, 0,

@@ -26,7 +26,6 @@ from indexes.sqlite.engine import SearchIndex
 from indexes.sqlite.faults import DatabaseError
 from wiki.config import CONFIG_PATH, WikiConfig, parse_config
 from wiki.errors import EntryError, NotFoundError, WikiError
-from wiki.knowledge.lifetimes import as_time, dated, iso
 from wiki.store.derived_db import (
     OK,
     TEMPORARY,
@@ -37,6 +36,8 @@ from wiki.store.derived_db import (
 )
 from wiki.store.gitrepo import committed_at
 from wiki.store.index_url import index_exists, index_space, index_url
+from wiki.store.lifetimes import as_time, dated, iso
+from wiki.store.markdown_text import answer_sentences, plain_text
 from wiki.store.storage import is_damaged, notify, storage_error
 from wiki.store.workspace import Wiki
 
@@ -62,9 +63,6 @@ class SyncReport:
 
 def to_document(entry: Entry, blob_sha: str) -> Document:
     """The searchable form of an entry (frontmatter fields in their own columns)."""
-    from wiki.answering.picker import index_sentences  # a sync's, not every read's
-    from wiki.store.markdown_text import plain_text
-
     return Document(
         key=entry.path, doc_id=entry.id, title=entry.title, summary=entry.summary,
         body=plain_text(entry.body), aliases=tuple(entry.aliases), tags=tuple(entry.tags),
@@ -73,6 +71,20 @@ def to_document(entry: Entry, blob_sha: str) -> Document:
         valid_until=iso(as_time(entry.meta.get("valid_until"), end_of_day=True)),
         dated=iso(dated(entry)), sentences=index_sentences(entry.title, entry.body),
     )
+
+
+def embedded(title: str, sentence: str) -> str:
+    """The text embedded for a sentence of an entry titled ``title``: the title gives the
+    sentence its subject ("Term renewals are not automatic." of which term?). Measured
+    on the tune half: AUROC answerable vs unanswerable of the best sentence's cosine 0.873
+    with the title, 0.827 without (docs/decisions.md)."""
+    return f"{title}: {sentence}"
+
+
+def index_sentences(title: str, body: str) -> tuple[str, ...]:
+    """What the index embeds for an entry (:attr:`indexes.documents.Document.sentences`):
+    its :func:`~wiki.store.markdown_text.answer_sentences`, each as :func:`embedded`."""
+    return tuple(embedded(title, s) for s in answer_sentences(body))
 
 
 def _extra(entry: Entry) -> dict:

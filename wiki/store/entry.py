@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import posixpath
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from wiki.errors import EntryError
 from wiki.store.frontmatter import Frontmatter, normalize_newlines, parse, render
@@ -26,6 +28,7 @@ FIELD_ORDER = (
 )
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$")
 SCOPE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 @dataclass(frozen=True)
@@ -303,3 +306,37 @@ def new_id(seed: str, taken: set[str]) -> str:
 def now_iso() -> str:
     """The current UTC time, second precision, as ``YYYY-MM-DDTHH:MM:SSZ``."""
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def as_ids(value: Any) -> list[str]:
+    """A frontmatter value that names entry ids (string, list, or nothing) as a list."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def resolve_link(entry_path: str, target: str) -> str | None:
+    """The branch path a relative ``.md`` link points to (``""`` when it leaves the
+    branch), or ``None`` when the link is not a relative markdown link."""
+    if _SCHEME.match(target) or target.startswith(("#", "/", "//")):
+        return None
+    target = unquote(target.split("#", 1)[0].split("?", 1)[0])
+    if not target.endswith(".md"):
+        return None
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(entry_path), target))
+    return "" if joined.startswith("../") or joined == ".." else joined
+
+
+def named_ids(entry: Entry) -> list[tuple[str, str]]:
+    """``(field, id)`` for every entry id that ``entry`` names in ``relations``,
+    ``supersedes`` and ``superseded_by`` (field: ``relations.depends_on``, ``supersedes``)."""
+    named: list[tuple[str, str]] = []
+    for kind, ids in sorted((entry.meta.get("relations") or {}).items()):
+        named += [(f"relations.{kind}", i) for i in as_ids(ids)]
+    for key in ("supersedes", "superseded_by"):
+        named += [(key, i) for i in as_ids(entry.meta.get(key))]
+    return named

@@ -221,6 +221,17 @@ def word_count(text: str) -> int:
     return len(_WORD.findall(text))
 
 
+MIN_ANSWER_WORDS = 4
+"""A sentence of fewer words is never quoted as an answer."""
+
+
+def answer_sentences(markdown: str) -> list[str]:
+    """The sentences an answer may quote (and the index embeds, one vector each): those
+    of :func:`sentences` (the one sentence splitter) with at least
+    :data:`MIN_ANSWER_WORDS` words."""
+    return [s for s in sentences(markdown) if word_count(s) >= MIN_ANSWER_WORDS]
+
+
 @dataclass(frozen=True)
 class Section:
     """A part of a document: ``heading`` (``""`` for the text before the first heading),

@@ -11,28 +11,12 @@ drop out of search and ask unless ``--include-expired`` (a filter inside every l
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import TYPE_CHECKING, Any
 
-from wiki.config import LifetimesConfig, WikiConfig
+from wiki.config import LifetimesConfig, WikiConfig, parse_duration
 
 if TYPE_CHECKING:
     from wiki.store.entry import Entry
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([dwy])\s*$")
-_DAYS = {"d": 1.0, "w": 7.0, "y": 365.0}
-
-
-def parse_duration(text: Any) -> float | None:
-    """Days in ``"90d"`` / ``"12w"`` / ``"1y"``; ``None`` for ``"never"``. Raises
-    ``ValueError`` naming the value otherwise."""
-    if isinstance(text, str) and text.strip().lower() == "never":
-        return None
-    match = _DURATION.match(text) if isinstance(text, str) else None
-    if not match:
-        raise ValueError(f"a duration is '<n>d', '<n>w', '<n>y' or 'never', got {text!r}")
-    return float(match[1]) * _DAYS[match[2]]
-
 
 def lifetimes(config: WikiConfig | LifetimesConfig) -> dict[str, float]:
     """``type -> lifetime in days`` for the types that expire."""
@@ -110,8 +94,3 @@ def expiry(entry: Entry, days: dict[str, float]) -> tuple[dt.datetime | None, st
     return (later(start, lifetime),
             f"{entry.type} lifetime {lifetime:g} days from {iso(start)}")
 
-
-def is_expired(entry: Entry, days: dict[str, float], now: dt.datetime | None = None) -> bool:
-    """Whether ``entry`` has expired at ``now`` (default: the current time)."""
-    when, _ = expiry(entry, days)
-    return when is not None and when <= (now or dt.datetime.now(dt.UTC))
