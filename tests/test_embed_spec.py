@@ -170,7 +170,7 @@ def test_new_server_code_in_the_same_place_gets_its_own_socket(tmp_path) -> None
 
     before = path()
     assert path() == before  # stable while nothing changes
-    server = tmp_path / "indexes" / "embed_server.py"
+    server = tmp_path / "indexes" / "embedding" / "embed_server.py"
     server.write_text(server.read_text() + "\n# a new release\n")
     assert path() != before
 
