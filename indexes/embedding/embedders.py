@@ -20,13 +20,19 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from indexes.embedding.embed_spec import DEFAULT_MODEL, DISABLED, RUNTIMES, EmbedderSpec
+from indexes.embedding.embed_spec import (
+    DEFAULT_MODEL,
+    DISABLED,
+    PACKAGED_MODEL,
+    RUNTIMES,
+    EmbedderSpec,
+)
 from indexes.errors import IndexesError
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DEFAULT_MODEL", "DISABLED", "RUNTIMES", "EmbedderSpec"]  # re-exported
+__all__ = ["DEFAULT_MODEL", "DISABLED", "PACKAGED_MODEL", "RUNTIMES", "EmbedderSpec"]  # re-exported
 DEFAULT_DIM = 384
 """Vector width of :data:`DEFAULT_MODEL` (on either runtime)."""
 PREPARING = "preparing the embedding model, once, about 10 s"
@@ -270,3 +276,24 @@ def _probe_default(spec: EmbedderSpec | None = None) -> str | None:
 load_default.probe = _probe_default  # type: ignore[attr-defined]
 load_default.takes_spec = True  # type: ignore[attr-defined]
 register(DEFAULT_MODEL, load_default)
+
+
+def load_packaged(spec: EmbedderSpec | None = None) -> Embedder:
+    """all-MiniLM-L6-v2 with int8 weights from the registry packages
+    (:mod:`indexes.embedding.packaged_model`; ONNX Runtime whatever ``spec.runtime`` says:
+    it has no PyTorch copy). Raises :class:`EmbedderUnavailableError` when its packages are
+    missing or altered."""
+    from indexes.embedding import packaged_model
+
+    return packaged_model.load()
+
+
+def _probe_packaged(spec: EmbedderSpec | None = None) -> str | None:
+    from indexes.embedding import packaged_model
+
+    return packaged_model.problem()
+
+
+load_packaged.probe = _probe_packaged  # type: ignore[attr-defined]
+load_packaged.takes_spec = True  # type: ignore[attr-defined]
+register(PACKAGED_MODEL, load_packaged)

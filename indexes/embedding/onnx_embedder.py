@@ -64,15 +64,17 @@ class OnnxEmbedder:
     rows, equal to :class:`indexes.embedding.embedders.SentenceTransformerEmbedder`'s within
     :data:`TOLERANCE`. Thread-safe (ONNX Runtime sessions are).
 
-    Raises :class:`EmbedderUnavailableError` if onnxruntime or tokenizers is missing or
-    ``path`` is not a loadable model.
+    ``tokenizer``: the ``tokenizer.json`` to use (default: the one shipped with the
+    weights). Raises :class:`EmbedderUnavailableError` if onnxruntime or tokenizers is
+    missing or ``path`` is not a loadable model.
     """
 
     name = DEFAULT_MODEL
     dim = 384
     batch_size = 32
 
-    def __init__(self, path: Path, threads: int | None = None) -> None:
+    def __init__(self, path: Path, threads: int | None = None, *,
+                 tokenizer: Path | None = None) -> None:
         try:
             import onnxruntime
             from tokenizers import Tokenizer
@@ -90,7 +92,7 @@ class OnnxEmbedder:
                 str(path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbedderUnavailableError(f"{path}: not a loadable ONNX model: {exc}") from None
-        self.tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+        self.tokenizer = Tokenizer.from_file(str(tokenizer or model_dir() / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
 

@@ -2,8 +2,10 @@
 
 The one place that reads them (per-user settings come from the environment, docs/cli.md):
 
-* ``WIKI_EMBED_MODEL``: the embedding model, default ``all-MiniLM-L6-v2``; ``none`` or
-  ``off`` turns the vector leg off;
+* ``WIKI_EMBED_MODEL``: the embedding model, default ``all-MiniLM-L6-v2`` (its int8
+  copy, ``all-MiniLM-L6-v2-int8``, where the float weights are not installed:
+  :func:`indexes.embedding.embed_spec.installed_default`); ``none`` or ``off`` turns the
+  vector leg off;
 * ``WIKI_EMBED_RUNTIME``: ``auto`` (default) / ``onnx`` / ``torch``, for the default model;
 * ``WIKI_EMBED_SERVER``: ``auto`` (default: this install's warm server) / ``off``
   (the model loads in each process).
@@ -27,11 +29,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 
 from indexes.embedding.embed_spec import (
-    DEFAULT_MODEL,
     DISABLED,
     RUNTIMES,
     SERVER_MODES,
     EmbedderSpec,
+    installed_default,
 )
 from wiki.errors import ConfigError
 
@@ -50,7 +52,7 @@ def resolve_spec(environ: Mapping[str, str] | None = None, *,
     lower-cased; they are not checked here, so a spec always resolves (``wiki doctor``
     reports a bad one as a check); a search checks it with :func:`validate`."""
     environ = os.environ if environ is None else environ
-    model = environ.get("WIKI_EMBED_MODEL", DEFAULT_MODEL).strip()
+    model = environ.get("WIKI_EMBED_MODEL", installed_default()).strip()
     return EmbedderSpec(model=None if model.lower() in DISABLED else model,
                         runtime=_setting(environ, "WIKI_EMBED_RUNTIME", "auto"),
                         server=_setting(environ, "WIKI_EMBED_SERVER", "auto"),
