@@ -8,7 +8,7 @@ import pytest
 from conftest import ALICE, BOB, write
 
 from wiki.answering.search import filters_for, search
-from wiki.errors import ConfigError, EntryError, NotFoundError
+from wiki.errors import ConfigError, EntryError, NotFoundError, UsageError
 from wiki.knowledge import authoring
 from wiki.review.proposals import approve
 from wiki.store.workspace import Wiki
@@ -70,7 +70,7 @@ def test_edit_keeps_the_id_and_refuses_an_id_change(wiki: Wiki) -> None:
 
 def test_retract_needs_a_reason_and_hides_the_entry(wiki: Wiki) -> None:
     _land(wiki, authoring.new_entry(wiki, PER_DIEM_59, category="travel", author=ALICE))
-    with pytest.raises(ConfigError, match="reason"):
+    with pytest.raises(UsageError, match="reason"):
         authoring.retract_entry(wiki, "travel/per-diem-rate.md", " ")
     _land(wiki, authoring.retract_entry(wiki, "travel/per-diem-rate", "wrong", author=ALICE))
     assert search(wiki, "per diem rate").hits == []

@@ -185,7 +185,7 @@ def test_mcp_tools_in_process(small_wiki: Wiki, repo: Path) -> None:
             await server.call_tool("propose", {"kind": "approve", "target": "x"})
         retract = await server.call_tool("propose", {"kind": "retract",
                                                      "target": "docs/tock.md"})
-        assert retract.is_error and "needs reason" in retract.content[0].text
+        assert retract.is_error and "needs a reason" in retract.content[0].text
         listed = await server.list_tools()
         return sorted(t.name for t in listed)
 

@@ -37,35 +37,30 @@ def propose(
     json_output: JsonOption = False,
 ) -> None:
     """Propose a change to the wiki; someone else lands it with `wiki approve`."""
-    from wiki.knowledge import authoring
+    from wiki.knowledge.authoring import ProposeRequest, file_limit, propose_change
 
     wiki = open_wiki()
     chosen = [o for o in (edit, retract, supersede) if o]
     if len(chosen) > 1:
         raise UsageError("use one of --edit, --retract, --supersede")
-    if retract:
-        result = authoring.retract_entry(wiki, retract, reason, redact=redact, base=base)
-    elif edit and file is None:
-        from wiki.store.lookup import find_entry
-        read = authoring.read_base(wiki, base)  # the editor edits what was read here
-        edited = _edit_in_editor(find_entry(wiki, edit, read), authoring.file_limit(wiki))
-        result = authoring.edit_entry(wiki, edit, edited,
-                                      redact=redact, base=read.commit)
+    kind = "edit" if edit else "retract" if retract else "supersede" if supersede else "new"
+    target = edit or retract or supersede
+    name = None
+    if kind == "edit" and file is None:
+        text, base = _edited(wiki, edit, base)
+    elif kind == "retract":
+        text = None
     elif file is None:
         raise UsageError("give a FILE (or --edit ID to use $EDITOR, or --retract ID)")
     else:
-        text = _read(file, authoring.file_limit(wiki))
+        text = _read(file, file_limit(wiki))
         name = Path(file).name if file != "-" else "-"
-        if edit:
-            base = base or _inferred(wiki, edit, text)
-            result = authoring.edit_entry(wiki, edit, text, redact=redact, base=base,
-                                          source_name=name)
-        elif supersede:
-            result = authoring.supersede_entry(wiki, supersede, text, redact=redact, base=base,
-                                               source_name=name)
-        else:
-            result = authoring.new_entry(wiki, text, category=category, redact=redact,
-                                         source_name=name, base=base)
+    changed = propose_change(wiki, ProposeRequest(
+        kind, content=text, target=target, reason=reason, category=category, redact=redact,
+        base=base, source_name=name))
+    if changed.inferred is not None and not changed.inferred.current:
+        _say_behind(target, changed.inferred.commit)
+    result = changed.authored
     if result.titled_from is not None:
         report(f"note: {file} has no frontmatter: titled {quoted(result.titled_from, 80)} "
                "from its first '#' heading")
@@ -91,16 +86,21 @@ def _say_folder(category: str) -> None:
         report(f"note: --category {quoted(category)} is {where}")
 
 
-def _inferred(wiki, target: str, text: bytes) -> str:
-    """The base of an edited export (wiki.review.basis), said on stderr when it is not the head."""
-    from wiki.review.basis import infer_base
+def _edited(wiki, target: str, base: str | None) -> tuple[bytes, str]:
+    """``(text, base)``: the entry ``target`` as read at ``base`` (default: the head),
+    edited in $VISUAL/$EDITOR; the base is the commit it was read at."""
+    from wiki.knowledge.authoring import file_limit, read_base
+    from wiki.store.lookup import find_entry
 
-    found = infer_base(wiki, target, text)
-    if not found.current:
-        report(f"note: the file matches {target} as of {found.commit[:12]}, not as it is "
-               "now; the proposal is behind and lands only where nobody else changed the "
-               "entry (pass --base COMMIT to say which version you edited)")
-    return found.commit
+    read = read_base(wiki, base)  # the editor edits what was read here
+    return _edit_in_editor(find_entry(wiki, target, read), file_limit(wiki)), read.commit
+
+
+def _say_behind(target: str, commit: str) -> None:
+    """On stderr: the edited file is of an older revision than the head's."""
+    report(f"note: the file matches {target} as of {commit[:12]}, not as it is "
+           "now; the proposal is behind and lands only where nobody else changed the "
+           "entry (pass --base COMMIT to say which version you edited)")
 
 
 def _read(file: str, limit: int) -> bytes:

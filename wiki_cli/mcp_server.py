@@ -32,7 +32,6 @@ from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotatio
 from pydantic import Field
 
 from indexes.retrieval.legs import INDEX_LEGS
-from wiki.errors import ConfigError
 from wiki_cli import __version__
 from wiki_cli.errors import INTERNAL, REFUSED, exit_code_for
 from wiki_cli.inert import mask_secrets
@@ -281,32 +280,14 @@ class WikiTools:
         (a branch) that a person other than its author reviews and approves with
         `wiki approve`. Returns the proposal name, or the existing proposal or entry that
         already says the same, and near-duplicate entries the reviewer should compare."""
-        from wiki.knowledge import authoring
+        from wiki.knowledge.authoring import ProposeRequest, propose_change
         from wiki.store.gitrepo import current_identity
 
         wiki, author = self.wiki(), self.author
-        needs = {"new": ("content",), "edit": ("target", "content"),
-                 "retract": ("target", "reason"), "supersede": ("target", "content")}[kind]
-        given = {"content": content, "target": target, "reason": reason}
-        missing = [name for name in needs if not (given[name] or "").strip()]
-        if missing:
-            raise ConfigError(f"propose kind={kind!r} needs {' and '.join(missing)}")
-        text = (content or "").encode("utf-8")
-        if kind == "new":
-            result = authoring.new_entry(wiki, text, category=category, source_name="content",
-                                         author=author, redact=redact, base=base)
-        elif kind == "edit":
-            from wiki.review.basis import infer_base
-
-            base = base or infer_base(wiki, target, text).commit
-            result = authoring.edit_entry(wiki, target, text, author=author, redact=redact,
-                                          base=base)
-        elif kind == "retract":
-            result = authoring.retract_entry(wiki, target, reason, author=author,
-                                             redact=redact, base=base)
-        else:
-            result = authoring.supersede_entry(wiki, target, text, author=author,
-                                               redact=redact, base=base)
+        result = propose_change(wiki, ProposeRequest(
+            kind, content=None if content is None else content.encode("utf-8"),
+            target=target, reason=reason, category=category, redact=redact, base=base,
+            source_name="content", author=author)).authored
         data = authored_payload(result)
         data["author"] = str(author or current_identity(wiki.repo))
         if result.proposal is not None:

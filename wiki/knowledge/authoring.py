@@ -15,9 +15,10 @@ from __future__ import annotations
 import difflib
 import uuid
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 from indexes.retrieval.names import fold_name
-from wiki.errors import ConfigError, DuplicateIdError, EntryError
+from wiki.errors import ConfigError, DuplicateIdError, EntryError, UsageError
 from wiki.knowledge.naming import new_entry_path
 from wiki.review.proposals import Proposal, propose
 from wiki.safety.scan import screen_bytes
@@ -29,7 +30,20 @@ from wiki.store.slug import slugify, unique_path
 from wiki.store.snapshot import Snapshot
 from wiki.store.workspace import Wiki
 
+if TYPE_CHECKING:
+    from wiki.review.basis import Inferred
+
 SIMILAR_TEXT = 0.9
+KINDS = ("new", "edit", "retract", "supersede")
+"""The changes :func:`propose_change` proposes."""
+NEEDS = {"new": ("content",), "edit": ("target", "content"),
+         "retract": ("target", "reason"), "supersede": ("target", "content")}
+"""What each kind of change needs besides its kind (a non-blank value)."""
+_NOUNS = {"new": "a new entry", "edit": "an edit", "retract": "a retraction",
+          "supersede": "a supersession"}
+_NEEDED = {"content": "the entry's text (a FILE, or content)",
+           "target": "the entry it changes (an id or path)",
+           "reason": "a reason (--reason TEXT)"}
 
 
 @dataclass
@@ -44,6 +58,85 @@ class Authored:
     near_duplicates: list[str] = field(default_factory=list)
     titled_from: str | None = None
     """A new entry proposed from plain markdown: the title taken from its first heading."""
+
+
+@dataclass(frozen=True)
+class ProposeRequest:
+    """One change as asked (``wiki propose``, MCP/REST ``propose``), a value.
+
+    ``kind``: one of :data:`KINDS`; ``content``: the entry as markdown bytes (new, edit,
+    supersede); ``target``: the entry id or path changed (edit, retract, supersede);
+    ``reason``: why (retract); ``category``: the folder of a new entry; ``redact``:
+    secrets replaced by ``[REDACTED:<kind>]`` instead of refused; ``base``: the wiki commit
+    the content was written against (``None``: the head, or for an edit the commit
+    :func:`wiki.review.basis.infer_base` finds); ``source_name``: what errors about
+    ``content`` call it (a file name, ``-`` for stdin, ``content`` for a tool call);
+    ``author``: who proposes (``None``: whoever git says is acting)."""
+
+    kind: Literal["new", "edit", "retract", "supersede"]
+    content: bytes | None = None
+    target: str | None = None
+    reason: str = ""
+    category: str = ""
+    redact: bool = False
+    base: str | None = None
+    source_name: str | None = None
+    author: Identity | None = None
+
+
+@dataclass(frozen=True)
+class ProposedChange:
+    """What :func:`propose_change` did: ``authored`` (the proposal, or the entry that
+    already says it) and, for an edit whose base was inferred, ``inferred``
+    (:class:`wiki.review.basis.Inferred`: ``current`` false when the text matches an
+    older revision, so the proposal is behind); ``None`` otherwise."""
+
+    authored: Authored
+    inferred: Inferred | None = None
+
+
+def check_request(request: ProposeRequest) -> None:
+    """Raise :class:`UsageError` when ``request`` is not a change: an unknown kind, or a
+    field its kind needs (:data:`NEEDS`) missing or blank."""
+    if request.kind not in NEEDS:
+        raise UsageError(f"propose takes a kind of {', '.join(KINDS)}; got {request.kind!r}")
+    given = {"content": (request.content or b"").decode("utf-8", "replace"),
+             "target": request.target or "", "reason": request.reason}
+    missing = [_NEEDED[name] for name in NEEDS[request.kind] if not given[name].strip()]
+    if missing:
+        raise UsageError(f"{_NOUNS[request.kind]} needs {' and '.join(missing)}")
+
+
+def propose_change(wiki: Wiki, request: ProposeRequest) -> ProposedChange:
+    """The ``propose`` use case: check ``request`` (:func:`check_request`, a
+    :class:`UsageError`), then propose it as a new entry (:func:`new_entry`), an edit
+    (:func:`edit_entry`, its base inferred from the entry's history when not given), a
+    retraction (:func:`retract_entry`) or a supersession (:func:`supersede_entry`).
+    Raises what those raise (``EntryError``, ``NotFoundError``, ``SecretError``,
+    ``DuplicateIdError``, ``ConfigError``). The CLI, MCP and the REST route call this and
+    only this."""
+    check_request(request)
+    text = request.content or b""
+    common = {"author": request.author, "redact": request.redact}
+    named = {} if request.source_name is None else {"source_name": request.source_name}
+    if request.kind == "new":
+        return ProposedChange(new_entry(wiki, text, category=request.category,
+                                        base=request.base, **named, **common))
+    if request.kind == "retract":
+        return ProposedChange(retract_entry(wiki, request.target, request.reason,
+                                            base=request.base, **common))
+    if request.kind == "supersede":
+        return ProposedChange(supersede_entry(wiki, request.target, text, base=request.base,
+                                              **named, **common))
+    inferred = None
+    base = request.base
+    if base is None:
+        from wiki.review.basis import infer_base
+
+        inferred = infer_base(wiki, request.target, text)
+        base = inferred.commit
+    return ProposedChange(edit_entry(wiki, request.target, text, base=base, **named,
+                                     **common), inferred)
 
 
 def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str = "entry.md",
@@ -146,8 +239,7 @@ def retract_entry(wiki: Wiki, target: str, reason: str, *,
                   base: str | None = None) -> Authored:
     """Propose marking entry ``target`` retracted (kept in history, hidden from answers).
     A secret in ``reason`` raises ``SecretError`` unless ``redact``."""
-    if not reason.strip():
-        raise ConfigError("a retraction needs a reason (--reason TEXT)")
+    check_request(ProposeRequest("retract", target=target, reason=reason))
     snapshot = read_base(wiki, base)
     current = find_entry(wiki, target, snapshot)
     if current.status == "retracted":
