@@ -81,15 +81,15 @@ def product_variant() -> str:
 def run_variant(wiki, variant: Variant, answerable: list[dict],
                 unanswerable: list[dict]) -> dict:
     """One variant's rows and totals (see the module docstring)."""
-    from wiki.answering.ask import ask
+    from wiki.answering.ask import ask_for
     from wiki.answering.search import is_gap
 
     rows, seconds = [], []
-    ask(wiki, answerable[0]["question"], synthesize=variant.synthesize,
+    ask_for(wiki, answerable[0]["question"], synthesize=variant.synthesize,
         revalidate=False, picker=variant.config)  # warm-up
     for question in [*answerable, *unanswerable]:
         started = time.perf_counter()
-        answer = ask(wiki, question["question"], synthesize=variant.synthesize,
+        answer = ask_for(wiki, question["question"], synthesize=variant.synthesize,
                      revalidate=False, picker=variant.config)
         seconds.append(time.perf_counter() - started)
         text = " ".join(t for t, _ in answer.sentences)

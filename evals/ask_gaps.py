@@ -43,7 +43,7 @@ REJECTED_TYPES = {
 def handbook(data: Path, questions: str = "dev", split: str = "tune") -> dict:
     """Ask every dev question (``questions="staff"``: the staff questions' ``split``
     half, :mod:`evals.staff_questions`) through :func:`wiki.answering.ask.ask`; gaps by rule."""
-    from wiki.answering.ask import ask
+    from wiki.answering.ask import ask_for
     from wiki.store.workspace import Wiki
 
     path, _ = cached_handbook(data)
@@ -57,7 +57,7 @@ def handbook(data: Path, questions: str = "dev", split: str = "tune") -> dict:
     rows = []
     for question, gold in [*((q, True) for q in answerable),
                            *((q, False) for q in unanswerable)]:
-        answer = ask(wiki, question.question, synthesize=False, revalidate=False)
+        answer = ask_for(wiki, question.question, synthesize=False, revalidate=False)
         rule = (answer.gap_reason.code if answer.gap_reason else "retrieval") \
             if answer.gap else ""
         rows.append({"id": question.id, "answerable": gold, "gap": answer.gap, "rule": rule,

@@ -66,14 +66,14 @@ def questions(split: str, data: Path) -> tuple[list[dict], list[dict]]:
 
 def answers(wiki, answerable: list[dict], unanswerable: list[dict]) -> list[dict]:
     """Each question asked once with the product picker, its gaps off."""
-    from wiki.answering.ask import ask
+    from wiki.answering.ask import ask_for
     from wiki.answering.picker import DEFAULT
 
     config = replace(DEFAULT, retrieval_gap=False, gap_score=None, form_gap=False)
     rows = []
     for question in [*answerable, *unanswerable]:
         started = time.perf_counter()
-        answer = ask(wiki, question["question"], synthesize=False, revalidate=False,
+        answer = ask_for(wiki, question["question"], synthesize=False, revalidate=False,
                      picker=config)
         titles = {c.number: c.title for c in answer.citations}
         text = " ".join(t for t, _ in answer.sentences)

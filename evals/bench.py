@@ -60,7 +60,7 @@ def stats_ms(samples: list[float]) -> dict:
 def search_latency(repo: Path, questions: list[str], repeat: int) -> dict:
     """Per-query latency of ``wiki.answering.search.search`` with an open index, and of
     ``SearchIndex.search_bm25`` alone (limit 10 both)."""
-    from wiki.answering.search import search
+    from wiki.answering.search import search_for
     from wiki.store.derived import open_synced
     from wiki.store.workspace import Wiki
 
@@ -70,11 +70,11 @@ def search_latency(repo: Path, questions: list[str], repeat: int) -> dict:
     bare: list[float] = []
     try:
         for q in questions:  # warm-up: page cache, sqlite statement cache
-            search(wiki, q, index=index)
+            search_for(wiki, q, index=index)
         for _ in range(repeat):
             for q in questions:
                 start = time.perf_counter()
-                search(wiki, q, limit=10, index=index)
+                search_for(wiki, q, limit=10, index=index)
                 full.append((time.perf_counter() - start) * 1000)
                 start = time.perf_counter()
                 index.search_bm25(q, limit=10)

@@ -42,10 +42,10 @@ def _private_copy(folder: Path) -> Path:
 
 def run(data: Path, budget: int, repo: Path | None, out: Path) -> str:
     from indexes.retrieval.tokens import counter
-    from wiki.answering.ask import ask
+    from wiki.answering.ask import ask_for
     from wiki.answering.budget import MAX_ENTRIES, citation_line
     from wiki.answering.embedding import model_name
-    from wiki.answering.search import search
+    from wiki.answering.search import search_for
     from wiki.store.derived import open_synced
     from wiki.store.markdown_text import plain_text
     from wiki.store.workspace import Wiki
@@ -60,11 +60,11 @@ def run(data: Path, budget: int, repo: Path | None, out: Path) -> str:
         rows = []
         for q in answerable:
             gold = set(q.gold)
-            hits = search(wiki, q.question, limit=10, index=index).hits[:MAX_ENTRIES]
+            hits = search_for(wiki, q.question, limit=10, index=index).hits[:MAX_ENTRIES]
             whole = sum(count.count(f"{e.title}\n{plain_text(e.body)}") + 1
                         + count.count(citation_line(n, e)) + 1
                         for n, e in enumerate((snapshot.entry(h.key) for h in hits), 1))
-            answer = ask(wiki, q.question, budget=budget)
+            answer = ask_for(wiki, q.question, budget=budget)
             cited = [c.path for c in answer.citations]
             rows.append({"id": q.id, "full": recall_at(dedupe_units(
                 [h.key for h in hits], units), gold, 5),

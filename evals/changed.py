@@ -87,12 +87,12 @@ def score(question: dict, answer, repo: Path, head: str, ids: dict[str, set[str]
 
 
 def _ask_all(wiki, questions, **kwargs) -> tuple[list, float]:
-    from wiki.answering.ask import ask
+    from wiki.answering.ask import ask_for
 
     answers, started = [], time.perf_counter()
     for question in questions:
         text = question["question"] if isinstance(question, dict) else question.question
-        answers.append(ask(wiki, text, **kwargs))
+        answers.append(ask_for(wiki, text, **kwargs))
     return answers, time.perf_counter() - started
 
 

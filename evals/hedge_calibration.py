@@ -57,11 +57,11 @@ never to gaps)."""
 def ask_all(wiki, split: str) -> list[dict]:
     """One row per question of ``split``: id, style, answerable, the product's gap (and
     rule) and ``confidence``, and the answer's signals."""
-    from wiki.answering.ask import ask
+    from wiki.answering.ask import ask_for
 
     rows = []
     for record in records(split):
-        answer = ask(wiki, record["question"], synthesize=False, revalidate=False)
+        answer = ask_for(wiki, record["question"], synthesize=False, revalidate=False)
         rows.append({
             "id": record["id"], "style": record["style"], "answerable": bool(record["gold"]),
             "gap": answer.gap,

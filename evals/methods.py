@@ -72,10 +72,10 @@ def bm25(target: Target) -> Retriever:
     path: active entries, trigram fallback, confidence and evidence gap). On a bare index:
     ``SearchIndex.search_bm25`` over all documents."""
     if target.wiki is not None:
-        from wiki.answering.search import search
+        from wiki.answering.search import search_for
 
         def retrieve_wiki(query: str, limit: int, filters: Filters | None = None) -> Retrieved:
-            result = search(target.wiki, query, limit=limit, index=target.index,
+            result = search_for(target.wiki, query, limit=limit, index=target.index,
                             legs=("bm25",), filters=filters)
             return Retrieved([h.key for h in result.hits], result.confidence, result.gap)
 

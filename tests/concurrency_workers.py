@@ -4,7 +4,7 @@ the wiki's modules, not pytest, hypothesis, typer and the test's conftest."""
 
 from __future__ import annotations
 
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.errors import RefMovedError
 from wiki.review.proposals import approve
 from wiki.store.derived import rebuild
@@ -17,7 +17,7 @@ def search_rounds(path: str, rounds: int, queue) -> None:
     try:
         wiki = Wiki(path)
         for _ in range(rounds):
-            search(wiki, "alpha beta")
+            search_for(wiki, "alpha beta")
         queue.put("ok")
     except Exception as exc:  # reported to the parent, which fails the test
         queue.put(f"{type(exc).__name__}: {exc}")
@@ -38,7 +38,7 @@ def play_role(role: str, path: str, names: list[str], approver: Identity, queue)
     """One of the processes of W4: the approver lands proposals, the hook marks a commit,
     ``ask`` answers and a cron lint runs, all on the same repository at once."""
     try:
-        from wiki.answering.ask import ask
+        from wiki.answering.ask import ask_for
         from wiki.lint import hook, run_lint
         wiki = Wiki(path)
         for round_ in range(max(len(names), 4)):
@@ -47,7 +47,7 @@ def play_role(role: str, path: str, names: list[str], approver: Identity, queue)
             elif role == "hook":
                 hook.mark_commit(wiki)
             elif role == "ask":
-                ask(wiki, "where is annual leave requested?")
+                ask_for(wiki, "where is annual leave requested?")
             elif role == "lint":
                 run_lint(wiki)
         queue.put((role, "ok"))
@@ -69,7 +69,7 @@ def approve_all(path: str, names: list[str], approver: Identity, queue) -> None:
                     break
                 except RefMovedError:
                     continue
-            search(wiki, "stress")  # readers and index syncs interleave with the writes
+            search_for(wiki, "stress")  # readers and index syncs interleave with the writes
         queue.put(("ok", landed))
     except Exception as exc:  # reported to the parent
         queue.put(("error", f"{type(exc).__name__}: {exc}"))

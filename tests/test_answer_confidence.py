@@ -17,7 +17,7 @@ import pytest
 from conftest import ALICE, BOB, ingest_and_land, write
 from serve_helpers import READ_TOKEN, running, write_config
 
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.answering.sentence_scoring import PickerConfig
 from wiki.config import SearchConfig, parse_config
 from wiki.config_template import TEMPLATE as CONFIG_TEMPLATE
@@ -63,7 +63,7 @@ def leave_wiki(from_template, vectors_on) -> Wiki:
 
 
 def test_three_outcomes_in_the_library(leave_wiki: Wiki) -> None:
-    answered, hedged, gap = (ask(leave_wiki, q, revalidate=False)
+    answered, hedged, gap = (ask_for(leave_wiki, q, revalidate=False)
                              for q in (ANSWERED, HEDGED, GAP))
     assert (answered.confidence, answered.hedge) == ("answered", None)
     assert answered.sentences[0][0].startswith("Annual leave is requested in HR Links")
@@ -77,10 +77,10 @@ def test_three_outcomes_in_the_library(leave_wiki: Wiki) -> None:
 def test_the_thresholds_come_from_wiki_toml(leave_wiki: Wiki) -> None:
     """The same question is a gap under the shipped gap_score (0.52) and a hedge under this
     wiki's 0.45; with hedge_score at the gap_score nothing is hedged."""
-    assert ask(leave_wiki, HEDGED, revalidate=False,
+    assert ask_for(leave_wiki, HEDGED, revalidate=False,
                picker=PickerConfig()).confidence == "gap"
     _thresholds(leave_wiki, 0.45, 0.45)
-    assert ask(leave_wiki, HEDGED, revalidate=False).confidence == "answered"
+    assert ask_for(leave_wiki, HEDGED, revalidate=False).confidence == "answered"
 
 
 def test_the_terminal_opens_a_hedged_answer_with_its_reason(leave_wiki: Wiki, cli) -> None:
@@ -145,7 +145,7 @@ def test_without_vectors_nothing_is_hedged(wiki: Wiki, repo: Path) -> None:
           "Annual leave is requested in HR Links at least two weeks ahead.\n")
     ingest_and_land(wiki, repo / "docs")
     _thresholds(wiki, 0.45, 1.5)
-    answer = ask(wiki, ANSWERED, revalidate=False)
+    answer = ask_for(wiki, ANSWERED, revalidate=False)
     assert answer.confidence == "answered" and answer.hedge is None
 
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import ALICE, BOB, entry_text
 
 from indexes.embedding import embedders
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.answering.sentence_scoring import (
     PickerConfig,
     asks_about_failure,
@@ -162,7 +162,7 @@ def docs_wiki(from_template, monkeypatch) -> Wiki:
 
 @pytest.mark.slow
 def test_the_demo_questions_open_with_a_sentence_that_answers(docs_wiki: Wiki, cli) -> None:
-    approved = ask(docs_wiki, "how does a proposal get approved?", revalidate=False)
+    approved = ask_for(docs_wiki, "how does a proposal get approved?", revalidate=False)
     assert not approved.gap
     assert not approved.sentences[0][0].startswith("Its ")
     code = cli("ask", "what exit code does an evidence gap return?")
@@ -265,8 +265,8 @@ def test_a_how_to_question_opens_with_the_steps_not_the_troubleshooting(
     the failure still opens with the troubleshooting sentence."""
     for question in ("how do I send a test page?", "how to send a test page",
                      "how can I send a test page?"):
-        answer = ask(runbook_wiki, question, revalidate=False)
+        answer = ask_for(runbook_wiki, question, revalidate=False)
         assert not answer.gap
         assert [text for text, _ in answer.sentences[:3]] == STEPS, (question, answer.sentences)
-    fix = ask(runbook_wiki, "how do I fix a test page that does not arrive?", revalidate=False)
+    fix = ask_for(runbook_wiki, "how do I fix a test page that does not arrive?", revalidate=False)
     assert fix.sentences[0][0].startswith("If a test page fails to arrive")

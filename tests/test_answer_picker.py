@@ -16,7 +16,7 @@ from conftest import ALICE, BOB, entry_text
 
 from indexes.embedding import embedders
 from indexes.sqlite.vectors import text_hash
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.answering.picker import DEFAULT, pick_answer
 from wiki.answering.sentence_scoring import (
     PickerConfig,
@@ -80,7 +80,7 @@ def _seed_pages(wiki: Wiki, repo) -> None:
 ])
 def test_the_answer_opens_with_the_sentence_that_answers(handbook: Wiki, question: str,
                                                          first: str) -> None:
-    answer = ask(handbook, question, revalidate=False)
+    answer = ask_for(handbook, question, revalidate=False)
     assert not answer.gap
     assert answer.sentences[0] == (first, 1)
     assert answer.gap_reason is None
@@ -88,7 +88,7 @@ def test_the_answer_opens_with_the_sentence_that_answers(handbook: Wiki, questio
 
 
 def test_a_how_to_answer_gives_the_steps_in_order(handbook: Wiki) -> None:
-    answer = ask(handbook, "how do I donate some of my annual leave to a coworker?",
+    answer = ask_for(handbook, "how do I donate some of my annual leave to a coworker?",
                  revalidate=False)
     steps = ["Go to the VLTP site and log in with your PIV card.",
              "Choose the coworker who receives the hours.",
@@ -101,7 +101,7 @@ def test_a_how_to_answer_gives_the_steps_in_order(handbook: Wiki) -> None:
 def test_sentence_vectors_are_stored_at_index_time(handbook: Wiki) -> None:
     """Every answer sentence of every entry has a vector in the index, keyed by the
     hash of the text embedded (title + sentence), so ask embeds none of them."""
-    ask(handbook, "who do I report harassment to?", revalidate=False)  # embeds pending
+    ask_for(handbook, "who do I report harassment to?", revalidate=False)  # embeds pending
     index, _ = open_synced(handbook)
     try:
         stored = index.vectors.sentence_vectors(list(PAGES), embedders.DEFAULT_MODEL)
@@ -116,7 +116,7 @@ def test_sentence_vectors_are_stored_at_index_time(handbook: Wiki) -> None:
 
 def test_an_unanswerable_question_is_a_gap_with_a_reason(handbook: Wiki) -> None:
     """Close to the handbook's words (annual leave) but nothing answers it."""
-    answer = ask(handbook, "does the agency offer paid sabbaticals after five years?",
+    answer = ask_for(handbook, "does the agency offer paid sabbaticals after five years?",
                  revalidate=False)
     assert answer.gap
     assert answer.gap_reason is not None
@@ -127,7 +127,7 @@ def test_an_unanswerable_question_is_a_gap_with_a_reason(handbook: Wiki) -> None
 def test_a_money_question_keeps_missing_type_and_gets_its_reason(handbook: Wiki) -> None:
     """The answer-type gap (``missing_type``, ``note``) is unchanged and now also has a
     ``gap_reason`` with the same sentence."""
-    answer = ask(handbook, "how much money do I get for donating annual leave?",
+    answer = ask_for(handbook, "how much money do I get for donating annual leave?",
                  revalidate=False,
                  picker=PickerConfig(gap_score=None, retrieval_gap=False))
     assert answer.gap
@@ -151,7 +151,7 @@ def test_the_picker_runs_without_vectors(wiki: Wiki) -> None:
     files = {"time/credit-hours.md": entry_text("credit", *CREDIT).encode()}
     proposal, _ = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE)
     approve(wiki, proposal.name, approver=BOB)
-    answer = ask(wiki, "how many credit hours can I have accrued at any given time?",
+    answer = ask_for(wiki, "how many credit hours can I have accrued at any given time?",
                  revalidate=False)
     assert answer.sentences[0] == ("You can have up to 24 credit hours accrued at any "
                                    "given time.", 1)

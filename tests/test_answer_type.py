@@ -10,7 +10,7 @@ from conftest import entry_text
 
 from tests.memory_helpers import land
 from wiki.answering.answer_type import expected_type, missing_type, states_type
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.store.workspace import Wiki
 
 
@@ -89,7 +89,7 @@ QUESTION = "what percentage does GSA match on TSP contributions?"
 
 def test_ask_is_a_gap_when_no_cited_entry_states_the_type(wiki: Wiki) -> None:
     land(wiki, {"benefits/tsp.md": TSP})
-    answer = ask(wiki, QUESTION, synthesize=False, revalidate=False)
+    answer = ask_for(wiki, QUESTION, synthesize=False, revalidate=False)
     assert answer.coverage >= 0.4  # the words match: the retrieval rule alone answers
     assert answer.gap and answer.missing_type == "percent"
     assert answer.sentences == [] and answer.citations == []
@@ -100,7 +100,7 @@ def test_ask_is_a_gap_when_no_cited_entry_states_the_type(wiki: Wiki) -> None:
     assert recorded[-1]["missing_type"] == "percent"
 
     land(wiki, {"benefits/tsp-match.md": MATCH}, subject="the match")
-    answer = ask(wiki, QUESTION, synthesize=False, revalidate=False)
+    answer = ask_for(wiki, QUESTION, synthesize=False, revalidate=False)
     assert not answer.gap and answer.missing_type is None
     assert any("5%" in text for text, _ in answer.sentences)
 

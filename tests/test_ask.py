@@ -8,7 +8,7 @@ from __future__ import annotations
 from conftest import ALICE, BOB, entry_text
 
 from indexes.retrieval.passages import rank_passages
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.answering.sentence_scoring import PickerConfig
 from wiki.review.proposals import approve, propose
 from wiki.store.workspace import Wiki
@@ -47,7 +47,7 @@ def test_two_entries_answer_a_two_part_question(wiki: Wiki) -> None:
                      "fd", "First travel day",
                      "The first travel day pays 75 percent of the daily rate.")})
     question = "is lodging booked in Concur and are receipts kept?"
-    answer = ask(wiki, question, revalidate=False)
+    answer = ask_for(wiki, question, revalidate=False)
     assert answer.sentences == [("Lodging is booked in Concur by the traveler.", 1),
                                 ("Receipts are kept for three years.", 2)]
     assert [c.path for c in answer.citations] == ["travel/lodging.md", "travel/receipts.md"]
@@ -65,7 +65,7 @@ def test_lower_entries_do_not_crowd_out_the_top_entrys_answer(wiki: Wiki) -> Non
                      "idp", "IDP required for paid training", f"{TOP} {ANSWER} {FILLER[0]}"),
                  "training/conferences.md": entry_text(
                      "conf", "Conference registration", " ".join([*OTHER, FILLER[1]]))})
-    answer = ask(wiki, QUESTION, revalidate=False, picker=WORDS_ONLY)
+    answer = ask_for(wiki, QUESTION, revalidate=False, picker=WORDS_ONLY)
     assert answer.sentences == [(TOP, 1), (ANSWER, 1), (OTHER[0], 2), (OTHER[1], 2)]
     assert [c.path for c in answer.citations] == ["training/idp.md",
                                                   "training/conferences.md"]
@@ -87,7 +87,7 @@ def test_a_top_entry_leaves_the_last_place_to_the_next_entry(wiki: Wiki) -> None
                                             " ".join(top)),
                  "cli/codes.md": entry_text("codes", "Command line",
                                             f"{code} Run commands from the repository.")})
-    answer = ask(wiki, "which exit code does an evidence gap return?", revalidate=False)
+    answer = ask_for(wiki, "which exit code does an evidence gap return?", revalidate=False)
     assert [c.path for c in answer.citations][:1] == ["mcp/tools.md"]
     assert len(answer.sentences) == 4
     assert answer.sentences[-1] == (code, 2)

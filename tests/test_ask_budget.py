@@ -8,7 +8,7 @@ import json
 
 from indexes.retrieval.tokens import Estimate
 from tests.memory_helpers import entry, land
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.answering.budget import fit
 from wiki.store.entry import Entry
 from wiki.store.workspace import Wiki
@@ -51,8 +51,8 @@ def test_a_budget_below_the_best_evidence_is_an_over_budget_gap(cli, wiki: Wiki)
 
 def test_the_budgeted_answer_opens_as_the_unbudgeted_one(wiki: Wiki) -> None:
     land(wiki, ENTRIES)
-    plain = ask(wiki, QUESTION)
-    budgeted = ask(wiki, QUESTION, budget=200)
+    plain = ask_for(wiki, QUESTION)
+    budgeted = ask_for(wiki, QUESTION, budget=200)
     assert budgeted.sentences[0] == plain.sentences[0] == (LONG, 1)
     assert budgeted.tokens["used"] <= 200 and not budgeted.gap
 

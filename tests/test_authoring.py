@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 from conftest import ALICE, BOB, write
 
-from wiki.answering.search import filters_for, search
+from wiki.answering.search import filters_for, search_for
 from wiki.errors import ConfigError, EntryError, NotFoundError, UsageError
 from wiki.knowledge import authoring
 from wiki.review.proposals import approve
@@ -73,7 +73,7 @@ def test_retract_needs_a_reason_and_hides_the_entry(wiki: Wiki) -> None:
     with pytest.raises(UsageError, match="reason"):
         authoring.retract_entry(wiki, "travel/per-diem-rate.md", " ")
     _land(wiki, authoring.retract_entry(wiki, "travel/per-diem-rate", "wrong", author=ALICE))
-    assert search(wiki, "per diem rate").hits == []
+    assert search_for(wiki, "per diem rate").hits == []
 
 
 @pytest.mark.robustness("W5")
@@ -91,15 +91,15 @@ def test_superseded_fact_is_hidden_but_kept_and_found_as_of_then(wiki: Wiki,
     new = snapshot.entry("travel/per-diem-rate-2026.md")
     assert old.status == "superseded" and old.meta["superseded_by"] == [new.id]
     assert new.meta["supersedes"] == [old.id]
-    now = [h.key for h in search(wiki, "per diem rate").hits]
+    now = [h.key for h in search_for(wiki, "per diem rate").hits]
     assert now == ["travel/per-diem-rate-2026.md"]
-    both = [h.key for h in search(wiki, "per diem rate",
+    both = [h.key for h in search_for(wiki, "per diem rate",
                                   filters=filters_for(include_superseded=True)).hits]
     assert set(both) == {"travel/per-diem-rate.md", "travel/per-diem-rate-2026.md"}
-    then = search(wiki, "per diem rate", as_of=dt.datetime(2026, 2, 1, tzinfo=dt.UTC))
+    then = search_for(wiki, "per diem rate", as_of=dt.datetime(2026, 2, 1, tzinfo=dt.UTC))
     assert [h.key for h in then.hits] == ["travel/per-diem-rate.md"]
     with pytest.raises(NotFoundError, match="did not exist yet"):
-        search(wiki, "per diem", as_of=dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
+        search_for(wiki, "per diem", as_of=dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
 
 
 @pytest.mark.robustness("W5")

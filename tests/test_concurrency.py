@@ -9,7 +9,7 @@ import pytest
 from concurrency_workers import play_role, rebuild_rounds, search_rounds
 from conftest import ALICE, BOB, entry_text
 
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.review.proposals import approve, propose
 from wiki.store.workspace import Wiki
 
@@ -33,7 +33,7 @@ def test_parallel_syncs_searches_and_rebuilds_never_fail(wiki: Wiki, repo: Path)
         for worker in workers:
             worker.join(timeout=60)
         assert results == ["ok"] * len(workers), results
-    assert len(search(wiki, "alpha", limit=100).hits) == 60
+    assert len(search_for(wiki, "alpha", limit=100).hits) == 60
 
 
 @pytest.mark.slow
@@ -62,7 +62,7 @@ def test_robustness_w4_hook_ask_lint_and_approvals_at_once_lose_nothing(wiki: Wi
     for worker in workers:
         worker.join(timeout=60)
     assert results == dict.fromkeys(("approve", "hook", "ask", "lint"), "ok"), results
-    assert sorted(h.key for h in search(wiki, "walrus", limit=100).hits) == \
+    assert sorted(h.key for h in search_for(wiki, "walrus", limit=100).hits) == \
         [f"w/e{i}.md" for i in range(6)]  # every landed write is on the branch and indexed
     assert [(f.code, f.path) for f in run_lint(wiki, select={"W010"}).findings] == \
         [("W010", "docs/leave.md")]  # and the hook's mark was not lost either

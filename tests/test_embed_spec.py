@@ -21,7 +21,7 @@ from indexes.embedding import embed_server, embed_service, embedders
 from indexes.embedding.embed_socket import default_socket_path, install_key
 from indexes.embedding.embed_spec import EmbedderSpec
 from wiki.answering.embed_settings import current_spec, resolve_spec, using
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.review.proposals import approve, propose
 from wiki.store.workspace import Wiki
 from wiki_cli.mcp_server import build_server
@@ -130,7 +130,7 @@ def test_mcp_tools_use_the_spec_they_were_built_with(wiki, repo, monkeypatch) ->
     _, tools = build_server(repo, spec=spec)
     assert tools.spec is spec
     with using(tools.spec):
-        result = search(tools.wiki(), "annual leave")
+        result = search_for(tools.wiki(), "annual leave")
     assert "vector" not in result.skipped and model.specs[-1] is spec
 
 

@@ -131,10 +131,10 @@ def test_search_with_the_llm_leg_falls_back_to_the_other_legs(populated, silent,
 def test_each_ask_of_a_long_lived_wiki_has_its_own_deadline(populated, silent) -> None:
     """Library use (evals ask many questions of one ``Wiki``): the deadline is one
     question's, not the object's lifetime."""
-    from wiki.answering.ask import ask
+    from wiki.answering.ask import ask_for
 
     for _ in range(2):
-        answer, seconds = timed(ask, populated, QUESTION)
+        answer, seconds = timed(ask_for, populated, QUESTION)
         assert answer.mode == "extractive" and "did not answer" in answer.note
         assert seconds < BOUND, seconds
     assert len(silent.accepted) == 2

@@ -18,7 +18,7 @@ from indexes.retrieval.passages import rank_passages
 from indexes.retrieval.query import MAX_WORDS, match_expression, truncation
 from indexes.retrieval.text import code_tokens
 from indexes.sqlite.engine import MIGRATIONS, SearchIndex
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.review.proposals import approve, propose
 from wiki.store.workspace import Wiki
 
@@ -51,7 +51,7 @@ def populated(from_template) -> Wiki:
 
 
 def _keys(wiki: Wiki, query: str, **kwargs) -> list[str]:
-    return [h.key for h in search(wiki, query, **kwargs).hits]
+    return [h.key for h in search_for(wiki, query, **kwargs).hits]
 
 
 # -- code-like names ------------------------------------------------------------------------
@@ -137,7 +137,7 @@ def test_a_word_typed_in_another_normal_form_is_found_inside_unspaced_text(
 
 
 def test_normalised_cjk_words_count_for_confidence(populated: Wiki) -> None:
-    result = search(populated, unicodedata.normalize("NFD", "한국어"))
+    result = search_for(populated, unicodedata.normalize("NFD", "한국어"))
     assert result.hits and not result.gap
 
 

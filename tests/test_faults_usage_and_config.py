@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git, ingest_and_land, write
 
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.config import parse_config
 from wiki.errors import BranchCheckedOutError, ConfigError, EntryError, NotInitializedError
 from wiki.review.proposals import approve, propose
@@ -65,12 +65,12 @@ def test_a_corrupt_derived_database_is_rebuilt_on_read(wiki: Wiki, repo: Path,
                                                        damage: str) -> None:
     write(repo / "kb" / "a.md", "# Alpha\n\nAlpha text.\n")
     ingest_and_land(wiki, repo / "kb")
-    assert search(wiki, "alpha").hits
+    assert search_for(wiki, "alpha").hits
     path = wiki.database_path()
     for suffix in ("-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     path.write_bytes(b"garbage" * 500 if damage == "garbage" else b"\0" * 8192)
-    assert [h.key for h in search(wiki, "alpha").hits] == ["kb/a.md"]
+    assert [h.key for h in search_for(wiki, "alpha").hits] == ["kb/a.md"]
 
 
 def test_recursive_yaml_anchor_is_one_file_error() -> None:
@@ -95,7 +95,7 @@ def test_config_values_are_checked(text: str, fragment: str) -> None:
 def test_full_width_query_and_nfd_path(cli, wiki: Wiki, repo: Path) -> None:
     write(repo / "kb" / "café.md", "# Travel\n\nTravel vouchers are filed in Concur.\n")
     ingest_and_land(wiki, repo / "kb")
-    assert [h.key for h in search(wiki, "ｔｒａｖｅｌ").hits] == ["kb/café.md"]
+    assert [h.key for h in search_for(wiki, "ｔｒａｖｅｌ").hits] == ["kb/café.md"]
     shown = cli("show", "kb/cafe\u0301.md")
     assert shown.exit_code == 0 and "Travel vouchers" in shown.stdout
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.memory_helpers import entry, land
 from wiki.answering.filters import NoMatchingEntriesError
-from wiki.answering.search import filters_for, search
+from wiki.answering.search import filters_for, search_for
 from wiki.store.workspace import Wiki
 
 QUESTION = "how do I file a travel voucher?"
@@ -77,7 +77,7 @@ def test_filters_that_match_still_search_and_a_real_gap_is_still_a_gap(cli,
 
 def test_the_library_raises_a_typed_error(travel: Wiki) -> None:
     with pytest.raises(NoMatchingEntriesError, match="category 'nosuch'") as raised:
-        search(travel, "voucher", filters=filters_for(category="nosuch"))
+        search_for(travel, "voucher", filters=filters_for(category="nosuch"))
     assert (raised.value.option, raised.value.value) == ("category", "nosuch")
 
 

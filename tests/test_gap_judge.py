@@ -15,7 +15,7 @@ from fake_llm import install
 
 from tests.memory_helpers import land
 from wiki.answering import gap_judge
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.answering.picker import GapReason, Picked
 from wiki.config import parse_config
 from wiki.errors import ConfigError
@@ -56,7 +56,7 @@ def test_evidence_shows_titles_and_the_first_sentences() -> None:
 
 def test_off_by_default_the_model_is_not_asked(populated: Wiki, monkeypatch) -> None:
     fake = install(monkeypatch)
-    answer = ask(populated, NOT_ANSWERED, synthesize=False)
+    answer = ask_for(populated, NOT_ANSWERED, synthesize=False)
     assert fake.calls == 0
     assert answer.judge is None and not answer.gap
 
@@ -64,7 +64,7 @@ def test_off_by_default_the_model_is_not_asked(populated: Wiki, monkeypatch) -> 
 def test_the_judges_yes_keeps_the_answer(populated: Wiki, monkeypatch) -> None:
     fake = install(monkeypatch)
     monkeypatch.setenv("WIKI_GAP_JUDGE", "on")
-    answer = ask(populated, ANSWERED, synthesize=False)
+    answer = ask_for(populated, ANSWERED, synthesize=False)
     assert fake.calls == 1
     assert not answer.gap and answer.gap_reason is None
     assert answer.judge["p_yes"] >= 0.18 and answer.judge["below"] == 0.18
@@ -79,10 +79,10 @@ def test_the_judges_yes_keeps_the_answer(populated: Wiki, monkeypatch) -> None:
 def test_the_judges_no_turns_the_answer_into_a_gap_with_the_reason(
         populated: Wiki, monkeypatch) -> None:
     install(monkeypatch)
-    extractive = ask(populated, NOT_ANSWERED, synthesize=False)
+    extractive = ask_for(populated, NOT_ANSWERED, synthesize=False)
     assert not extractive.gap  # the picker alone would answer
     monkeypatch.setenv("WIKI_GAP_JUDGE", "on")
-    answer = ask(populated, NOT_ANSWERED, synthesize=False)
+    answer = ask_for(populated, NOT_ANSWERED, synthesize=False)
     assert answer.gap and answer.sentences == [] and answer.citations == []
     assert answer.gap_reason.code == "judge_no"
     p_yes = answer.judge["p_yes"]
@@ -96,7 +96,7 @@ def test_the_threshold_comes_from_wiki_toml(populated: Wiki, monkeypatch) -> Non
     install(monkeypatch)
     land(populated, {"wiki.toml": "[llm]\ngap_judge = \"on\"\ngap_judge_below = 0.01\n"},
          override="the judge on (R009)")
-    answer = ask(populated, NOT_ANSWERED, synthesize=False)
+    answer = ask_for(populated, NOT_ANSWERED, synthesize=False)
     assert answer.judge["below"] == 0.01 and not answer.gap
 
 
@@ -104,7 +104,7 @@ def test_the_environment_turns_a_team_default_off(populated: Wiki, monkeypatch) 
     fake = install(monkeypatch)
     land(populated, {"wiki.toml": "[llm]\ngap_judge = \"on\"\n"}, override="the judge on (R009)")
     monkeypatch.setenv("WIKI_GAP_JUDGE", "off")
-    assert not ask(populated, NOT_ANSWERED, synthesize=False).gap
+    assert not ask_for(populated, NOT_ANSWERED, synthesize=False).gap
     assert fake.calls == 0
 
 
@@ -138,7 +138,7 @@ def test_json_of_a_judge_gap_has_the_code_and_p_yes(populated: Wiki, monkeypatch
 
 def test_on_without_a_model_answers_as_before(populated: Wiki, monkeypatch) -> None:
     monkeypatch.setenv("WIKI_GAP_JUDGE", "on")
-    answer = ask(populated, NOT_ANSWERED, synthesize=False)
+    answer = ask_for(populated, NOT_ANSWERED, synthesize=False)
     assert not answer.gap and answer.judge is None
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import git, ingest_and_land, write
 
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.errors import ConfigError
 from wiki.lint import hook, run_lint
 from wiki.store.workspace import Wiki
@@ -60,7 +60,7 @@ def test_a_commit_marks_exactly_the_entries_citing_its_files(cited: Wiki, repo: 
     (repo / "docs" / "leave.md").write_text("# Leave\n\nAnnual leave now goes to the portal.\n")
     git(repo, "commit", "-q", "-am", "leave moved")
     assert hook.mark_commit(cited) == ["docs/leave.md"]
-    answer = ask(cited, "where is annual leave requested?")
+    answer = ask_for(cited, "where is annual leave requested?")
     assert answer.citations[0].changed_sources == ["git:docs/leave.md"]
     findings = run_lint(cited, select={"W010"}).findings
     assert [(f.code, f.path) for f in findings] == [("W010", "docs/leave.md")]

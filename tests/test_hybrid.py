@@ -17,7 +17,7 @@ from indexes.retrieval.fusion import rrf
 from indexes.retrieval.names import fold_name, spans
 from indexes.sqlite.engine import Filters, SearchIndex
 from indexes.sqlite.vectors import chunk_texts, embed_pending
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.review.proposals import approve, propose
 from wiki.store.workspace import Wiki
 
@@ -128,14 +128,14 @@ ENTRIES = {
 
 def test_hybrid_search_uses_all_legs_and_explains(wiki: Wiki, fake_model) -> None:
     _seed(wiki, ENTRIES)
-    result = search(wiki, "computer onboarding")
+    result = search_for(wiki, "computer onboarding")
     assert result.legs == ["alias", "bm25", "vector"] and result.skipped == {}
     top = result.hits[0]
     assert top.key == "it/laptop.md"
     assert set(top.legs) == {"alias", "bm25", "vector"}
     assert top.score == pytest.approx(sum(top.contributions.values()))
     assert set(top.contributions) == {"alias", "bm25", "vector"}
-    only_vector = search(wiki, "laptops IT", legs=("vector",))
+    only_vector = search_for(wiki, "laptops IT", legs=("vector",))
     assert only_vector.legs == ["vector"] and only_vector.hits[0].key == "it/laptop.md"
 
 
@@ -143,10 +143,10 @@ def test_hybrid_search_uses_all_legs_and_explains(wiki: Wiki, fake_model) -> Non
 def test_vectors_follow_edits_and_deletes_and_skip_unchanged(wiki: Wiki, fake_model,
                                                              tmp_path) -> None:
     _seed(wiki, ENTRIES)
-    search(wiki, "leave")
+    search_for(wiki, "leave")
     first = fake_model.calls
     assert first == 7  # three entries' chunks, their answer sentences, the query
-    search(wiki, "voucher")
+    search_for(wiki, "voucher")
     assert fake_model.calls == first + 1  # only the query: nothing re-embedded
     view = tmp_path / "view"
     git(wiki.root, "worktree", "add", "-q", "--detach", str(view), "wiki")
@@ -156,7 +156,7 @@ def test_vectors_follow_edits_and_deletes_and_skip_unchanged(wiki: Wiki, fake_mo
     git(view, "add", "-A")
     git(view, "commit", "-q", "-m", "hand edit")
     git(view, "push", "-q", str(wiki.root), "HEAD:refs/heads/wiki")
-    hits = search(wiki, "payroll robot", legs=("vector",)).hits
+    hits = search_for(wiki, "payroll robot", legs=("vector",)).hits
     assert fake_model.calls == first + 1 + 3  # a changed chunk and sentence + the query
     assert hits[0].key == "hr/leave.md"
     assert "ops/voucher.md" not in [h.key for h in hits]
@@ -168,11 +168,11 @@ def test_model_change_rebuilds_vectors_never_mixes(wiki: Wiki, monkeypatch) -> N
     small = HashingEmbedder("fake-a", 16)
     embedders.register("fake-a", lambda: small)
     monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-a")
-    search(wiki, "leave")
+    search_for(wiki, "leave")
     assert small.calls == 7  # three entries' chunks and sentences, and the query
     big = HashingEmbedder("fake-a", 32)  # same name, another dimension
     embedders.register("fake-a", lambda: big)
-    result = search(wiki, "laptop", legs=("vector",))
+    result = search_for(wiki, "laptop", legs=("vector",))
     assert big.calls == 7 and result.hits[0].key == "it/laptop.md"
     with SearchIndex(wiki.database_path()) as index:
         dims = {r[0] for r in index.conn.execute("SELECT DISTINCT dim FROM embeddings")}
@@ -188,11 +188,11 @@ def test_robustness_i3_another_model_name_re_embeds_everything(wiki: Wiki, monke
     embedders.register("fake-one", lambda: first)
     embedders.register("fake-two", lambda: second)
     monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-one")
-    search(wiki, "leave")
+    search_for(wiki, "leave")
     with SearchIndex(wiki.database_path()) as index:
         assert index.get_meta("embedding_model") == "fake-one:16"
     monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-two")
-    result = search(wiki, "laptop", legs=("vector",))
+    result = search_for(wiki, "laptop", legs=("vector",))
     assert second.calls == 7 and result.hits[0].key == "it/laptop.md"  # all six + query
     with SearchIndex(wiki.database_path()) as index:
         assert index.get_meta("embedding_model") == "fake-two:16"
@@ -216,14 +216,14 @@ def test_wrong_shape_from_a_model_is_refused(tmp_path) -> None:
 def test_nonsense_query_is_a_gap_even_though_vectors_always_answer(wiki: Wiki,
                                                                   fake_model) -> None:
     _seed(wiki, ENTRIES)
-    result = search(wiki, "zzqx plugh frobnicate")
+    result = search_for(wiki, "zzqx plugh frobnicate")
     assert result.hits  # the vector leg always has nearest neighbours...
     assert result.gap   # ...but nothing the query says is in them
 
 
 def test_vector_leg_is_skipped_with_a_reason_when_turned_off(wiki: Wiki) -> None:
     _seed(wiki, ENTRIES)
-    result = search(wiki, "leave")
+    result = search_for(wiki, "leave")
     assert result.skipped == {"vector": "turned off (WIKI_EMBED_MODEL=none)"}
     assert result.hits[0].key == "hr/leave.md"
 
@@ -241,7 +241,7 @@ def test_real_model_finds_a_paraphrase(wiki: Wiki, monkeypatch, question: str) -
     monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL)
     _seed(wiki, {**ENTRIES, "hr/pto.md": entry_text(
         "pto", "Vacation allowance", "Employees accrue annual leave every pay period.")})
-    result = search(wiki, question, legs=("vector",))
+    result = search_for(wiki, question, legs=("vector",))
     assert result.hits[0].key in {"hr/pto.md", "hr/leave.md"}
 
 

@@ -134,7 +134,7 @@ def test_robustness_f1_nfc_and_nfd_names_stay_distinct_are_indexed_and_open(
         wiki: Wiki, repo: Path, cli) -> None:
     import unicodedata
 
-    from wiki.answering.search import search
+    from wiki.answering.search import search_for
     nfc, nfd = (unicodedata.normalize(form, "café.md") for form in ("NFC", "NFD"))
     write(repo / "kb" / nfc, "# Cafe one\n\nThe espresso machine is on floor two.\n")
     write(repo / "kb" / nfd, "# Cafe two\n\nThe tea kettle is on floor three.\n")
@@ -146,7 +146,7 @@ def test_robustness_f1_nfc_and_nfd_names_stay_distinct_are_indexed_and_open(
     assert len(paths) == 3  # never merged into one entry
     found = {}
     for word in ("espresso", "kettle", "gnocchi"):
-        hits = search(wiki, word).hits
+        hits = search_for(wiki, word).hits
         assert len(hits) == 1, (word, hits)
         found[word] = hits[0].key
     assert len(set(found.values())) == 3 and set(found.values()) == paths
@@ -204,8 +204,8 @@ def test_deleted_sources_retract_their_entries(wiki: Wiki, repo: Path) -> None:
     report = ingest_and_land(wiki, repo / "kb")
     assert (report.retracted, report.added, report.updated) == (1, 0, 0)
     assert _entries(wiki)["kb/gone.md"].status == "retracted"
-    from wiki.answering.search import search
-    assert search(wiki, "okapis forests").hits == []
+    from wiki.answering.search import search_for
+    assert search_for(wiki, "okapis forests").hits == []
 
 
 def test_a_pipe_or_socket_in_a_source_folder_is_reported_not_opened(wiki: Wiki, repo: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import git, ingest_and_land, write
 
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.lint import hook, run_lint
 from wiki.status import wiki_status
 from wiki.store.workspace import Wiki
@@ -20,7 +20,7 @@ def _cited(wiki: Wiki, repo: Path) -> None:
     git(repo, "add", "docs")
     git(repo, "commit", "-q", "-m", "docs")
     ingest_and_land(wiki, repo / "docs")
-    search(wiki, "annual leave")  # the index exists and is at the head
+    search_for(wiki, "annual leave")  # the index exists and is at the head
 
 
 def test_reingest_landing_clears_w010_and_status_is_up_to_date(wiki: Wiki, repo: Path,

@@ -318,7 +318,7 @@ def test_the_layer_check_sees_them() -> None:
     ``TYPE_CHECKING``, and lets its own part and lower ones pass."""
     sample = ("from wiki.store.entry import Entry\nimport wiki.review.proposals\n"
               "from wiki import errors, lint\n"
-              "def f():\n    from wiki.answering.search import run_search\n"
+              "def f():\n    from wiki.answering.search import search\n"
               "if TYPE_CHECKING:\n    from wiki.doctor import Check\n")
     assert _layer_breaks(sample, "wiki.review.sample") == [
         "wiki.review.sample:3 imports wiki.lint (lint is above review)",

@@ -10,7 +10,7 @@ import pytest
 from indexes.retrieval.tokens import Estimate, counter
 from tests.conftest import BOB
 from tests.memory_helpers import entry, land
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.answering.budget import citation_line, fit
 from wiki.errors import ConfigError
 from wiki.knowledge.feedback import counts, propose_counts, record
@@ -57,7 +57,7 @@ def test_counter_choice() -> None:
 def test_ask_budget_reports_tokens(cli, wiki: Wiki) -> None:
     land(wiki, {f"t/e{i}.md": entry(f"e-{i}", f"Quokka rules {i}",
                                     " ".join(SENTENCES[i * 4:(i + 1) * 4])) for i in range(3)})
-    answer = ask(wiki, "quokka form travellers", budget=60)
+    answer = ask_for(wiki, "quokka form travellers", budget=60)
     assert answer.tokens["used"] <= 60 < answer.tokens["whole"]
     result = cli("ask", "quokka form travellers", "--budget", "60", "--json")
     assert result.exit_code == 0, result.output

@@ -8,7 +8,7 @@ import json
 
 from tests.memory_helpers import entry, land
 from wiki.answering.filters import filters_for
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.config import CONFIG_PATH
 from wiki.lint import run_lint
 from wiki.store.workspace import Wiki
@@ -66,7 +66,7 @@ def _graph_wiki(w: Wiki, **memory) -> None:
 
 def test_graph_leg_follows_relations_with_decay_and_a_depth_bound(wiki: Wiki) -> None:
     _graph_wiki(wiki, graph=True, graph_depth=2, graph_decay=0.5, graph_weight=0.3)
-    hits = search(wiki, "zebra", limit=10).hits
+    hits = search_for(wiki, "zebra", limit=10).hits
     ids = [h.doc_id for h in hits]
     assert ids == ["e-deploy", "e-creds", "e-badge"]  # not e-far (3 hops), not e-old
     assert hits[1].contributions == {"graph": 0.3 * 0.5}
@@ -78,13 +78,13 @@ def test_graph_leg_respects_the_filters(wiki: Wiki) -> None:
     _graph_wiki(wiki, graph=True)
     land(wiki, {"ops/deploy2.md": entry("e-d2", "Zebra rollback", "Roll the zebra back.",
                                         relations="{depends_on: [e-hr]}")})
-    assert "e-hr" not in {h.doc_id for h in search(wiki, "zebra",
+    assert "e-hr" not in {h.doc_id for h in search_for(wiki, "zebra",
                                                    filters=filters_for(scope="ops")).hits}
 
 
 def test_graph_off_by_default(wiki: Wiki) -> None:
     _graph_wiki(wiki)
-    assert [h.doc_id for h in search(wiki, "zebra").hits] == ["e-deploy"]
+    assert [h.doc_id for h in search_for(wiki, "zebra").hits] == ["e-deploy"]
 
 
 def test_recency_rescoring_prefers_newer_episodes(wiki: Wiki) -> None:
@@ -96,7 +96,7 @@ def test_recency_rescoring_prefers_newer_episodes(wiki: Wiki) -> None:
                                   type="episode", updated=old),
                 "log/b.md": entry("e-new-ep", "Yak sync", "Yak meeting.", type="episode",
                                   updated=new)})
-    hits = search(wiki, "yak meeting", limit=5).hits
+    hits = search_for(wiki, "yak meeting", limit=5).hits
     assert [h.doc_id for h in hits][:2] == ["e-new-ep", "e-old-ep"]
     assert 1.9 < hits[0].contributions["recency"] <= 2.0
     assert abs(hits[1].contributions["recency"] - 0.5) < 0.02  # 60 days, half-life 30

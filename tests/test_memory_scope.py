@@ -11,7 +11,7 @@ import pytest
 
 from tests.memory_helpers import entry, land
 from tests.test_hybrid import fake_model  # noqa: F401 - the fixture, through the registry
-from wiki.answering.search import filters_for, search
+from wiki.answering.search import filters_for, search_for
 from wiki.store.derived import open_synced
 from wiki.store.entry import Entry
 from wiki.store.workspace import Wiki
@@ -54,13 +54,13 @@ def test_hundreds_of_scoped_queries_never_leak(wiki: Wiki, fake_model) -> None: 
         for number in range(300):
             query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
             scope = rng.choice(("alpha", "beta", "gamma", ""))
-            result = search(wiki, query, limit=60, index=index,
+            result = search_for(wiki, query, limit=60, index=index,
                             filters=filters_for(scope=scope))
             assert set(result.legs) == {"alias", "bm25", "vector"}
             leaks += sum(scope_of[h.key] != scope for h in result.hits)
             answered += bool(result.hits)
             if number % 10 == 0:  # the same query unscoped does reach other scopes
-                unscoped = search(wiki, query, limit=60, index=index, filters=filters_for())
+                unscoped = search_for(wiki, query, limit=60, index=index, filters=filters_for())
                 crossed += any(scope_of[h.key] != scope for h in unscoped.hits)
     finally:
         index.close()

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import BOB
 from tests.memory_helpers import entry, land
-from wiki.answering.search import _with_lifetimes, filters_for, search
+from wiki.answering.search import _with_lifetimes, filters_for, search_for
 from wiki.config import CONFIG_PATH, parse_config, parse_duration
 from wiki.lint import run_lint
 from wiki.review.proposals import approve, propose
@@ -37,7 +37,7 @@ def _wiki(w: Wiki) -> None:
 
 
 def _keys(w: Wiki, **kwargs) -> set[str]:
-    return {h.doc_id for h in search(w, "kiwi", limit=20,
+    return {h.doc_id for h in search_for(w, "kiwi", limit=20,
                                      filters=filters_for(**kwargs)).hits}
 
 

@@ -14,7 +14,7 @@ from indexes.documents import Document
 from indexes.errors import IndexUnavailableError
 from indexes.pg.engine import PgIndex
 from indexes.sqlite.engine import SearchIndex
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.review.proposals import approve, propose
 from wiki.store.derived import open_index, open_synced
 from wiki.store.workspace import Wiki
@@ -53,7 +53,7 @@ def test_the_url_selects_postgres_and_no_sqlite_file_is_made(wiki: Wiki,
         assert index.space == f"{wiki.state_dir.parent.resolve()}:{wiki.branch}"
     finally:
         index.close()
-    assert [h.key for h in search(wiki, "voucher").hits] == ["a/x.md"]
+    assert [h.key for h in search_for(wiki, "voucher").hits] == ["a/x.md"]
     assert not wiki.database_path().exists()
 
 
@@ -78,9 +78,9 @@ def test_zero_leaks_across_spaces(tmp_path, on_postgres) -> None:
                                                        "Per diem secret voucher text.",
                                                        aliases="[per diem]")})
     for query in ("voucher", "per diem", "secret", "vouch", "travel"):
-        assert {h.key for h in search(one, query).hits} <= {"a/x.md"}
-        assert {h.key for h in search(two, query).hits} <= {"b/y.md"}
-    assert [h.key for h in search(one, "secret").hits] == []
+        assert {h.key for h in search_for(one, query).hits} <= {"a/x.md"}
+        assert {h.key for h in search_for(two, query).hits} <= {"b/y.md"}
+    assert [h.key for h in search_for(one, "secret").hits] == []
     with open_index(one) as index:
         assert index.count() == 1 and index.docs.titles(["b/y.md"]) == {}
         assert index.search_names("per diem", filters=None)[0].key == "a/x.md"
@@ -94,8 +94,8 @@ def test_branches_of_one_repository_are_separate_spaces(wiki: Wiki, pg_database,
     other = Wiki(wiki.repo.working_tree_dir, branch="kb")
     other.init()
     _seed(other, {"b/y.md": entry_text("y1", "Other voucher", "The kb branch.")})
-    assert [h.key for h in search(wiki, "voucher").hits] == ["a/x.md"]
-    assert [h.key for h in search(other, "voucher").hits] == ["b/y.md"]
+    assert [h.key for h in search_for(wiki, "voucher").hits] == ["a/x.md"]
+    assert [h.key for h in search_for(other, "voucher").hits] == ["b/y.md"]
 
 
 def test_sync_is_incremental(wiki: Wiki, on_postgres) -> None:
@@ -227,7 +227,7 @@ def test_as_of_searches_the_past_on_postgres_and_leaves_nothing(wiki: Wiki, on_p
     _seed(wiki, {"a/new.md": entry_text("new", "Per diem rate 2026", "The rate is $68.")})
     monkeypatch.delenv("GIT_COMMITTER_DATE")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "absent"))  # no temporary file
-    then = search(wiki, "per diem rate", as_of=dt.datetime(2026, 2, 1, tzinfo=dt.UTC))
+    then = search_for(wiki, "per diem rate", as_of=dt.datetime(2026, 2, 1, tzinfo=dt.UTC))
     assert [h.key for h in then.hits] == ["a/old.md"]
     assert not wiki.database_path().exists()
     with psycopg.connect(on_postgres) as conn:

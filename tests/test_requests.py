@@ -15,9 +15,9 @@ from fake_llm import install
 
 from indexes.retrieval.query import MAX_WORDS
 from tests.memory_helpers import land
-from wiki.answering.ask import AskRequest, answer, ask
+from wiki.answering.ask import AskRequest, answer, ask_for
 from wiki.answering.picker import DEFAULT
-from wiki.answering.search import SearchRequest, run_search, search
+from wiki.answering.search import SearchRequest, search, search_for
 from wiki.llm.answer import answer_from
 from wiki.llm.settings import open_client
 from wiki.store.workspace import Wiki
@@ -46,8 +46,8 @@ def populated(from_template) -> Wiki:
 def test_requests_and_results_are_frozen(populated: Wiki) -> None:
     request = AskRequest(QUESTION, revalidate=False)
     found = answer(populated, request)
-    result = run_search(populated, request.search_request())
-    for value, name in [(request, "question"), (request.search_request(), "query"),
+    result = search(populated, request.search)
+    for value, name in [(request, "question"), (request.search, "query"),
                         (found, "note"), (result, "query")]:
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(value, name, "changed")
@@ -58,7 +58,7 @@ def test_the_embedding_model_is_read_once_when_the_request_is_built(monkeypatch)
     before = AskRequest(QUESTION)
     monkeypatch.setenv("WIKI_EMBED_MODEL", "all-MiniLM-L6-v2")
     after = AskRequest(QUESTION)
-    assert before.embed_model is None and before.search_request().embed_model is None
+    assert before.embed_model is None and before.search.embed_model is None
     assert after.embed_model == "all-MiniLM-L6-v2"
     assert SearchRequest("q").embed_model == "all-MiniLM-L6-v2"
 
@@ -66,7 +66,7 @@ def test_the_embedding_model_is_read_once_when_the_request_is_built(monkeypatch)
 def test_ask_request_becomes_the_search_ask_runs() -> None:
     request = AskRequest(QUESTION, category="travel", legs=("bm25",), route=False,
                          include_superseded=True, include_expired=True)
-    searched = request.search_request()
+    searched = request.search
     assert (searched.query, searched.limit, searched.legs, searched.route,
             searched.sentences) == (QUESTION, 10, ("bm25",), False, True)
     assert searched.filters.statuses == ("active", "superseded")
@@ -74,15 +74,15 @@ def test_ask_request_becomes_the_search_ask_runs() -> None:
 
 
 def test_keyword_calls_and_requests_give_the_same_values(populated: Wiki) -> None:
-    by_keywords = search(populated, "receipts kept", limit=2, legs=("bm25",))
-    by_request = run_search(populated, SearchRequest("receipts kept", limit=2,
+    by_keywords = search_for(populated, "receipts kept", limit=2, legs=("bm25",))
+    by_request = search(populated, SearchRequest("receipts kept", limit=2,
                                                      legs=("bm25",)))
     assert [h.key for h in by_keywords.hits] == [h.key for h in by_request.hits]
     assert by_request.hits[0].key == "travel/receipts.md"
     assert by_request.confidence == by_keywords.confidence == 1.0
     assert by_request.threshold == by_request.rule.threshold
     assert by_request.vectors is None  # the vector leg is off in tests
-    asked = ask(populated, QUESTION, revalidate=False)
+    asked = ask_for(populated, QUESTION, revalidate=False)
     assert asked == answer(populated, AskRequest(QUESTION, revalidate=False))
     assert asked.sentences == [("Lodging is booked in Concur by the traveler.", 1),
                                ("Receipts are kept for three years.", 2)]
@@ -97,12 +97,12 @@ def test_the_pickers_parameters_travel_in_the_request(populated: Wiki) -> None:
 
 def test_skipped_legs_keep_their_order_and_a_long_query_is_reported_as_asked(
         populated: Wiki) -> None:
-    result = search(populated, "receipts kept", route=True)
+    result = search_for(populated, "receipts kept", route=True)
     assert list(result.skipped.items()) == [
         ("vector", "turned off (WIKI_EMBED_MODEL=none)"),
         ("route", "needs the vector leg: turned off (WIKI_EMBED_MODEL=none)")]
     long = "receipts kept " + " ".join(f"word{i}" for i in range(MAX_WORDS))
-    result = search(populated, long)
+    result = search_for(populated, long)
     assert result.query == long and result.hits[0].key == "travel/receipts.md"
 
 

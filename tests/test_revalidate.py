@@ -12,7 +12,7 @@ from conftest import BOB, acting_as, git, ingest_and_land, write
 from wiki.adapters import ADAPTERS, Check, Recorded
 from wiki.adapters.git_source import GitSource
 from wiki.adapters.sources import fingerprint
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.review.proposals import approve, list_proposals, propose
 from wiki.store.entry import Entry
 from wiki.store.workspace import Wiki
@@ -64,7 +64,7 @@ def _edit(repo: Path, text: str) -> None:
 
 def test_unchanged_sources_are_checked_by_blob_id_and_never_read(leave: Wiki,
                                                                  counted: list[str]) -> None:
-    answer = ask(leave, QUESTION)
+    answer = ask_for(leave, QUESTION)
     citation = answer.citations[0]
     assert (citation.checked, citation.stale, citation.unverifiable) == (True, False, False)
     assert not citation.current_source_used and citation.reason == ""
@@ -75,7 +75,7 @@ def test_unchanged_sources_are_checked_by_blob_id_and_never_read(leave: Wiki,
 def test_an_edited_source_answers_from_its_current_text_and_flags_the_entry(
         leave: Wiki, repo: Path, counted: list[str]) -> None:
     _edit(repo, NEW)
-    answer = ask(leave, QUESTION)
+    answer = ask_for(leave, QUESTION)
     text = " ".join(t for t, _ in answer.sentences)
     assert "Leave app at least three weeks" in text and "HR portal" not in text
     citation = answer.citations[0]
@@ -85,7 +85,7 @@ def test_an_edited_source_answers_from_its_current_text_and_flags_the_entry(
         citation.reason
     assert answer.revalidation["update"] == ["git:docs/leave.md"]
     assert counted.count("git:docs/leave.md") == 1  # the changed source, read once
-    assert ask(leave, QUESTION, revalidate=False).sentences[0][0].count("HR portal") == 1
+    assert ask_for(leave, QUESTION, revalidate=False).sentences[0][0].count("HR portal") == 1
 
 
 def test_the_cli_warns_offers_the_update_and_exits_0(leave: Wiki, repo: Path, cli,
@@ -95,7 +95,7 @@ def test_the_cli_warns_offers_the_update_and_exits_0(leave: Wiki, repo: Path, cl
     result = cli("ask", QUESTION)
     assert result.exit_code == 0, result.output
     assert "Leave app" in result.stdout and "HR portal" not in result.stdout
-    entry_id = ask(leave, QUESTION).citations[0].entry_id
+    entry_id = ask_for(leave, QUESTION).citations[0].entry_id
     assert f"warning: entry {entry_id} is out of date: its source git:docs/leave.md " \
            "changed since" in result.stdout
     assert "wiki ingest docs/leave.md" in result.stderr
@@ -123,7 +123,7 @@ def test_a_deleted_source_keeps_the_entry_flagged_unverifiable(leave: Wiki, repo
                                                                cli) -> None:
     git(repo, "rm", "-q", "docs/leave.md")
     git(repo, "commit", "-q", "-m", "remove leave")
-    answer = ask(leave, QUESTION)
+    answer = ask_for(leave, QUESTION)
     assert "HR portal" in answer.sentences[0][0]
     citation = answer.citations[0]
     assert citation.unverifiable and not citation.stale and not citation.current_source_used
@@ -150,7 +150,7 @@ def test_propose_opens_one_update_that_once_approved_clears_the_flag(
     assert len(list_proposals(leave)) == 1  # the open one is reused
     with acting_as(BOB):
         approve(leave, proposals[0].name, approver=BOB)
-    answer = ask(leave, QUESTION)
+    answer = ask_for(leave, QUESTION)
     assert not answer.citations[0].stale and "Leave app" in answer.sentences[0][0]
     assert answer.revalidation["proven"] == 1 and answer.revalidation["reread"] == 0
     nothing = cli("ask", QUESTION, "--propose")
@@ -184,13 +184,13 @@ def test_a_changed_section_is_matched_by_its_heading(travel: Wiki, repo: Path) -
     page = repo / "docs" / "travel.md"
     page.write_text(page.read_text().replace("five business days", "ten business days"))
     git(repo, "commit", "-q", "-am", "longer")
-    answer = ask(travel, "when is a travel voucher due after return?")
+    answer = ask_for(travel, "when is a travel voucher due after return?")
     text = " ".join(t for t, _ in answer.sentences)
     assert "ten business days" in text and "five business days" not in text
     stale = [c for c in answer.citations if c.stale]
     assert stale and "section 'Vouchers'" in stale[0].reason
     assert "Per diem" not in " ".join(t for t, n in answer.sentences if n == stale[0].number)
-    other = ask(travel, "what is the per diem rate for Denver?")
+    other = ask_for(travel, "what is the per diem rate for Denver?")
     denver = [c for c in other.citations if "Per diem" in c.title][0]
     assert not denver.stale and denver.checked
     assert "but not in section 'Per diem'" in denver.reason
@@ -199,9 +199,9 @@ def test_a_changed_section_is_matched_by_its_heading(travel: Wiki, repo: Path) -
 
 def test_budget_and_as_of_answers(leave: Wiki, repo: Path) -> None:
     _edit(repo, NEW)
-    budgeted = ask(leave, QUESTION, budget=60)
+    budgeted = ask_for(leave, QUESTION, budget=60)
     assert budgeted.citations[0].stale and "Leave app" in budgeted.sentences[0][0]
-    past = ask(leave, QUESTION, as_of=__import__("datetime").datetime.now(
+    past = ask_for(leave, QUESTION, as_of=__import__("datetime").datetime.now(
         __import__("datetime").UTC))
     assert past.revalidation is None and "HR portal" in past.sentences[0][0]
 
@@ -247,10 +247,10 @@ def test_any_registered_adapter_is_revalidated_and_unchanged_ones_are_never_read
     approve(wiki, proposal.name, approver=BOB)
     question = "where is the parking permit desk?"
     for _ in range(2):
-        assert not ask(wiki, question).citations[0].stale
+        assert not ask_for(wiki, question).citations[0].stale
     assert MemoSource.reads == []
     MemoSource.texts = {"parking": ("v2", text.replace("three", "five"))}
-    answer = ask(wiki, question)
+    answer = ask_for(wiki, question)
     assert answer.citations[0].stale and "floor five" in answer.sentences[0][0]
     assert MemoSource.reads == ["memo:parking", "memo:parking"]  # fingerprint, then text
     assert answer.revalidation["update"] == []  # not a local file: no re-ingest offered
@@ -268,12 +268,12 @@ def test_a_stale_candidate_shows_its_best_current_sentence_even_below_the_floor(
     git(repo, "commit", "-q", "-m", "pages")
     ingest_and_land(wiki, repo / "docs")
     question = "when does the internal hiring committee review internal hiring requests?"
-    before = ask(wiki, question)
+    before = ask_for(wiki, question)
     assert [c.path for c in before.citations] == ["docs/requests.md"]
     page = repo / "docs" / "calendar.md"
     page.write_text(page.read_text().replace("Monday", "Tuesday"))
     git(repo, "commit", "-q", "-am", "moved")
-    after = ask(wiki, question)
+    after = ask_for(wiki, question)
     flagged = [c for c in after.citations if c.stale]
     assert [c.path for c in flagged] == ["docs/calendar.md"]
     shown = [t for t, n in after.sentences if n == flagged[0].number]

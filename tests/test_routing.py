@@ -16,7 +16,7 @@ from indexes.documents import Hit
 from indexes.embedding import embedders
 from indexes.retrieval.filters import Filters
 from indexes.retrieval.routing import Route, branch_folder, folder_of, route_leg
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.errors import ConfigError
 from wiki.review.proposals import approve, propose
 from wiki.store.workspace import Wiki
@@ -114,7 +114,7 @@ def test_route_leg_scores_hits_by_their_folder() -> None:
 # -- routing with the real model -----------------------------------------------------------
 
 def test_clear_question_routes_to_its_folder(kb: Wiki) -> None:
-    result = search(kb, TRAVEL, route=True)
+    result = search_for(kb, TRAVEL, route=True)
     assert result.route.folders == ["kb/travel"]
     assert not result.route.ambiguous and result.route.by == "embedding"
     scores = dict(result.route.scores)
@@ -122,23 +122,23 @@ def test_clear_question_routes_to_its_folder(kb: Wiki) -> None:
     assert scores["kb/travel"] > scores["kb/hr"] and scores["kb/travel"] > scores["kb/tools"]
     for question, folder in [("how many vacation days do I earn", "kb/hr"),
                              ("how do I start a video call", "kb/tools")]:
-        assert search(kb, question, route=True).route.folders == [folder]
+        assert search_for(kb, question, route=True).route.folders == [folder]
 
 
 def test_ambiguous_question_routes_to_several_folders(kb: Wiki) -> None:
-    narrow = search(kb, MIXED, route=True).route
+    narrow = search_for(kb, MIXED, route=True).route
     assert narrow.folders == ["kb/tools"] and not narrow.ambiguous  # default margin 0.02
     _set_search(kb, "route_margin = 0.05")
-    found = search(kb, MIXED, route=True).route
+    found = search_for(kb, MIXED, route=True).route
     assert found.ambiguous and found.folders == ["kb/tools", "kb/travel"]
     (_, best), (_, second), (_, third) = found.scores
     assert 0.02 < best - second <= 0.05 < best - third
 
 
 def test_routing_is_off_by_default_and_the_boost_is_a_fused_leg(kb: Wiki) -> None:
-    plain = search(kb, TRAVEL)
+    plain = search_for(kb, TRAVEL)
     assert plain.route is None and "route" not in plain.legs
-    routed = search(kb, TRAVEL, route=True)  # default mode: boost
+    routed = search_for(kb, TRAVEL, route=True)  # default mode: boost
     assert "route" in routed.legs
     for hit in routed.hits:
         in_travel = hit.category == "kb/travel"
@@ -148,10 +148,10 @@ def test_routing_is_off_by_default_and_the_boost_is_a_fused_leg(kb: Wiki) -> Non
 
 
 def test_filter_mode_searches_only_the_routed_folders(kb: Wiki) -> None:
-    unrouted = {h.category for h in search(kb, "hotel receipts and video calls").hits}
+    unrouted = {h.category for h in search_for(kb, "hotel receipts and video calls").hits}
     assert {"kb/travel", "kb/tools"} <= unrouted
     _set_search(kb, 'route_mode = "filter"')
-    result = search(kb, TRAVEL, route=True)
+    result = search_for(kb, TRAVEL, route=True)
     assert result.route.folders == ["kb/travel"]
     assert result.hits and {h.category for h in result.hits} == {"kb/travel"}
     assert "route" not in result.legs
@@ -159,8 +159,8 @@ def test_filter_mode_searches_only_the_routed_folders(kb: Wiki) -> None:
 
 def test_route_from_wiki_toml_and_no_route_override(kb: Wiki) -> None:
     _set_search(kb, "route = true")
-    assert search(kb, TRAVEL).route.folders == ["kb/travel"]
-    assert search(kb, TRAVEL, route=False).route is None
+    assert search_for(kb, TRAVEL).route.folders == ["kb/travel"]
+    assert search_for(kb, TRAVEL, route=False).route is None
 
 
 def test_bad_route_settings_are_config_errors(kb: Wiki) -> None:
@@ -204,7 +204,7 @@ def test_non_finite_or_fractional_settings_are_config_errors(section: str, line:
 
 def test_route_needs_the_vector_leg(kb: Wiki, monkeypatch) -> None:
     monkeypatch.setenv("WIKI_EMBED_MODEL", "none")
-    result = search(kb, TRAVEL, route=True)
+    result = search_for(kb, TRAVEL, route=True)
     assert result.route is None and result.hits
     assert result.skipped["route"].startswith("needs the vector leg: turned off")
 
@@ -212,13 +212,13 @@ def test_route_needs_the_vector_leg(kb: Wiki, monkeypatch) -> None:
 def test_llm_tie_break_picks_one_folder(kb: Wiki, monkeypatch) -> None:
     _set_search(kb, "route_margin = 0.05")
     provider = install(monkeypatch)
-    found = search(kb, MIXED, route=True).route
+    found = search_for(kb, MIXED, route=True).route
     assert found.by == "llm" and found.ambiguous and provider.calls == 1
     # the fake picks the option sharing most words with the question: the travel section
     # (its titles say "vouchers", "booking", "flights"), over the embedding's first choice
     assert found.folders == ["kb/travel"] and found.scores[0][0] == "kb/tools"
     assert "Section travel" in provider.prompts[0] and "Section tools" in provider.prompts[0]
-    clear = search(kb, TRAVEL, route=True).route
+    clear = search_for(kb, TRAVEL, route=True).route
     assert clear.by == "embedding" and provider.calls == 1  # no call for a clear route
 
 
@@ -226,7 +226,7 @@ def test_failed_tie_break_keeps_the_embedding_route(kb: Wiki, monkeypatch) -> No
     _set_search(kb, "route_margin = 0.05")
     provider = install(monkeypatch)
     provider.fail = "error"
-    found = search(kb, MIXED, route=True).route
+    found = search_for(kb, MIXED, route=True).route
     assert found.by == "embedding" and set(found.folders) == {"kb/travel", "kb/tools"}
     assert found.note.startswith("tie-break skipped: fake/judge: ")
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git, ingest_and_land, write
 from test_safety import UPPER, key_block, rand
 
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.errors import ReviewFlaggedError, SecretError
 from wiki.ingest.pipeline import ingest
 from wiki.knowledge.authoring import edit_entry, new_entry, retract_entry
@@ -210,7 +210,7 @@ def test_robustness_h1_instructions_are_flagged_and_answered_as_quoted_evidence(
     with pytest.raises(ReviewFlaggedError, match="is flagged"):  # not without a reason
         approve(wiki, result.proposal.name, approver=BOB)
     approve(wiki, result.proposal.name, approver=BOB, override="quoted as an example")
-    answer = ask(wiki, "how do I file a travel voucher")
+    answer = ask_for(wiki, "how do I file a travel voucher")
     assert not answer.gap and answer.citations[0].entry_id == "e1"
     for text, number in answer.sentences:  # verbatim sentences, each cited: evidence
         assert text in body and number == 1

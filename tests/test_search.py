@@ -6,9 +6,9 @@ import pytest
 from conftest import ALICE, BOB, entry_text, git
 
 from indexes.errors import EmptyQueryError
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.answering.filters import NoMatchingEntriesError, filters_for
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.errors import NotInitializedError
 from wiki.review.proposals import approve, propose
 from wiki.store.derived import rebuild
@@ -39,7 +39,7 @@ def populated(from_template) -> Wiki:
 
 
 def _keys(wiki: Wiki, query: str, **kwargs) -> list[str]:
-    return [h.key for h in search(wiki, query, **kwargs).hits]
+    return [h.key for h in search_for(wiki, query, **kwargs).hits]
 
 
 @pytest.mark.robustness("Q1")
@@ -62,7 +62,7 @@ def test_dotted_and_slashed_tokens(populated: Wiki, query: str) -> None:
                                    "per diem " * 3000, "title:per", "^meals", "{near}"])
 def test_punctuation_is_never_a_syntax_error(populated: Wiki, query: str) -> None:
     try:
-        search(populated, query)
+        search_for(populated, query)
     except EmptyQueryError:
         assert not any(ch.isalnum() for ch in query)
 
@@ -103,7 +103,7 @@ def test_get_as_a_passive_auxiliary_is_not_searched(wiki: Wiki) -> None:
 @pytest.mark.parametrize("query", ["", "   ", "\t\n", '"', "*", "?!"])
 def test_empty_queries_raise_a_clear_error(populated: Wiki, query: str) -> None:
     with pytest.raises(EmptyQueryError, match="no searchable words"):
-        search(populated, query)
+        search_for(populated, query)
 
 
 @pytest.mark.robustness("Q4")
@@ -130,9 +130,9 @@ def test_cjk_substrings_are_found(populated: Wiki, query: str, expected: str) ->
 
 @pytest.mark.robustness("Q6")
 def test_nonsense_query_is_an_evidence_gap(populated: Wiki) -> None:
-    result = search(populated, "zzqx plugh frobnicate")
+    result = search_for(populated, "zzqx plugh frobnicate")
     assert result.hits == [] and result.gap
-    answer = ask(populated, "zzqx plugh frobnicate")
+    answer = ask_for(populated, "zzqx plugh frobnicate")
     assert answer.gap and answer.sentences == []
     log = (populated.state_dir / "gaps.jsonl").read_text()
     assert "zzqx plugh frobnicate" in log
@@ -140,7 +140,7 @@ def test_nonsense_query_is_an_evidence_gap(populated: Wiki) -> None:
 
 @pytest.mark.robustness("Q6")
 def test_partial_nonsense_has_low_confidence(populated: Wiki) -> None:
-    result = search(populated, "per diem for quantum zzqx teleportation")
+    result = search_for(populated, "per diem for quantum zzqx teleportation")
     assert result.hits and result.confidence < result.threshold
 
 
@@ -162,7 +162,7 @@ def test_status_and_category_filters_apply_before_ranking(populated: Wiki) -> No
 
 
 def test_ask_cites_entries_and_their_sources(populated: Wiki) -> None:
-    answer = ask(populated, "what does per diem cover?")
+    answer = ask_for(populated, "what does per diem cover?")
     assert not answer.gap
     assert answer.sentences[0] == (
         "Per diem covers meals and incidental expenses on travel days.", 1)
@@ -182,7 +182,7 @@ def test_index_follows_edits_and_deletions_made_with_plain_git(populated: Wiki, 
     git(view, "commit", "-q", "-m", "hand edit")
     assert _keys(populated, "lodging hotels") == []
     assert _keys(populated, "mileage stipend")[0] == "travel/per-diem.md"
-    assert search(populated, "mileage").commit == populated.head()
+    assert search_for(populated, "mileage").commit == populated.head()
 
 
 @pytest.mark.robustness("F3")
@@ -191,7 +191,7 @@ def test_invalid_entry_on_the_branch_is_left_out_not_fatal(populated: Wiki, tmp_
     git(populated.root, "worktree", "add", "-q", str(view), "wiki")
     (view / "travel" / "lodging.md").write_text("---\ntitle: *broken\n---\nHotels\n")
     git(view, "commit", "-q", "-am", "break it")
-    result = search(populated, "hotels per diem")
+    result = search_for(populated, "hotels per diem")
     assert "travel/lodging.md" not in [h.key for h in result.hits]
     assert result.sync.invalid and result.sync.invalid[0][0] == "travel/lodging.md"
 
@@ -210,7 +210,7 @@ def test_rebuild_gives_the_same_results(populated: Wiki) -> None:
 
 
 def test_corrupt_database_is_rebuilt(populated: Wiki) -> None:
-    search(populated, "per diem")
+    search_for(populated, "per diem")
     path = populated.database_path()
     for suffix in ("-wal", "-shm"):
         path.with_name(path.name + suffix).unlink(missing_ok=True)

@@ -54,13 +54,13 @@ def model(monkeypatch) -> MeetingEmbedder:
 @pytest.fixture
 def config(wiki: Wiki, repo: Path, tmp_path: Path, model) -> Path:
     """The handbook (leave and Tock entries), indexed with vectors before serving."""
-    from wiki.answering.search import search
+    from wiki.answering.search import search_for
 
     write(repo / "docs" / "leave.md", "---\ntitle: Annual leave\n---\n"
           "Annual leave is requested in HR Links at least two weeks ahead.\n")
     write(repo / "docs" / "tock.md", "# Tock\n\nTock line #670 is for time out of office.\n")
     ingest_and_land(wiki, repo / "docs")
-    search(wiki, "tock")  # chunks embedded now, not by the calls under test
+    search_for(wiki, "tock")  # chunks embedded now, not by the calls under test
     return write_config(tmp_path / "serve.toml", {"handbook": repo,
                                                   "ops": ops_repository(tmp_path)})
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import ALICE, BOB, acting_as, entry_text, git
 
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.errors import SelfApprovalError, StaleProposalError
 from wiki.review.proposals import approve, get_proposal, propose
 from wiki.review.rebase import rebase
@@ -83,7 +83,7 @@ def test_robustness_i1_edits_and_deletions_pulled_from_a_remote_are_never_stale(
         git(carols.root, "fetch", "-q", "origin", "wiki:wiki")
 
     def keys(query: str) -> list[str]:
-        return [h.key for h in search(carols, query).hits]
+        return [h.key for h in search_for(carols, query).hits]
 
     assert keys("line two")[0] == "hr/leave.md"  # carol's index is built at this head
     body = "Line one.\nLine two.\nLine three."
@@ -96,7 +96,7 @@ def test_robustness_i1_edits_and_deletions_pulled_from_a_remote_are_never_stale(
     land({"hr/gone.md": None})
     pull()
     assert keys("okapis") == []
-    assert search(carols, "okapis").commit == carols.head() == bobs.head()
+    assert search_for(carols, "okapis").commit == carols.head() == bobs.head()
 
 
 def test_overlapping_edits_cannot_be_rebased(team) -> None:

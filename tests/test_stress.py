@@ -10,7 +10,7 @@ import pytest
 from concurrency_workers import approve_all
 from conftest import ALICE, BOB, entry_text
 
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.review.proposals import list_proposals, propose
 from wiki.store.workspace import Wiki
 
@@ -46,4 +46,4 @@ def test_two_dozen_proposals_approved_from_four_processes(wiki: Wiki) -> None:
     messages = wiki.repo.git.log("--first-parent", "--format=%B", wiki.head())
     for name in names:
         assert messages.count(f"Wiki-Proposal: {name}\n") == 1
-    assert len(search(wiki, "stress body", limit=100).hits) == COUNT
+    assert len(search_for(wiki, "stress body", limit=100).hits) == COUNT

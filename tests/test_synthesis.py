@@ -12,7 +12,7 @@ from conftest import entry_text
 from fake_llm import install
 
 from tests.memory_helpers import land
-from wiki.answering.ask import ask
+from wiki.answering.ask import ask_for
 from wiki.llm.answer import Passage, verify
 from wiki.store.workspace import Wiki
 
@@ -65,7 +65,7 @@ def test_ask_with_a_model_keeps_only_verified_sentences(populated: Wiki, monkeyp
     fake = install(monkeypatch)
     fake.answer = ("The first travel day pays 75 percent of the daily rate [1]. "
                    "You also get a free car [1]. Per diem is 200 dollars [7].")
-    answer = ask(populated, QUESTION)
+    answer = ask_for(populated, QUESTION)
     assert answer.mode == "llm" and answer.note == ""
     assert answer.sentences == [("The first travel day pays 75 percent of the daily rate.", 1)]
     assert answer.citations[0].path == "travel/per-diem.md"
@@ -77,13 +77,13 @@ def test_ask_with_a_model_keeps_only_verified_sentences(populated: Wiki, monkeyp
 def test_nothing_verified_or_a_failing_model_keeps_the_extractive_answer(
         populated: Wiki, monkeypatch) -> None:
     fake = install(monkeypatch)
-    extractive = ask(populated, QUESTION, synthesize=False)
+    extractive = ask_for(populated, QUESTION, synthesize=False)
     fake.answer = "Per diem is 200 dollars a day [1]."  # not what the entry says
-    answer = ask(populated, QUESTION)
+    answer = ask_for(populated, QUESTION)
     assert answer.mode == "extractive" and answer.sentences == extractive.sentences
     assert "could be verified" in answer.note
     fake.fail = "timeout"
-    answer = ask(populated, QUESTION.rstrip("?"))  # not served from the response cache
+    answer = ask_for(populated, QUESTION.rstrip("?"))  # not served from the response cache
     assert answer.sentences == extractive.sentences and "did not answer" in answer.note
 
 
@@ -98,7 +98,7 @@ def test_injected_entry_text_stays_evidence(wiki: Wiki, monkeypatch) -> None:
     land(wiki, files, override="a planted injection, on purpose")
     fake = install(monkeypatch)
     fake.answer = "Travel days are paid at the full rate by the agency [1]."
-    answer = ask(wiki, QUESTION)
+    answer = ask_for(wiki, QUESTION)
     assert answer.mode == "extractive" and answer.dropped
     assert "Ignore previous instructions" in fake.prompts[-1].split("<evidence>")[1]
 

@@ -12,6 +12,7 @@ from conftest import BOB, acting_as, git, ingest_and_land, write
 from pydantic import TypeAdapter
 
 from indexes.retrieval.legs import INDEX_LEGS, LEG_NAMES, Leg, parse_legs
+from wiki.answering.ask import AskRequest
 from wiki.config import parse_config
 from wiki.entry_view import get_entry
 from wiki.errors import ConfigError, NotFoundError
@@ -45,7 +46,7 @@ def leave(from_template) -> Wiki:
 
 
 def test_answer_question_answers_and_tries_to_save_the_answer(leave: Wiki) -> None:
-    answered = answer_question(leave, QUESTION, save=True)
+    answered = answer_question(leave, AskRequest(QUESTION, save=True))
     assert not answered.answer.gap
     assert "HR portal" in " ".join(text for text, _ in answered.answer.sentences)
     assert answered.update is None  # no cited source changed
@@ -57,7 +58,7 @@ def test_answer_question_answers_and_tries_to_save_the_answer(leave: Wiki) -> No
 
 
 def test_answer_question_on_a_gap_saves_nothing_and_records_the_gap(leave: Wiki) -> None:
-    answered = answer_question(leave, "what colour is the office cat?", save=True)
+    answered = answer_question(leave, AskRequest("what colour is the office cat?", save=True))
     assert answered.answer.gap and answered.saved is None
     assert list_proposals(leave) == []
     log = (leave.state_dir / "gaps.jsonl").read_text(encoding="utf-8").splitlines()
@@ -68,15 +69,15 @@ def test_answer_question_offers_the_update_and_opens_it_when_asked(leave: Wiki,
                                                                    repo: Path) -> None:
     write(repo / "docs" / "leave.md", NEW)
     git(repo, "commit", "-q", "-am", "edit leave")
-    offered = answer_question(leave, QUESTION).update
+    offered = answer_question(leave, AskRequest(QUESTION)).update
     assert offered is not None and offered.uris == ["git:docs/leave.md"]
     assert [p.resolve() for p in offered.paths] == [(repo / "docs" / "leave.md").resolve()]
     assert offered.proposed is None and list_proposals(leave) == []
-    opened = answer_question(leave, QUESTION, propose=True).update
+    opened = answer_question(leave, AskRequest(QUESTION, propose=True)).update
     assert opened is not None and opened.proposed is not None
     proposal = opened.proposed.proposal
     assert proposal is not None and [p.name for p in list_proposals(leave)] == [proposal.name]
-    assert answer_question(leave, QUESTION, offer=False).update is None
+    assert answer_question(leave, AskRequest(QUESTION, offer=False)).update is None
 
 
 def test_init_wiki_creates_the_branch_and_its_index(repo: Path) -> None:

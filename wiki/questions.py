@@ -4,7 +4,7 @@ as a proposal and offer or open the update of out-of-date entries.
 :func:`answer_question` is what the CLI's ``ask`` and the MCP ``ask`` tool both call; they
 only parse their arguments and render its :class:`Answered`. The steps, in order:
 
-1. :func:`wiki.answering.ask.ask` retrieves, revalidates the hits' sources, answers with
+1. :func:`wiki.answering.ask.answer` retrieves, revalidates the hits' sources, answers with
    citations, and records an evidence gap in ``gaps.jsonl``;
 2. with ``save`` (and no gap), :func:`wiki.knowledge.distill.save_answer` proposes the
    answer as entries, distilled by the configured model unless ``extractive``;
@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from wiki.answering.ask import Answer
+    from indexes.sqlite.vectors import Progress
+    from wiki.answering.ask import Answer, AskRequest
     from wiki.ingest.pipeline import IngestReport
     from wiki.knowledge.distill import Saved
     from wiki.store.workspace import Wiki
@@ -50,26 +51,25 @@ class Answered:
     update: UpdateOffer | None = None
 
 
-def answer_question(wiki: Wiki, question: str, *, save: bool = False, redact: bool = False,
-                    propose: bool = False, extractive: bool = False,
-                    offer: bool = True, **options: Any) -> Answered:
-    """Answer ``question`` (``options``: the keyword options of
-    :func:`wiki.answering.ask.ask`, such as ``category``, ``legs``, ``as_of``, ``budget``,
-    ``route``, ``progress``); ``extractive`` quotes the entries even with a model
-    configured (and saves without distilling). With ``save``, a confident answer is
-    proposed as entries (``redact``: secrets replaced, not refused). With ``offer``, the
-    update of out-of-date entries is worked out (:func:`offer_update`) and, with
-    ``propose``, opened as a proposal. Raises what ``ask`` raises (``EmptyQueryError``,
-    ``NotInitializedError``) and, for ``save``/``propose``, what a proposal raises
-    (``SecretError``, ``IdentityError``); an evidence gap is a normal return
-    (``answered.answer.gap``)."""
-    from wiki.answering.ask import ask
+def answer_question(wiki: Wiki, request: AskRequest, *,
+                    progress: Progress | None = None) -> Answered:
+    """The ``wiki ask`` use case (CLI, MCP and REST ``ask``): answer ``request.question``
+    (:func:`wiki.answering.ask.answer`; ``progress`` is called while missing vectors are
+    embedded); not ``request.synthesize`` quotes the entries even with a model configured
+    (and saves without distilling). With ``request.save``, a confident answer is proposed
+    as entries (``request.redact``: secrets replaced, not refused). With
+    ``request.offer``, the update of out-of-date entries is worked out
+    (:func:`offer_update`) and, with ``request.propose``, opened as a proposal. Raises what
+    ``answer`` raises (``EmptyQueryError``, ``NotInitializedError``) and, for
+    ``save``/``propose``, what a proposal raises (``SecretError``, ``IdentityError``); an
+    evidence gap is a normal return (``answered.answer.gap``)."""
+    from wiki.answering.ask import answer
 
-    answer = ask(wiki, question, synthesize=not extractive, **options)
-    saved = _save(wiki, answer, extractive=extractive, redact=redact) \
-        if save and not answer.gap else None
-    update = offer_update(wiki, answer, propose=propose) if offer else None
-    return Answered(answer, saved, update)
+    found = answer(wiki, request, progress=progress)
+    saved = _save(wiki, found, extractive=not request.synthesize, redact=request.redact) \
+        if request.save and not found.gap else None
+    update = offer_update(wiki, found, propose=request.propose) if request.offer else None
+    return Answered(found, saved, update)
 
 
 def offer_update(wiki: Wiki, answer: Answer, *, propose: bool = False) -> UpdateOffer | None:

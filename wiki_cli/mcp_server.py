@@ -70,6 +70,9 @@ IncludeSuperseded = Annotated[bool, Field(
                 "entries are never returned).")]
 AsOf = Annotated[str | None, Field(
     description="Answer from the wiki as it was then: YYYY-MM-DD or an ISO 8601 time (UTC).")]
+IncludeExpired = Annotated[bool, Field(
+    description="Also return entries past their 'valid_until' or their type's lifetime "
+                "(left out by default).")]
 Scope = Annotated[str | None, Field(
     description="Only entries of this scope (a project or team: an entry's 'scope' field, "
                 "else its top folder).")]
@@ -180,6 +183,7 @@ class WikiTools:
         include_superseded: IncludeSuperseded = False,
         as_of: AsOf = None,
         scope: Scope = None,
+        include_expired: IncludeExpired = False,
         explain: Annotated[bool, Field(
             description="Add each leg's rank, raw score and contribution to every hit.")]
         = False,
@@ -188,15 +192,15 @@ class WikiTools:
         """Rank wiki entries for a query (alias/title, BM25 and vector legs, fused).
         Returns hits with id, path, title, summary, status and sources, the word coverage
         ('confidence') and 'gap' (true when nothing answers the query confidently)."""
-        from wiki.answering.search import filters_for
+        from wiki.answering.search import SearchRequest
         from wiki.answering.search import search as run
 
         require_text(query, "query")
-        result = run(self.wiki(), query, limit=limit, legs=tuple(legs) if legs else None,
-                     as_of=as_of_time(as_of, "as_of"), route=route,
-                     filters=filters_for(include_superseded=include_superseded,
-                                         category=category, tags=tuple(tags or ()),
-                                         scope=scope))
+        result = run(self.wiki(), SearchRequest.with_filters(
+            query, limit=limit, legs=tuple(legs) if legs else None,
+            as_of=as_of_time(as_of, "as_of"), route=route, category=category,
+            tags=tuple(tags or ()), include_superseded=include_superseded, scope=scope,
+            include_expired=include_expired))
         return search_payload(result, explain=explain)
 
     def ask(
@@ -207,6 +211,7 @@ class WikiTools:
         legs: LegsField = None,
         as_of: AsOf = None,
         scope: Scope = None,
+        include_expired: IncludeExpired = False,
         budget: Annotated[int | None, Field(
             ge=1, description="At most this many tokens of evidence: the best cited "
                               "sentences that fit, never cut mid-citation; 'tokens' reports "
@@ -220,14 +225,15 @@ class WikiTools:
         does not say, 'gap' is true, 'sentences' is empty and the question is recorded as
         an evidence gap: say so instead of guessing ('note' says why when the question asks
         for a percentage or an amount of money that no cited entry states)."""
+        from wiki.answering.ask import AskRequest
         from wiki.questions import answer_question
 
         require_text(question, "question")
-        answer = answer_question(
-            self.wiki(), question, offer=False, category=category,
-            legs=tuple(legs) if legs else None, as_of=as_of_time(as_of, "as_of"),
-            include_superseded=include_superseded, scope=scope, budget=budget,
-            route=route).answer
+        answer = answer_question(self.wiki(), AskRequest(
+            question, offer=False, category=category, legs=tuple(legs) if legs else None,
+            as_of=as_of_time(as_of, "as_of"), include_superseded=include_superseded,
+            scope=scope, include_expired=include_expired, budget=budget,
+            route=route)).answer
         data = answer_payload(answer)
         data["answer"] = ("The wiki does not say." if answer.gap else
                           (f"Closest evidence, may not answer ({answer.hedge}): "

@@ -52,16 +52,16 @@ def search(
     (each leg's scores standardised, then summed with its weight; `[search] fusion = "rrf"`
     in wiki.toml for Reciprocal Rank Fusion). Exit 1 when nothing matches, or when no hit
     is a confident match (the weak hits are listed, with a note on stderr)."""
-    from wiki.answering.search import filters_for
+    from wiki.answering.search import SearchRequest
     from wiki.answering.search import search as run
 
     require_text(query, "query")
+    request = SearchRequest.with_filters(
+        query, limit=limit, legs=legs, as_of=parse_as_of(as_of), rerank=rerank, route=route,
+        category=category, tags=tuple(tag or ()), include_superseded=include_superseded,
+        scope=scope, include_expired=include_expired)
     with embedding_progress(json_output) as progress:
-        result = run(open_wiki(), query, limit=limit, legs=legs, progress=progress,
-                     as_of=parse_as_of(as_of), rerank=rerank, route=route,
-                     filters=filters_for(include_superseded=include_superseded,
-                                         category=category, tags=tuple(tag or ()),
-                                         scope=scope, include_expired=include_expired))
+        result = run(open_wiki(), request, progress=progress)
     report_truncation(query)
     for leg, reason in result.skipped.items():
         report(f"note: {leg} leg skipped: {reason}")
@@ -133,17 +133,19 @@ def ask(
     An answer that may not answer (its score below `[search] hedge_score`) opens with a
     `closest evidence, may not answer: REASON` line (exit 0). Cited entries whose sources
     changed are answered from the current source and flagged (exit 0)."""
+    from wiki.answering.ask import AskRequest
     from wiki.questions import answer_question
     from wiki_cli.stale import citation_warnings, report_update, update_payload
 
     require_text(question, "question")
+    request = AskRequest(
+        question, save=save, redact=redact, propose=propose, synthesize=not extractive,
+        category=category, legs=legs, as_of=parse_as_of(as_of), scope=scope,
+        include_expired=include_expired, budget=budget,
+        include_superseded=include_superseded, revalidate=not no_revalidate, rerank=rerank,
+        route=route)
     with embedding_progress(json_output) as progress:
-        answered = answer_question(
-            open_wiki(), question, save=save, redact=redact, propose=propose,
-            extractive=extractive, category=category, legs=legs, as_of=parse_as_of(as_of),
-            scope=scope, include_expired=include_expired, budget=budget,
-            include_superseded=include_superseded, progress=progress,
-            revalidate=not no_revalidate, rerank=rerank, route=route)
+        answered = answer_question(open_wiki(), request, progress=progress)
     answer, saved = answered.answer, answered.saved
     report_truncation(question)
     report_llm(answer.llm, verbose)

@@ -20,13 +20,12 @@ from dataclasses import dataclass, field, replace
 from indexes.sqlite.vectors import Progress
 from wiki.answering.answer_type import TYPE_NAMES, missing_type
 from wiki.answering.embedding import model_name
-from wiki.answering.filters import filters_for
 from wiki.answering.gap_judge import GapJudge, open_judge
 from wiki.answering.gaps import record_gap
 from wiki.answering.picker import DEFAULT, GapReason, pick_answer
 from wiki.answering.revalidate import Revalidated, Revalidation
 from wiki.answering.revalidate import revalidate as check_sources
-from wiki.answering.search import SearchRequest, SearchResult, run_search
+from wiki.answering.search import SearchRequest, SearchResult, search
 from wiki.answering.sentence_scoring import PickerConfig
 from wiki.config import SearchConfig
 from wiki.store.markdown_text import heading_above
@@ -141,7 +140,16 @@ class AskRequest:
     ``[search] gap_score`` and ``hedge_score``, :func:`configured_picker`);
     ``embed_model``: the embedding model, read from ``$WIKI_EMBED_MODEL`` when the
     request is built (``None``: vectors off), used by the search, the picker and the
-    budget's token counter alike."""
+    budget's token counter alike.
+
+    What ``wiki ask`` does besides answering (:func:`wiki.questions.answer_question`;
+    :func:`answer` ignores them): ``save``: propose a confident answer as entries
+    (distilled by the model unless not ``synthesize``); ``redact``: secrets replaced, not
+    refused, in that proposal; ``offer``: work out the update of out-of-date cited
+    entries; ``propose``: and open it as a proposal.
+
+    ``search``: the search this question runs (10 hits with their sentence vectors),
+    built once with the request (:meth:`SearchRequest.with_filters`), never passed."""
 
     question: str
     include_superseded: bool = False
@@ -157,32 +165,26 @@ class AskRequest:
     route: bool | None = None
     picker: PickerConfig | None = None
     embed_model: str | None = field(default_factory=model_name)
+    save: bool = False
+    redact: bool = False
+    offer: bool = True
+    propose: bool = False
+    search: SearchRequest = field(init=False, repr=False, compare=False)
 
-    def search_request(self) -> SearchRequest:
-        """The search this question runs: 10 hits with their sentence vectors."""
-        return SearchRequest(
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "search", SearchRequest.with_filters(
             self.question, limit=10, legs=self.legs, as_of=self.as_of, rerank=self.rerank,
             route=self.route, sentences=True, embed_model=self.embed_model,
-            filters=filters_for(include_superseded=self.include_superseded,
-                                category=self.category, scope=self.scope,
-                                include_expired=self.include_expired))
+            include_superseded=self.include_superseded, category=self.category,
+            scope=self.scope, include_expired=self.include_expired))
 
 
-def ask(wiki: Wiki, question: str, *, include_superseded: bool = False,
-        category: str | None = None, legs: tuple[str, ...] | None = None,
-        progress: Progress | None = None, as_of: dt.datetime | None = None,
-        scope: str | None = None, include_expired: bool = False,
-        budget: int | None = None, revalidate: bool = True, rerank: bool = False,
-        synthesize: bool = True, route: bool | None = None,
-        picker: PickerConfig | None = None) -> Answer:
-    """Answer ``question``: :func:`answer` of the :class:`AskRequest` the keyword
-    arguments describe (see there for each one); ``progress`` is called while missing
-    vectors are embedded."""
-    request = AskRequest(question, include_superseded=include_superseded,
-                         category=category, scope=scope, include_expired=include_expired,
-                         legs=legs, as_of=as_of, budget=budget, revalidate=revalidate,
-                         rerank=rerank, synthesize=synthesize, route=route, picker=picker)
-    return answer(wiki, request, progress=progress)
+def ask_for(wiki: Wiki, question: str, *, progress: Progress | None = None,
+            **options) -> Answer:
+    """A shorthand for library callers and tests: :func:`answer` of
+    ``AskRequest(question, **options)`` (see :class:`AskRequest` for each option);
+    ``progress`` is called while missing vectors are embedded."""
+    return answer(wiki, AskRequest(question, **options), progress=progress)
 
 
 def answer(wiki: Wiki, request: AskRequest, *, progress: Progress | None = None) -> Answer:
@@ -200,7 +202,7 @@ def answer(wiki: Wiki, request: AskRequest, *, progress: Progress | None = None)
     from wiki.llm.usage import command_scope
 
     with command_scope():
-        result = run_search(wiki, request.search_request(), progress=progress)
+        result = search(wiki, request.search, progress=progress)
         found = Answer(request.question, result.commit, result.confidence, result.threshold,
                        top_cosine=result.top_cosine, llm=result.llm,
                        route=result.route.to_dict() if result.route else None)

@@ -75,6 +75,19 @@ class SearchRequest:
     embed_model: str | None = field(default_factory=model_name)
     preferred_legs: bool = False
 
+    @classmethod
+    def with_filters(cls, query: str, *, category: str | None = None,
+                     tags: tuple[str, ...] = (), include_superseded: bool = False,
+                     scope: str | None = None, include_expired: bool = False,
+                     **options) -> SearchRequest:
+        """The request a user's options describe (``wiki search``, MCP and REST
+        ``search``, ``wiki ask``): the filters built once from ``category``, ``tags``,
+        ``include_superseded``, ``scope`` and ``include_expired``
+        (:func:`wiki.answering.filters.filters_for`); ``options``: the other fields."""
+        return cls(query, filters=filters_for(
+            include_superseded=include_superseded, category=category, tags=tuple(tags),
+            scope=scope, include_expired=include_expired), **options)
+
     @property
     def llm_asked(self) -> bool:
         """Whether the ``llm`` leg was asked for by name (then a missing model is an error)."""
@@ -196,30 +209,33 @@ def _valid(filters: Filters, days: tuple[tuple[str, float], ...], as_of: dt.date
                    valid_at=iso(as_of) if as_of is not None else filters.valid_at)
 
 
-def search(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None = None,
-           legs: tuple[str, ...] | None = None, index: IndexBackend | None = None,
-           progress: Progress | None = None, as_of: dt.datetime | None = None,
-           rerank: bool = False, llm=None, route: bool | None = None,
-           sentences: bool = False) -> SearchResult:
-    """Rank entries for ``query``: :func:`run_search` of the :class:`SearchRequest` the
-    keyword arguments describe (see there for each one). ``index``: an open index to
-    sync and search (default: the wiki's own, opened and closed here); ``progress``:
-    called while missing vectors are embedded; ``llm``: the
-    :class:`wiki.llm.client.LLMClient` of the ``llm`` leg and the rerank (default: the
-    configured model)."""
+def search_for(wiki: Wiki, query: str, *, limit: int = 10, filters: Filters | None = None,
+               legs: tuple[str, ...] | None = None, index: IndexBackend | None = None,
+               progress: Progress | None = None, as_of: dt.datetime | None = None,
+               rerank: bool = False, llm=None, route: bool | None = None,
+               sentences: bool = False) -> SearchResult:
+    """A shorthand for library callers and tests: :func:`search` of the
+    :class:`SearchRequest` the keyword arguments describe (see there for each one);
+    ``llm`` is :func:`search`'s ``client``."""
     request = SearchRequest(query, limit=limit, filters=filters, legs=legs, as_of=as_of,
                             rerank=rerank, route=route, sentences=sentences)
-    return run_search(wiki, request, index=index, progress=progress, client=llm)
+    return search(wiki, request, index=index, progress=progress, client=llm)
 
 
-def run_search(wiki: Wiki, request: SearchRequest, *, index: IndexBackend | None = None,
-               progress: Progress | None = None, client=None) -> SearchResult:
-    """Rank entries for ``request.query`` with the configured (or requested) legs fused by
+def search(wiki: Wiki, request: SearchRequest, *, index: IndexBackend | None = None,
+           progress: Progress | None = None, client=None) -> SearchResult:
+    """The search use case (``wiki search``, MCP and REST ``search``, and the retrieval of
+    ``wiki ask``): rank entries for ``request.query`` with the configured (or requested)
+    legs fused by
     ``[search] fusion``: weighted z-score CombSUM by default (each leg's scores
     standardised over its hits and summed with the leg's weight; it keeps how far a leg's
     first hit stands out, which RRF's ranks throw away: evals/results/fusion.md,
     docs/decisions.md), or weighted RRF with ``fusion = "rrf"``; with ``as_of``, over the
     wiki as it was then. The indexed wiki.toml is read once (:class:`SearchSettings`).
+    ``index``: an open index to sync and search (default: the wiki's own, opened and
+    closed here); ``progress``: called while missing vectors are embedded; ``client``: the
+    :class:`wiki.llm.client.LLMClient` of the ``llm`` leg and the rerank (default: the
+    configured model).
     Raises ``EmptyQueryError`` for a query without words, ``ConfigError`` for a bad
     ``WIKI_EMBED_RUNTIME``/``WIKI_EMBED_SERVER``
     (:func:`wiki.answering.embed_settings.validate`), ``NotInitializedError`` without a
@@ -236,8 +252,8 @@ def run_search(wiki: Wiki, request: SearchRequest, *, index: IndexBackend | None
     validate(current_spec())  # so is a bad WIKI_EMBED_RUNTIME / WIKI_EMBED_SERVER
     searched = searched_text(request.query)  # past MAX_WORDS words: what is searched
     if searched != request.query:
-        result = run_search(wiki, replace(request, query=searched), index=index,
-                            progress=progress, client=client)
+        result = search(wiki, replace(request, query=searched), index=index,
+                        progress=progress, client=client)
         return replace(result, query=request.query)  # as asked: ``truncated`` reads it
     if request.as_of is not None:
         commit = commit_as_of(wiki, request.as_of)

@@ -126,12 +126,12 @@ class Placer:
         return None
 
     def _by_text(self, draft, sources: list[dict]) -> Placed | None:
-        from wiki.answering.search import SearchRequest, run_search
+        from wiki.answering.search import SearchRequest, search
 
         said = _MARKS.sub("", draft.body)  # the claim(s), without [n] citation marks
         claim = f"{draft.title}. {said}"
-        hits = run_search(self.wiki, SearchRequest(claim, limit=CANDIDATES, legs=self._legs,
-                                                   preferred_legs=True)).hits
+        hits = search(self.wiki, SearchRequest(claim, limit=CANDIDATES, legs=self._legs,
+                                               preferred_legs=True)).hits
         paths = list(dict.fromkeys([*(h.key for h in hits), *self._made]))
         for path in paths:
             entry = self._current.get(path)
