@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,11 @@ class Document:
     the answer picker never embeds them at query time; ``()`` for none."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Hit:
-    """One ranked result: ``rank`` is 1-based, ``score`` is higher-is-better.
+    """One ranked result, a value: ``rank`` is 1-based, ``score`` is higher-is-better. A
+    step that re-ranks or re-scores makes new hits (``dataclasses.replace``); its
+    ``legs`` and ``contributions`` are never changed after it is made either.
 
     ``legs`` maps a leg name (``"bm25"``, ``"trigram"``) to ``(rank, score)`` in that leg,
     so every hit can explain where it came from.
@@ -74,3 +76,14 @@ def scored_hits(found: list[tuple[str, float]], stored: list[Hit]) -> list[Hit]:
     rows = {hit.key: hit for hit in stored}
     return [Hit(h.key, h.doc_id, h.title, h.summary, h.category, h.status, score, rank)
             for rank, (key, score) in enumerate(found, 1) if (h := rows.get(key))]
+
+
+def in_order(hits: list[Hit]) -> list[Hit]:
+    """``hits`` in their order as new hits ranked from 1."""
+    return [replace(hit, rank=rank) for rank, hit in enumerate(hits, start=1)]
+
+
+def with_leg(hits: list[Hit], leg: str) -> list[Hit]:
+    """``hits`` as new hits whose ``legs`` also say ``leg`` found them at their own rank
+    and score."""
+    return [replace(hit, legs={**hit.legs, leg: (hit.rank, hit.score)}) for hit in hits]

@@ -16,7 +16,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from indexes.backend import CheckMark, redacted, scrubbed
-from indexes.documents import Document, Hit, scored_hits
+from indexes.documents import Document, Hit, scored_hits, with_leg
 from indexes.errors import IndexSchemaError, IndexUnavailableError
 from indexes.pg import ranking
 from indexes.pg.filters import pg_sql
@@ -322,9 +322,7 @@ class PgIndex:
                filters: Filters | None = None) -> list[Hit]:
         """The lexical leg: full text, plus the substring path for space-less scripts (and
         when full text finds nothing), fused by RRF when both return hits."""
-        lexical = self.search_bm25(query, limit=limit, filters=filters)
-        for hit in lexical:
-            hit.legs["bm25"] = (hit.rank, hit.score)
+        lexical = with_leg(self.search_bm25(query, limit=limit, filters=filters), "bm25")
         if not no_space_runs(normalize(query)) and lexical:
             return lexical
         trigram = self.search_trigram(query, limit=limit, filters=filters,
@@ -332,9 +330,7 @@ class PgIndex:
         if not trigram:
             return lexical
         if not lexical:
-            for hit in trigram:
-                hit.legs["trigram"] = (hit.rank, hit.score)
-            return trigram
+            return with_leg(trigram, "trigram")
         return rrf({"bm25": lexical, "trigram": trigram}, limit=limit)
 
     def word_matches(self, word: str, key: str | None = None) -> tuple[int, bool]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 
-from indexes.documents import Hit, hits_from_rows
+from indexes.documents import Hit, hits_from_rows, in_order
 from indexes.pg.text import TS_CONFIG, fts_input, websearch_text
 from indexes.retrieval.names import fold_name, spans
 from indexes.retrieval.query import substring_terms
@@ -120,10 +120,7 @@ def search_names(conn, space: str, query: str, where: str, params: list, *,
             best[key] = (score, order, Hit(key, doc_id, title, summary, category, status,
                                            score))
     ranked = sorted(best.values(), key=lambda item: (-item[0], item[1], item[2].key))
-    hits = [hit for _, _, hit in ranked[:limit]]
-    for number, hit in enumerate(hits, 1):
-        hit.rank = number
-    return hits
+    return in_order([hit for _, _, hit in ranked[:limit]])
 
 
 def search_substrings(conn, space: str, query: str, where: str, params: list, *,

@@ -37,24 +37,31 @@ def rrf(
     rank, then key, so the order is deterministic); each hit's ``legs`` records
     ``leg -> (rank, leg score)`` for every leg that found it.
     """
-    fused: dict[str, Hit] = {}
+    first: dict[str, Hit] = {}
+    score: dict[str, float] = {}
+    found: dict[str, dict[str, tuple[int, float]]] = {}
+    parts: dict[str, dict[str, float]] = {}
     best_rank: dict[str, int] = {}
     for leg, hits in legs.items():
         weight = 1.0 if weights is None else weights.get(leg, 1.0)
         for position, hit in enumerate(hits, start=1):
-            slot = fused.get(hit.key)
-            if slot is None:
-                slot = Hit(hit.key, hit.doc_id, hit.title, hit.summary, hit.category,
-                           hit.status, 0.0)
-                fused[hit.key] = slot
-            slot.score += weight / (k + position)
-            slot.legs[leg] = (position, hit.score)
-            slot.contributions[leg] = weight / (k + position)
+            first.setdefault(hit.key, hit)
+            score[hit.key] = score.get(hit.key, 0.0) + weight / (k + position)
+            found.setdefault(hit.key, {})[leg] = (position, hit.score)
+            parts.setdefault(hit.key, {})[leg] = weight / (k + position)
             best_rank[hit.key] = min(best_rank.get(hit.key, position), position)
-    ordered = sorted(fused.values(), key=lambda h: (-h.score, best_rank[h.key], h.key))
-    for rank, hit in enumerate(ordered, start=1):
-        hit.rank = rank
-    return ordered[:limit] if limit is not None else ordered
+    ordered = sorted(first, key=lambda key: (-score[key], best_rank[key], key))
+    fused = [fused_hit(first[key], rank, score[key], found[key], parts[key])
+             for rank, key in enumerate(ordered, start=1)]
+    return fused[:limit] if limit is not None else fused
+
+
+def fused_hit(hit: Hit, rank: int, score: float, legs: dict[str, tuple[int, float]],
+              contributions: dict[str, float]) -> Hit:
+    """A new hit for ``hit``'s document at ``rank`` with the fused ``score``, the ``legs``
+    that found it and what each added (``contributions``)."""
+    return Hit(hit.key, hit.doc_id, hit.title, hit.summary, hit.category, hit.status, score,
+               rank, legs, contributions)
 
 
 def zscore(
@@ -68,7 +75,8 @@ def zscore(
     ``contributions`` explain every hit, and the contributions sum to its score."""
     standard: dict[str, dict[str, float]] = {}
     lowest: dict[str, float] = {}
-    fused: dict[str, Hit] = {}
+    first: dict[str, Hit] = {}
+    found: dict[str, dict[str, tuple[int, float]]] = {}
     best_rank: dict[str, int] = {}
     for leg, hits in legs.items():
         weight = 1.0 if weights is None else weights.get(leg, 1.0)
@@ -80,14 +88,13 @@ def zscore(
                          for h in hits}
         lowest[leg] = min(standard[leg].values()) if spread > 0 else 0.0
         for position, hit in enumerate(hits, start=1):
-            slot = fused.setdefault(hit.key, Hit(hit.key, hit.doc_id, hit.title, hit.summary,
-                                                 hit.category, hit.status, 0.0))
-            slot.legs.setdefault(leg, (position, hit.score))
+            first.setdefault(hit.key, hit)
+            found.setdefault(hit.key, {}).setdefault(leg, (position, hit.score))
             best_rank[hit.key] = min(best_rank.get(hit.key, position), position)
-    for key, hit in fused.items():
-        hit.contributions = {leg: z.get(key, lowest[leg]) for leg, z in standard.items()}
-        hit.score = sum(hit.contributions.values())
-    ordered = sorted(fused.values(), key=lambda h: (-h.score, best_rank[h.key], h.key))
-    for rank, hit in enumerate(ordered, start=1):
-        hit.rank = rank
-    return ordered[:limit] if limit is not None else ordered
+    parts = {key: {leg: z.get(key, lowest[leg]) for leg, z in standard.items()}
+             for key in first}
+    score = {key: sum(contributions.values()) for key, contributions in parts.items()}
+    ordered = sorted(first, key=lambda key: (-score[key], best_rank[key], key))
+    fused = [fused_hit(first[key], rank, score[key], found[key], parts[key])
+             for rank, key in enumerate(ordered, start=1)]
+    return fused[:limit] if limit is not None else fused

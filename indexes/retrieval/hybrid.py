@@ -13,7 +13,7 @@ import contextvars
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from indexes.documents import Hit
 from indexes.errors import IndexesError
@@ -95,10 +95,9 @@ def fuse(legs: Mapping[str, list[Hit]], config: FusionConfig, *, limit: int) -> 
     active = {leg: hits for leg, hits in legs.items() if hits}
     if len(active) == 1:
         (leg, hits), = active.items()
-        for hit in hits:
-            hit.legs.setdefault(leg, (hit.rank, hit.score))
-            hit.contributions = {leg: hit.score}
-        return hits[:limit]
+        return [replace(hit, legs=hit.legs if leg in hit.legs else
+                        {**hit.legs, leg: (hit.rank, hit.score)}, contributions={leg: hit.score})
+                for hit in hits[:limit]]
     if config.method == "rrf":
         return rrf(active, k=config.k, weights=config.weights, limit=limit)
     return zscore(active, weights=config.weights, limit=limit)

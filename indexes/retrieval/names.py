@@ -15,7 +15,7 @@ import sqlite3
 import unicodedata
 from collections.abc import Iterable
 
-from indexes.documents import Hit
+from indexes.documents import Hit, in_order
 from indexes.retrieval.query import STOPWORDS
 from indexes.retrieval.text import code_tokens
 
@@ -77,7 +77,4 @@ def search_names(conn: sqlite3.Connection, query: str, where: str, params: list,
         if key not in best or (score, -order) > (best[key][0], -best[key][1]):
             best[key] = (score, order, hit)
     ranked = sorted(best.values(), key=lambda item: (-item[0], item[1], item[2].key))
-    hits = [hit for _, _, hit in ranked[:limit]]
-    for rank, hit in enumerate(hits, start=1):
-        hit.rank = rank
-    return hits
+    return in_order([hit for _, _, hit in ranked[:limit]])

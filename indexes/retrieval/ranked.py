@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from indexes.backend import IndexBackend
-from indexes.documents import Hit
+from indexes.documents import Hit, in_order
 from indexes.retrieval.filters import Filters
 
 
@@ -19,7 +19,5 @@ def hits_for(index: IndexBackend, scored: Sequence[tuple[str, float]], *,
     if not keys:
         return []
     rows = index.hits_for(keys, filters)
-    hits = [Hit(*rows[key], float(score)) for key, score in scored if key in rows]
-    for rank, hit in enumerate(hits, 1):
-        hit.rank = rank
+    hits = in_order([Hit(*rows[key], float(score)) for key, score in scored if key in rows])
     return hits[:limit] if limit is not None else hits

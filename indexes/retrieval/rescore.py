@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from indexes.documents import Hit
+from indexes.documents import Hit, in_order
 
 SIGNALS = ("recency", "importance", "confidence", "graph")
 
@@ -67,35 +67,30 @@ def rescore(hits: list[Hit], signals: Mapping[str, Signals], weights: RescoreWei
             graph_hits: list[Hit] | None = None) -> list[Hit]:
     """Re-rank fused ``hits`` (and ``graph_hits``, documents only the expansion found,
     whose ``graph`` score is in ``graph``) by the formula of the module docstring.
-    Returns the same hit objects, re-ranked, with ``score`` and ``contributions``
-    replaced."""
+    Returns new hits, re-ranked, with the new ``score`` and ``contributions``."""
     graph = graph or {}
     if not hits and not graph_hits:
         return []
     scores = [h.score for h in hits]
     low, high = (min(scores), max(scores)) if scores else (0.0, 0.0)
     spread = high - low
+    relevance: list[tuple[Hit, dict[str, float]]] = []
     for hit in hits:
         if spread > 0:
             parts = {leg: c / spread for leg, c in hit.contributions.items()}
             parts["offset"] = -low / spread
         else:
             parts = {"relevance": 1.0}
-        hit.contributions = parts
-    for hit in graph_hits or []:
-        hit.contributions = {}
-    everything = [*hits, *(graph_hits or [])]
-    for hit in everything:
+        relevance.append((hit, parts))
+    relevance += [(hit, {}) for hit in graph_hits or []]
+    everything = []
+    for hit, parts in relevance:
         signal = signals.get(hit.key, Signals())
         values = {"recency": recency(signal, weights.half_lives, now),
                   "importance": signal.importance, "confidence": signal.confidence,
                   "graph": graph.get(hit.key, 0.0)}
-        for name in SIGNALS:
-            weight = getattr(weights, name)
-            if weight:
-                hit.contributions[name] = weight * values[name]
-        hit.score = sum(hit.contributions.values())
+        parts = {**parts, **{name: getattr(weights, name) * values[name] for name in SIGNALS
+                             if getattr(weights, name)}}
+        everything.append(replace(hit, score=sum(parts.values()), contributions=parts))
     everything.sort(key=lambda h: (-h.score, h.rank or 10**9, h.key))
-    for rank, hit in enumerate(everything, start=1):
-        hit.rank = rank
-    return everything
+    return in_order(everything)

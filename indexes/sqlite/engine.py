@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from indexes.backend import CheckMark
-from indexes.documents import Document, Hit, hits_from_rows, scored_hits
+from indexes.documents import Document, Hit, hits_from_rows, scored_hits, with_leg
 from indexes.errors import IndexBusyError, IndexSchemaError
 from indexes.retrieval.filters import Filters
 from indexes.retrieval.fusion import rrf
@@ -334,9 +334,7 @@ class SearchIndex:
                filters: Filters | None = None) -> list[Hit]:
         """The lexical leg: BM25, plus the trigram path for space-less scripts (and for
         substrings when BM25 finds nothing), fused by RRF when both return hits."""
-        bm25 = self.search_bm25(query, limit=limit, filters=filters)
-        for hit in bm25:
-            hit.legs["bm25"] = (hit.rank, hit.score)
+        bm25 = with_leg(self.search_bm25(query, limit=limit, filters=filters), "bm25")
         cjk = bool(no_space_runs(normalize(query)))  # as stored: NFKC
         if not cjk and bm25:
             return bm25
@@ -345,9 +343,7 @@ class SearchIndex:
         if not trigram:
             return bm25
         if not bm25:
-            for hit in trigram:
-                hit.legs["trigram"] = (hit.rank, hit.score)
-            return trigram
+            return with_leg(trigram, "trigram")
         return rrf({"bm25": bm25, "trigram": trigram}, limit=limit)
 
 

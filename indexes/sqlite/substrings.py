@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from indexes.documents import Hit, hits_from_rows
+from indexes.documents import Hit, hits_from_rows, in_order
 from indexes.retrieval.query import quote, substring_terms
 
 
@@ -41,6 +41,4 @@ def search_substrings(conn: sqlite3.Connection, query: str, where: str, params: 
         )
         rows = conn.execute(sql, [*short_terms, *params, limit]).fetchall()
         hits.extend(h for h in hits_from_rows(rows, negate=False) if h.key not in found)
-    for rank, hit in enumerate(hits[:limit], start=1):
-        hit.rank = rank
-    return hits[:limit]
+    return in_order(hits[:limit])

@@ -11,6 +11,7 @@ out-of-scope knowledge.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 from indexes.backend import IndexBackend
 from indexes.documents import Hit
@@ -65,11 +66,16 @@ def after_fusion(index: IndexBackend, hits: list[Hit], config: MemoryConfig,
         graph = {key: score for key, (score, _, _) in reached.items()}
         present = {h.key for h in hits}
         extra_hits = index.docs.hits(k for k in reached if k not in present)
-        for hit in [*hits, *extra_hits]:
-            if hit.key in reached:
-                score, hops, origin = reached[hit.key]
-                hit.legs["graph"] = (hops, score)
+        hits, extra_hits = _reached(hits, reached), _reached(extra_hits, reached)
     return rescore(hits, signals(index, [h.key for h in [*hits, *extra_hits]]),
                    weights(config), now=now or dt.datetime.now(dt.UTC), graph=graph,
                    graph_hits=extra_hits)
 
+
+
+def _reached(hits: list[Hit], reached: dict[str, tuple[float, int, str]]) -> list[Hit]:
+    """``hits``, those the graph expansion ``reached`` (key -> score, hops, origin) as new
+    hits whose ``legs`` say so (``graph``: hops and score)."""
+    return [replace(hit, legs={**hit.legs, "graph": (reached[hit.key][1],
+                                                     reached[hit.key][0])})
+            if hit.key in reached else hit for hit in hits]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from indexes.backend import IndexBackend
 from indexes.documents import Hit
@@ -231,9 +231,7 @@ def rerank(client: LLMClient, question: str, hits: list[Hit], index: IndexBacken
                 stopped = str(exc)
                 break
     order = sorted(range(len(head)), key=lambda i: (-judged.get(head[i].key, -1.0), i))
-    ranked = [head[i] for i in order] + hits[top:]
-    for rank, hit in enumerate(ranked, 1):
-        hit.rank = rank
-        if hit.key in judged:
-            hit.legs["rerank"] = (rank, judged[hit.key])
+    ranked = [replace(hit, rank=rank, legs={**hit.legs, "rerank": (rank, judged[hit.key])}
+                      if hit.key in judged else hit.legs)
+              for rank, hit in enumerate([head[i] for i in order] + hits[top:], 1)]
     return ranked, stopped
