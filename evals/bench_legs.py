@@ -46,10 +46,10 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
                                                      "fused", "confidence", "hybrid")}
     calls = {
         "alias": lambda q, v: index.search_names(q, limit=10, filters=filters),
-        "bm25": lambda q, v: index.search(q, limit=10, filters=filters),
+        "bm25": lambda q, v: index.search_lexical(q, limit=10, filters=filters),
         "vector": lambda q, v: index.search_vector(v, model.name, limit=10, filters=filters),
         "fused": lambda q, v: fuse(run_legs(index, q, config, filters=filters,
-                                            query_vector=v, model=model.name), config,
+                                            query_vector=v, model=model.name).legs, config,
                                    limit=10),
     }
     for number in range(repeat + 1):
@@ -69,7 +69,7 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
             start = time.perf_counter()
             pending = encode_in_background(lambda text: model.encode([text])[0], q)
             legs = run_legs(index, q, config, filters=filters, query_vector=pending,
-                            model=model.name)
+                            model=model.name).legs
             hits = fuse(legs, config, limit=10)
             lexical = legs.get("bm25") or hits
             if lexical:

@@ -49,7 +49,7 @@ def hybrid_llm(target: Target, client, config, *, weight: float = 1.0,
                          weights=weights)
         filters = filters or target.filters
         legs = run_legs(target.index, query, fusion, filters=filters,
-                        query_vector=model.encode([query])[0], model=model.name) \
+                        query_vector=model.encode([query])[0], model=model.name).legs \
             if lexical else {}
         if walk:
             legs["llm"] = stage.leg(target.index, query, head, read, filters, fusion.window)

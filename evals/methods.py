@@ -181,7 +181,7 @@ def hybrid_z(target: Target) -> Retriever:
         config = FusionConfig(window=max(ZSUM_WINDOW, limit))
         query_vector = model.encode([query])[0]
         legs = run_legs(target.index, query, config, filters=filters or target.filters,
-                        query_vector=query_vector, model=model.name)
+                        query_vector=query_vector, model=model.name).legs
         keys = zsum({leg: [(h.key, h.score) for h in hits] for leg, hits in legs.items()},
                     weights=ZSUM_WEIGHTS, window=ZSUM_WINDOW)[:limit]
         return Retrieved(keys, *_confidence(target, query, keys), legs=legs)
@@ -202,7 +202,7 @@ def hybrid(target: Target) -> Retriever:
         config = replace(target.fusion, window=max(target.fusion.window, limit))
         query_vector = model.encode([query])[0]
         legs = run_legs(target.index, query, config, filters=filters or target.filters,
-                        query_vector=query_vector, model=model.name)
+                        query_vector=query_vector, model=model.name).legs
         hits = fuse(legs, config, limit=limit)
         keys = [h.key for h in hits]
         return Retrieved(keys, *_product_gap(target, query, legs, keys), legs=legs,

@@ -58,7 +58,7 @@ def routed(target: Target, mode: str, *, margin: float, client=None):
         found = decide(target.index, query, vector, model.name, filters=filters,
                        margin=margin, client=client)
         legs = run_legs(target.index, query, config, filters=apply(found, mode, filters),
-                        query_vector=vector, model=model.name)
+                        query_vector=vector, model=model.name).legs
         legs = boost(legs, found, mode)
         keys = [h.key for h in fuse(legs, config, limit=limit)]
         return Retrieved(keys, *_product_gap(target, query, legs, keys), legs=legs,

@@ -38,7 +38,7 @@ def _run(index, queries, window: int, filters_of) -> list[dict]:
     config = FusionConfig(window=window)
     for q, vector in zip(queries, vectors, strict=True):
         legs = run_legs(index, q["query"], config, filters=filters_of(q),
-                        query_vector=vector, model=model.name)
+                        query_vector=vector, model=model.name).legs
         q["legs"] = {leg: [(h.key, h.score) for h in hits] for leg, hits in legs.items()}
     return queries
 

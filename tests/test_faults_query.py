@@ -113,12 +113,12 @@ def test_an_index_of_schema_4_is_rebuilt_with_the_code_rule(tmp_path: Path) -> N
     conn.close()
     with SearchIndex(path) as index:
         assert index.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
-        assert [h.key for h in index.search("C++")] == ["k.md"]
+        assert [h.key for h in index.search_lexical("C++")] == ["k.md"]
         assert index.content_hashes() == {"k.md": ""}  # re-indexed by the next sync
         index.upsert([Document("k.md", "k", "C# notes", "", "About C#.")])
-        assert index.search("C++") == [] and [h.key for h in index.search("C#")] == ["k.md"]
+        assert index.search_lexical("C++") == [] and [h.key for h in index.search_lexical("C#")] == ["k.md"]
         index.delete(["k.md"])
-        assert index.search("C#") == []
+        assert index.search_lexical("C#") == []
         assert index.conn.execute(
             "INSERT INTO docs_fts(docs_fts) VALUES ('integrity-check')") is not None
 

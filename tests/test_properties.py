@@ -69,12 +69,12 @@ def fuzz_query_builder(query: str) -> None:
         words = query_words(query)
     except EmptyQueryError:
         with pytest.raises(EmptyQueryError):
-            index.search(query)
+            index.search_lexical(query)
         return
     assert 0 < len(words) <= MAX_WORDS
     index.conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?",
                        [match_expression(query)]).fetchone()
-    index.search(query, limit=5, filters=Filters(statuses=None))
+    index.search_lexical(query, limit=5, filters=Filters(statuses=None))
     index.search_names(query, limit=5)
 
 
@@ -97,9 +97,9 @@ def test_a_word_of_an_entry_finds_it(words: list[str], data) -> None:
             SearchIndex(Path(folder) / "i.sqlite") as index:
         index.upsert([Document("x.md", "ex", "Entry", "", " ".join(words)),
                       Document("y.md", "ey", "Other", "", "nothing in common here")])
-        assert "x.md" in [h.key for h in index.search(word)]
+        assert "x.md" in [h.key for h in index.search_lexical(word)]
         if query_words(f"{word} zzqxmissing") != ["zzqxmissing"]:  # not a stopword
-            assert "x.md" in [h.key for h in index.search(f"{word} zzqxmissing")]
+            assert "x.md" in [h.key for h in index.search_lexical(f"{word} zzqxmissing")]
 
 
 CODE_WORD = st.sampled_from([
@@ -129,8 +129,8 @@ def fuzz_code_and_script_words(words: list[str], data) -> None:
             SearchIndex(Path(folder) / "i.sqlite") as index:
         index.upsert([Document("x.md", "ex", "Entry", "", " ".join(words)),
                       Document("y.md", "ey", "Other", "", "vitamin C and appendix C")])
-        assert "x.md" in [h.key for h in index.search(word)], match_expression(word)
-        index.search(" ".join(words), limit=5)
+        assert "x.md" in [h.key for h in index.search_lexical(word)], match_expression(word)
+        index.search_lexical(" ".join(words), limit=5)
         index.search_names(word, limit=5)
 
 

@@ -318,8 +318,8 @@ class PgIndex:
                                     limit=limit)
         return scored_hits(found, self.docs.hits(k for k, _ in found))
 
-    def search(self, query: str, *, limit: int = 10,
-               filters: Filters | None = None) -> list[Hit]:
+    def search_lexical(self, query: str, *, limit: int = 10,
+                       filters: Filters | None = None) -> list[Hit]:
         """The lexical leg: full text, plus the substring path for space-less scripts (and
         when full text finds nothing), fused by RRF when both return hits."""
         lexical = with_leg(self.search_bm25(query, limit=limit, filters=filters), "bm25")

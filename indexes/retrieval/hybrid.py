@@ -57,35 +57,44 @@ def encode_in_background(encode: Callable[[str], object], query: str) -> Future:
     return _ENCODER.submit(contextvars.copy_context().run, encode, query)  # caller's scope
 
 
+@dataclass(frozen=True)
+class LegRun:
+    """What :func:`run_legs` found: ``legs``, ``leg -> ranked hits`` for every leg that
+    ran, in the configured order, and ``skipped``, ``leg -> why`` for a leg that could not
+    (``{"vector": reason}`` when the query's vector failed)."""
+
+    legs: dict[str, list[Hit]]
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
 def run_legs(index: SearchIndex, query: str, config: FusionConfig, *,
              filters: Filters | None = None, query_vector=None,
-             model: str | None = None, skipped: dict[str, str] | None = None
-             ) -> dict[str, list[Hit]]:
-    """``leg -> ranked hits`` for every configured leg that can run, in ``config.legs``
-    order. The vector leg needs ``model`` and ``query_vector``: a unit vector, or a
-    :class:`~concurrent.futures.Future` of one (:func:`encode_in_background`), awaited only
-    after the lexical legs have run. With ``skipped`` given, a vector that fails with an
-    ``IndexesError`` (no model) is recorded there as ``{"vector": reason}`` and the other
-    legs are still returned; without it the error is raised. Raises ``EmptyQueryError`` for
-    an empty query when a lexical leg runs."""
+             model: str | None = None, lenient: bool = False) -> LegRun:
+    """Every configured leg that can run (:class:`LegRun`). The vector leg needs ``model``
+    and ``query_vector``: a unit vector, or a :class:`~concurrent.futures.Future` of one
+    (:func:`encode_in_background`), awaited only after the lexical legs have run. With
+    ``lenient``, a vector that fails with an ``IndexesError`` (no model) is reported in
+    ``skipped`` and the other legs are still returned; without it the error is raised.
+    Raises ``EmptyQueryError`` for an empty query when a lexical leg runs."""
     out: dict[str, list[Hit]] = {}
+    skipped: dict[str, str] = {}
     for leg in config.legs:
         if leg == "alias":
             out[leg] = index.search_names(query, limit=config.window, filters=filters)
         elif leg == "bm25":
-            out[leg] = index.search(query, limit=config.window, filters=filters)
+            out[leg] = index.search_lexical(query, limit=config.window, filters=filters)
     if "vector" in config.legs and query_vector is not None and model:
         try:
             vector = query_vector.result() if isinstance(query_vector, Future) \
                 else query_vector
         except IndexesError as exc:
-            if skipped is None:
+            if not lenient:
                 raise
             skipped["vector"] = str(exc)
         else:
             out["vector"] = index.search_vector(vector, model, limit=config.window,
                                                 filters=filters)
-    return {leg: out[leg] for leg in config.legs if leg in out}
+    return LegRun({leg: out[leg] for leg in config.legs if leg in out}, skipped)
 
 
 def fuse(legs: Mapping[str, list[Hit]], config: FusionConfig, *, limit: int) -> list[Hit]:

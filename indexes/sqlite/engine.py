@@ -330,8 +330,8 @@ class SearchIndex:
             return []
         return scored_hits(found, self.docs.hits(k for k, _ in found))
 
-    def search(self, query: str, *, limit: int = 10,
-               filters: Filters | None = None) -> list[Hit]:
+    def search_lexical(self, query: str, *, limit: int = 10,
+                       filters: Filters | None = None) -> list[Hit]:
         """The lexical leg: BM25, plus the trigram path for space-less scripts (and for
         substrings when BM25 finds nothing), fused by RRF when both return hits."""
         bm25 = with_leg(self.search_bm25(query, limit=limit, filters=filters), "bm25")

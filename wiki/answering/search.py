@@ -304,9 +304,9 @@ def _search(index: IndexBackend, report: SyncReport, request: SearchRequest,
         if routed is not None:
             filters = apply_route(routed, config.route_mode, filters)
             fusion = replace(fusion, weights={**fusion.weights, "route": config.route_weight})
-    legs_skipped: dict[str, str] = {}  # run_legs records a vector that failed here
-    found = run_legs(index, request.query, fusion, filters=filters,
-                     query_vector=encoded.vector, model=encoded.model, skipped=legs_skipped)
+    run = run_legs(index, request.query, fusion, filters=filters,
+                   query_vector=encoded.vector, model=encoded.model, lenient=True)
+    found, legs_skipped = run.legs, run.skipped
     if request.asked("vector"):
         require_vector(legs_skipped.get("vector"))
     if routed is not None:
