@@ -74,7 +74,7 @@ def _handbook_context():
     from wiki.store.workspace import Wiki
 
     folder = tempfile.mkdtemp(prefix="wiki-ablation-")
-    index, _ = open_synced(Wiki(_private_copy(Path(folder))))
+    index = open_synced(Wiki(_private_copy(Path(folder)))).index
     keys = [r[0] for r in index.conn.execute("SELECT key FROM docs")]
     found = signals(index, keys)
     relations = index.conn.execute(

@@ -122,14 +122,14 @@ def handbook(data: Path, url: str) -> dict:
     answerable, _ = datasets.handbook_questions(data)
     repo, _ = datasets.cached_handbook(data, log=log)
     wiki = Wiki(repo)
-    lite, _ = open_synced(wiki)
+    lite = open_synced(wiki).index
     embedcache.embed_index(lite, log=log)
     units_of = page_units(lite)
     threshold = indexed_config(lite).search.gap_threshold
     questions = [(q.question, set(q.gold)) for q in answerable if q.gold]
     os.environ["WIKI_INDEX_URL"] = url
     try:
-        pg, _ = open_synced(wiki)
+        pg = open_synced(wiki).index
     finally:
         del os.environ["WIKI_INDEX_URL"]
     copy_vectors(pg, lite, embedcache.embedder())

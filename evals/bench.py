@@ -65,7 +65,7 @@ def search_latency(repo: Path, questions: list[str], repeat: int) -> dict:
     from wiki.store.workspace import Wiki
 
     wiki = Wiki(repo)
-    index, _ = open_synced(wiki)
+    index = open_synced(wiki).index
     full: list[float] = []
     bare: list[float] = []
     try:
@@ -211,7 +211,7 @@ def legs_section(data: Path, repo: Path, questions: list[str], repeat: int,
     from wiki.store.workspace import Wiki
 
     out = {}
-    index, _ = open_synced(Wiki(repo))
+    index = open_synced(Wiki(repo)).index
     embedcache.embed_index(index, log=log)
     # the answer sentences too: `wiki index` embeds them with the chunks (issue 16's picker)
     docs = [Document(key=k, doc_id=k, title=t, summary=s, body=b,

@@ -169,7 +169,7 @@ def prepare_postgres(repo: Path, url: str) -> int:
     os.environ["WIKI_INDEX_URL"] = url
     try:
         wiki = Wiki(repo)
-        pg, _ = open_synced(wiki)
+        pg = open_synced(wiki).index
         lite = SearchIndex(wiki.database_path())
         try:
             name = model_name()

@@ -53,7 +53,7 @@ def run(data: Path, budget: int, repo: Path | None, out: Path) -> str:
     answerable, _ = datasets.handbook_questions(data)
     with tempfile.TemporaryDirectory(prefix="wiki-budget-") as folder:
         wiki = Wiki(repo or _private_copy(Path(folder)))
-        index, _ = open_synced(wiki)
+        index = open_synced(wiki).index
         units = page_units(index)
         snapshot = wiki.snapshot()
         count = counter(model_name())

@@ -78,7 +78,7 @@ def seed_wiki(wiki, *, log=None) -> int:
     of an eval embeds chunks or answer sentences at query time."""
     from wiki.store.derived import open_synced
 
-    index, _ = open_synced(wiki)
+    index = open_synced(wiki).index
     try:
         return embed_index(index, log=log)
     finally:

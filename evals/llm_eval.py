@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
     repo, _ = datasets.cached_handbook(data, log=log)
     wiki = Wiki(repo)
-    index, _ = open_synced(wiki)
+    index = open_synced(wiki).index
     embedcache.embed_index(index, log=log)
     units_of = page_units(index)
     search = SearchConfig()

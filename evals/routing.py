@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     data = datasets.data_dir(args.data)
     answerable, unanswerable = datasets.handbook_questions(data)
     repo, _ = datasets.cached_handbook(data, log=log)
-    index, _ = open_synced(Wiki(repo))
+    index = open_synced(Wiki(repo)).index
     embedcache.embed_index(index, log=log)
     search = SearchConfig()
     fusion = replace(Target("h", index).fusion, legs=search.legs, window=search.window,

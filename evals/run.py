@@ -57,7 +57,7 @@ def run_handbook(data: Path, methods: list[str], out: Path, fusion: FusionConfig
     answerable, unanswerable = datasets.handbook_questions(data)
     repo, _ = datasets.cached_handbook(data, log=log)
     wiki = Wiki(repo)
-    index, _ = open_synced(wiki)
+    index = open_synced(wiki).index
     if chunk_words and chunk_words != index.chunk_words:
         index = embedcache.rechunked(index, chunk_words)
     if {"vector", "hybrid"} & set(methods):

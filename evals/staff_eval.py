@@ -53,7 +53,7 @@ def retrieval(wiki, rows: list[dict]) -> list[dict]:
     from wiki.config import SearchConfig
     from wiki.store.derived import open_synced
 
-    index, _ = open_synced(wiki)
+    index = open_synced(wiki).index
     embedcache.embed_index(index)
     units_of = page_units(index)
     retrieve = METHODS["hybrid"](Target("handbook", index, wiki, filters=Filters(),

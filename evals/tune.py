@@ -54,7 +54,7 @@ def collect(data: Path) -> None:
     from evals.run import page_units
 
     repo, _ = datasets.cached_handbook(data, log=log)
-    index, _ = open_synced(Wiki(repo))
+    index = open_synced(Wiki(repo)).index
     embedcache.embed_index(index, log=log)
     answerable, unanswerable = datasets.handbook_questions(data)
     queries = [{"id": q.id, "query": q.question, "gold": set(q.gold), "split": "dev"}

@@ -11,9 +11,9 @@ def land(w: Wiki, files: dict[str, str], subject: str = "test entries",
          override: str | None = None) -> None:
     """Propose ``files`` (path -> text) as Alice and approve them as Bob (``override``:
     the reason to land content the review check flags, e.g. a planted injection)."""
-    proposal, _ = propose(w, {p: t.encode() for p, t in files.items()}, base=None,
+    proposal = propose(w, {p: t.encode() for p, t in files.items()}, base=None,
                           kind="new",
-                          subject=subject, author=ALICE)
+                          subject=subject, author=ALICE).proposal
     approve(w, proposal.name, approver=BOB, override=override)
 
 

@@ -40,8 +40,8 @@ def _thresholds(wiki: Wiki, gap_score: float, hedge_score: float) -> None:
     toml = wiki.snapshot().read("wiki.toml").decode()
     toml = re.sub(r"(?m)^gap_score = .*$", f"gap_score = {gap_score}", toml)
     toml = re.sub(r"(?m)^hedge_score = .*$", f"hedge_score = {hedge_score}", toml)
-    proposal, _ = propose(wiki, {"wiki.toml": toml.encode()}, base=None, kind="config",
-                          subject="answer thresholds", author=ALICE)
+    proposal = propose(wiki, {"wiki.toml": toml.encode()}, base=None, kind="config",
+                          subject="answer thresholds", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
 
 

@@ -150,7 +150,7 @@ DOCS = {
 def _seed_docs(wiki: Wiki, repo) -> None:
     files = {path: entry_text(eid, title, body).encode()
              for path, (eid, title, body) in DOCS.items()}
-    proposal, _ = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE)
+    proposal = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
 
 
@@ -252,7 +252,7 @@ def runbook_wiki(wiki: Wiki, monkeypatch) -> Wiki:
     """A hand-written runbook entry: a troubleshooting paragraph, then numbered steps."""
     monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL)
     files = {"runbooks/paging.md": entry_text("paging", "Paging runbook", RUNBOOK).encode()}
-    proposal, _ = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE)
+    proposal = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
     return wiki
 

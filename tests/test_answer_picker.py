@@ -64,7 +64,7 @@ def handbook(from_template, monkeypatch) -> Wiki:
 def _seed_pages(wiki: Wiki, repo) -> None:
     files = {path: entry_text(eid, title, body).encode()
              for path, (eid, title, body) in PAGES.items()}
-    proposal, _ = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE)
+    proposal = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
 
 
@@ -102,7 +102,7 @@ def test_sentence_vectors_are_stored_at_index_time(handbook: Wiki) -> None:
     """Every answer sentence of every entry has a vector in the index, keyed by the
     hash of the text embedded (title + sentence), so ask embeds none of them."""
     ask_for(handbook, "who do I report harassment to?", revalidate=False)  # embeds pending
-    index, _ = open_synced(handbook)
+    index = open_synced(handbook).index
     try:
         stored = index.vectors.sentence_vectors(list(PAGES), embedders.DEFAULT_MODEL)
         hashes = {h for (h,) in index.conn.execute("SELECT text_hash FROM sentences")}
@@ -149,7 +149,7 @@ def test_ask_json_gives_the_gap_reason(handbook: Wiki, cli) -> None:
 def test_the_picker_runs_without_vectors(wiki: Wiki) -> None:
     """``WIKI_EMBED_MODEL=none``: words and form alone, no cosine, no score gap."""
     files = {"time/credit-hours.md": entry_text("credit", *CREDIT).encode()}
-    proposal, _ = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE)
+    proposal = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
     answer = ask_for(wiki, "how many credit hours can I have accrued at any given time?",
                  revalidate=False)

@@ -56,8 +56,9 @@ def acting(author: Identity, committer: Identity | None = None,
 def _propose(wiki: Wiki, path: str = "a.md", text: str | None = None, **kwargs):
     """Propose as whoever the environment says (the CLI's path: no explicit author)."""
     text = text or entry_text("a1", "A", "alpha")
-    proposal, created = propose(wiki, {path: text.encode()}, kind="edit", base=None,
+    opened = propose(wiki, {path: text.encode()}, kind="edit", base=None,
                                 subject=f"edit {path}", **kwargs)
+    proposal, created = opened.proposal, opened.created
     assert created
     return proposal
 
@@ -68,8 +69,8 @@ def _set_review(wiki: Wiki, **settings: object) -> None:
     for key, value in settings.items():
         old = next(line for line in toml.splitlines() if line.startswith(f"{key} ="))
         toml = toml.replace(old, f"{key} = {str(value).lower()}")
-    proposal, _ = propose(wiki, {"wiki.toml": toml.encode()}, kind="config", base=None,
-                          subject="review policy", author=ALICE)
+    proposal = propose(wiki, {"wiki.toml": toml.encode()}, kind="config", base=None,
+                          subject="review policy", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB, override="the team's policy")  # R008/R009
 
 

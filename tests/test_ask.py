@@ -30,8 +30,8 @@ FILLER = ["Ask the team about free webinars and brown bags.",
 
 
 def _land(wiki: Wiki, files: dict[str, str]) -> None:
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in files.items()}, base=None, kind="seed",
-                          subject="seed", author=ALICE)
+    proposal = propose(wiki, {p: t.encode() for p, t in files.items()}, base=None, kind="seed",
+                          subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
 
 

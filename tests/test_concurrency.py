@@ -21,7 +21,7 @@ def test_parallel_syncs_searches_and_rebuilds_never_fail(wiki: Wiki, repo: Path)
         changes = {f"n/e{round_}-{i}.md": entry_text(f"r{round_}i{i}", f"Alpha {i}",
                                                       f"alpha beta {round_} {i}").encode()
                    for i in range(20)}
-        proposal, _ = propose(wiki, changes, base=None, kind="t", subject="t", author=ALICE)
+        proposal = propose(wiki, changes, base=None, kind="t", subject="t", author=ALICE).proposal
         approve(wiki, proposal.name, approver=BOB)
         context = multiprocessing.get_context("spawn")
         queue = context.Queue()
@@ -51,7 +51,7 @@ def test_robustness_w4_hook_ask_lint_and_approvals_at_once_lose_nothing(wiki: Wi
     git(repo, "commit", "-q", "-am", "leave moved")  # what the post-commit hook marks
     names = [propose(wiki, {f"w/e{i}.md": entry_text(f"w4e{i}", f"Walrus {i}",
                                                     f"walrus note {i}").encode()},
-                     base=None, kind="t", subject=f"t{i}", author=ALICE)[0].name for i in range(6)]
+                     base=None, kind="t", subject=f"t{i}", author=ALICE).proposal.name for i in range(6)]
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     workers = [context.Process(target=play_role, args=(role, str(repo), names, BOB, queue))

@@ -104,8 +104,8 @@ def test_a_scoped_spec_wins_over_the_environment_until_its_block_ends(monkeypatc
 
 def _seed(wiki: Wiki) -> None:
     text = entry_text("leave", "Annual leave", "Employees take annual leave in days.")
-    proposal, _ = propose(wiki, {"hr/leave.md": text.encode()}, base=None, kind="seed",
-                          subject="seed", author=ALICE)
+    proposal = propose(wiki, {"hr/leave.md": text.encode()}, base=None, kind="seed",
+                          subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
 
 

@@ -138,8 +138,8 @@ def test_lint_says_a_rename_past_the_edge_cannot_be_followed(origin, tmp_path) -
 def test_a_proposal_lands_in_a_shallow_clone(origin, tmp_path) -> None:
     shallow = clone(origin, tmp_path / "clone", 1)
     wiki = Wiki(shallow)
-    proposal, _ = propose(wiki, {"hr/leave.md": entry_text("lv", "Leave", "Leave accrues.")
-                                 .encode()}, base=None, kind="new", subject="leave", author=ALICE)
+    proposal = propose(wiki, {"hr/leave.md": entry_text("lv", "Leave", "Leave accrues.")
+                                 .encode()}, base=None, kind="new", subject="leave", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
     with pytest.raises(ShallowHistoryError) as caught:
         from wiki.review.history import log

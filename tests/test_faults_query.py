@@ -40,8 +40,8 @@ ENTRIES = {
 
 
 def _seed(wiki: Wiki, repo) -> None:
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in ENTRIES.items()}, base=None, kind="seed",
-                          subject="seed", author=ALICE)
+    proposal = propose(wiki, {p: t.encode() for p, t in ENTRIES.items()}, base=None, kind="seed",
+                          subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
 
 

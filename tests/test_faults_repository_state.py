@@ -49,16 +49,16 @@ def _overview_proposal(wiki):
     listing = wiki.snapshot().read("ops/index.md").decode()
     text = "# ops\n\nRunbooks of the on-call team. Ask Carol first.\n\n" + MARKER + \
         listing.partition(MARKER)[2]
-    proposal, _ = propose(wiki, {"ops/index.md": text.encode()}, base=None, kind="edit",
-                          subject="ops overview", author=ALICE)
+    proposal = propose(wiki, {"ops/index.md": text.encode()}, base=None, kind="edit",
+                          subject="ops overview", author=ALICE).proposal
     return proposal.name
 
 
 def _land_other_entry(wiki) -> None:
     from wiki.review.proposals import approve, propose
 
-    other, _ = propose(wiki, {"ops/b.md": b"---\nid: b1\ntitle: Pager\n---\nPage Bob.\n"},
-                       base=None, kind="new", subject="pager", author=ALICE)
+    other = propose(wiki, {"ops/b.md": b"---\nid: b1\ntitle: Pager\n---\nPage Bob.\n"},
+                       base=None, kind="new", subject="pager", author=ALICE).proposal
     approve(wiki, other.name, approver=BOB)
 
 
@@ -100,8 +100,8 @@ def test_a_rebase_and_a_sync_replay_keep_an_overview_edit(cli, wiki: Wiki, tmp_p
     wiki.store.update_ref(wiki.ref, before, wiki.require_head(), "test: back")
     mine = _overview(wiki).replace("Ask Carol first.", "Ask Dana first.")
     from wiki.review.proposals import approve, propose
-    again, _ = propose(wiki, {"ops/index.md": mine.encode()}, base=None, kind="edit",
-                       subject="dana", author=ALICE)
+    again = propose(wiki, {"ops/index.md": mine.encode()}, base=None, kind="edit",
+                       subject="dana", author=ALICE).proposal
     approve(wiki, again.name, approver=BOB)
     synced = cli("sync")
     assert synced.exit_code == 0, synced.output
@@ -141,8 +141,8 @@ def test_a_file_name_that_is_not_utf8_leaves_every_command_working(cli, wiki: Wi
                for f in __import__("json").loads(linted.stdout)["findings"])
     from wiki.review.proposals import approve, propose
 
-    proposal, _ = propose(wiki, {"ops/b.md": b"---\nid: b1\ntitle: Pager\n---\nPage.\n"},
-                          base=None, kind="new", subject="pager", author=ALICE)
+    proposal = propose(wiki, {"ops/b.md": b"---\nid: b1\ntitle: Pager\n---\nPage.\n"},
+                          base=None, kind="new", subject="pager", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)  # a later write keeps the file, unread
     names = subprocess.run(["git", "-C", str(wiki.root), "ls-tree", "-r", "-z", "--name-only",
                             wiki.ref], check=True, capture_output=True).stdout.split(b"\0")
@@ -245,8 +245,8 @@ def test_emptying_a_folder_while_an_entry_lands_there_keeps_its_overview(wiki: W
 
     _land_raw(wiki, {"ops/a.md": "---\nid: a1\ntitle: Deploy\n---\nDeploy with CI.\n"})
     approve(wiki, _overview_proposal(wiki), approver=BOB)
-    gone, _ = propose(wiki, {"ops/a.md": None}, base=None, kind="delete", subject="gone",
-                      author=ALICE)
+    gone = propose(wiki, {"ops/a.md": None}, base=None, kind="delete", subject="gone",
+                      author=ALICE).proposal
     _land_other_entry(wiki)
     approve(wiki, gone.name, approver=BOB)
     assert "Ask Carol first." in _overview(wiki) and "[Pager](b.md)" in _overview(wiki)

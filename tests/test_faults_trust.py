@@ -71,8 +71,8 @@ def set_review(wiki: Wiki, **settings: object) -> None:
     for key, value in settings.items():
         old = next(line for line in toml.splitlines() if line.startswith(f"{key} ="))
         toml = toml.replace(old, f"{key} = {str(value).lower()}")
-    proposal, _ = propose(wiki, {"wiki.toml": toml.encode()}, kind="config", base=None,
-                          subject="review policy", author=ALICE)
+    proposal = propose(wiki, {"wiki.toml": toml.encode()}, kind="config", base=None,
+                          subject="review policy", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB, override="the team's policy")  # R008/R009
 
 
@@ -112,8 +112,8 @@ def test_record_authored_as_someone_else_but_committed_by_the_proposer_does_not_
 
 def test_a_copied_approval_record_counts_once(wiki: Wiki) -> None:
     set_review(wiki, approvals_required=3)
-    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()}, base=None,
-                          kind="edit", subject="a", author=ALICE)
+    proposal = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()}, base=None,
+                          kind="edit", subject="a", author=ALICE).proposal
     first = approve(wiki, proposal.name, approver=BOB)
     assert not first.landed
     tip = wiki.store.resolve(proposal.ref)

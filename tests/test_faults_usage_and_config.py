@@ -49,8 +49,8 @@ def test_unicode_and_nested_branch_names_are_fine(repo: Path) -> None:
 
 def test_approve_refuses_while_the_wiki_is_checked_out(wiki: Wiki, tmp_path: Path) -> None:
     git(wiki.root, "worktree", "add", "-q", str(tmp_path / "view"), "wiki")
-    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()}, base=None, kind="e",
-                          subject="s", author=ALICE)
+    proposal = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()}, base=None, kind="e",
+                          subject="s", author=ALICE).proposal
     head = wiki.head()
     with pytest.raises(BranchCheckedOutError, match="--detach"):
         approve(wiki, proposal.name, approver=BOB)
@@ -134,10 +134,10 @@ def test_proposals_on_a_missing_branch_is_an_error(cli) -> None:
 
 
 def test_identity_switch_helper_really_switches(wiki: Wiki) -> None:
-    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()}, base=None, kind="e",
-                          subject="s")
+    proposal = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()}, base=None, kind="e",
+                          subject="s").proposal
     assert proposal.authors == [ALICE]
     with acting_as(BOB):
-        proposal2, _ = propose(wiki, {"b.md": entry_text("b1", "B", "y").encode()}, base=None, kind="e",
-                               subject="s")
+        proposal2 = propose(wiki, {"b.md": entry_text("b1", "B", "y").encode()}, base=None, kind="e",
+                               subject="s").proposal
     assert proposal2.authors == [BOB]

@@ -113,8 +113,8 @@ def test_chunks_overlap_and_carry_the_title() -> None:
 
 
 def _seed(wiki: Wiki, entries: dict[str, str]) -> None:
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in entries.items()}, base=None, kind="seed",
-                          subject="seed", author=ALICE)
+    proposal = propose(wiki, {p: t.encode() for p, t in entries.items()}, base=None, kind="seed",
+                          subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
 
 

@@ -202,8 +202,8 @@ def test_history_and_log_show_commit_text_inertly(cli, hostile: Wiki) -> None:
 def test_proposals_and_diff_show_subjects_and_changes_inertly(cli, hostile: Wiki) -> None:
     snapshot = hostile.snapshot()
     text = snapshot.read("ops/billing-db.md").decode().replace("nightly", f"hourly {CLEAR}")
-    proposal, _ = propose(hostile, {"ops/billing-db.md": text.encode()}, base=None, kind="edit",
-                          subject=f"Fix backups {CLIPBOARD}{BIDI}", author=ALICE)
+    proposal = propose(hostile, {"ops/billing-db.md": text.encode()}, base=None, kind="edit",
+                          subject=f"Fix backups {CLIPBOARD}{BIDI}", author=ALICE).proposal
     for args in (("proposals",), ("proposals", "--json"), ("diff", proposal.name),
                  ("diff", proposal.name, "--json")):
         result = cli(*args)

@@ -165,8 +165,8 @@ def test_dry_run_and_category_mapping(wiki: Wiki, repo: Path) -> None:
     from conftest import BOB
 
     from wiki.review.proposals import approve, propose
-    proposal, _ = propose(wiki, {"wiki.toml": config.encode()}, base=None, kind="config",
-                          subject="map pages/ to the root", author=ALICE)
+    proposal = propose(wiki, {"wiki.toml": config.encode()}, base=None, kind="config",
+                          subject="map pages/ to the root", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
     ingest_and_land(wiki, repo / "pages")
     assert "hr/leave.md" in _entries(wiki)

@@ -43,9 +43,9 @@ QUESTION = "how much per diem for meals on travel days"
 
 
 def _land(wiki: Wiki, files: dict[str, str], override: str | None = None) -> None:
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in files.items()}, base=None,
+    proposal = propose(wiki, {p: t.encode() for p, t in files.items()}, base=None,
                           kind="seed",
-                          subject="seed", author=ALICE)
+                          subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB, override=override)
 
 

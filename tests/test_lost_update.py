@@ -235,10 +235,10 @@ def test_no_approved_change_is_ever_lost(rounds, monkeypatch) -> None:
         for n in range(2):
             write(repo / "src" / f"s{n}.md", f"# Source {n}\n\nSource {n} says mk{900 + n}x.\n")
         ingest_and_land(wiki, repo / "src")
-        seed, _ = propose(wiki, {f"notes/n{n}.md": entry_text(f"n{n}", f"Note {n}",
+        seed = propose(wiki, {f"notes/n{n}.md": entry_text(f"n{n}", f"Note {n}",
                                                                f"Note {n} mk{910 + n}x.").encode()
                                  for n in range(2)}, base=None, kind="seed", subject="seed",
-                          author=ALICE)
+                          author=ALICE).proposal
         approve(wiki, seed.name, approver=BOB)
         paths = ["src/s0.md", "src/s1.md", "notes/n0.md", "notes/n1.md"]
         entries = {p: wiki.snapshot().entry(p).id for p in paths}
@@ -309,16 +309,16 @@ def test_an_old_snapshot_edit_of_a_landed_line_is_refused_not_landed(wiki: Wiki)
     append to one entry; the first lands, then the second proposes from its copy: it is
     behind, refused as stale (it would have dropped the first's line), and stays open for
     `wiki rebase`."""
-    seed, _ = propose(wiki, {"a.md": entry_text("a1", "A", "one").encode()}, base=None,
-                      kind="seed", subject="s", author=ALICE)
+    seed = propose(wiki, {"a.md": entry_text("a1", "A", "one").encode()}, base=None,
+                      kind="seed", subject="s", author=ALICE).proposal
     approve(wiki, seed.name, approver=BOB)
     base = wiki.require_head()
     text = wiki.snapshot(base).read("a.md").decode()
-    first, _ = propose(wiki, {"a.md": (text + "mk1x\n").encode()}, base=base, kind="e",
-                       subject="1", author=ALICE)
+    first = propose(wiki, {"a.md": (text + "mk1x\n").encode()}, base=base, kind="e",
+                       subject="1", author=ALICE).proposal
     approve(wiki, first.name, approver=BOB)
-    second, _ = propose(wiki, {"a.md": (text + "mk2x\n").encode()}, base=base, kind="e",
-                        subject="2", author=CAROL)
+    second = propose(wiki, {"a.md": (text + "mk2x\n").encode()}, base=base, kind="e",
+                        subject="2", author=CAROL).proposal
     assert get_proposal(wiki, second.name).stale
     with pytest.raises(StaleProposalError, match="wiki rebase"):
         approve(wiki, second.name, approver=BOB)

@@ -76,7 +76,8 @@ def test_feedback_counts_live_in_a_log_and_can_be_proposed(cli, wiki: Wiki) -> N
     with pytest.raises(ConfigError, match="only procedures"):
         record(wiki, "e-note", "worked")
     assert cli("feedback", "e-run", "maybe").exit_code == 2
-    proposal, created = propose_counts(wiki, "e-run")
+    opened = propose_counts(wiki, "e-run")
+    proposal, _created = opened.proposal, opened.created
     approve(wiki, proposal.name, approver=BOB)
     now = counts(wiki, "e-run")
     assert (now.worked, now.failed) == (2, 1) and now.recorded["worked"] == 2

@@ -48,7 +48,7 @@ def test_hundreds_of_scoped_queries_never_leak(wiki: Wiki, fake_model) -> None: 
     rng = random.Random(8)
     scope_of = _build(wiki, rng)
     assert set(scope_of.values()) == {"alpha", "beta", "gamma", ""}
-    index, _ = open_synced(wiki)
+    index = open_synced(wiki).index
     leaks, answered, crossed = 0, 0, 0
     try:
         for number in range(300):

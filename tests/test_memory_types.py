@@ -77,7 +77,7 @@ def test_lifetimes_follow_wiki_toml(wiki: Wiki) -> None:
     _wiki(wiki)
     text = wiki.snapshot().read(CONFIG_PATH).decode()
     text = text.replace('episode = "90d"', 'episode = "1000d"')
-    proposal, _ = propose(wiki, {CONFIG_PATH: text.encode()}, base=None, kind="config", subject="c")
+    proposal = propose(wiki, {CONFIG_PATH: text.encode()}, base=None, kind="config", subject="c").proposal
     approve(wiki, proposal.name, approver=BOB)
     assert "e-ep-old" in _keys(wiki)
 
@@ -103,7 +103,7 @@ def test_as_of_checks_validity_then(wiki: Wiki) -> None:
                                     valid_until="2999-01-01")})
     assert _keys(wiki) == {"e-offer"}
     later = dt.datetime(3000, 1, 1, tzinfo=dt.UTC)
-    index, _ = open_synced(wiki)
+    index = open_synced(wiki).index
     try:
         moved = _with_lifetimes(filters_for(), index, later)
         assert moved.valid_at == "3000-01-01T00:00:00Z"

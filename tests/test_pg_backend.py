@@ -21,8 +21,8 @@ from wiki.store.workspace import Wiki
 
 
 def _seed(wiki: Wiki, entries: dict[str, str]) -> None:
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in entries.items()}, base=None,
-                          kind="seed", subject="seed", author=ALICE)
+    proposal = propose(wiki, {p: t.encode() for p, t in entries.items()}, base=None,
+                          kind="seed", subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
 
 
@@ -61,7 +61,7 @@ def test_git_config_selects_postgres_and_names_the_space(wiki: Wiki, pg_database
     git(wiki.repo.working_tree_dir, "config", "wiki.indexUrl", pg_database)
     git(wiki.repo.working_tree_dir, "config", "wiki.indexSpace", "team-handbook")
     _seed(wiki, {"a/x.md": entry_text("x1", "Travel voucher", "File the voucher.")})
-    index, _ = open_synced(wiki)
+    index = open_synced(wiki).index
     try:
         assert isinstance(index, PgIndex) and index.space == "team-handbook"
         assert index.count() == 1
@@ -100,15 +100,17 @@ def test_branches_of_one_repository_are_separate_spaces(wiki: Wiki, pg_database,
 
 def test_sync_is_incremental(wiki: Wiki, on_postgres) -> None:
     _seed(wiki, {f"a/e{i}.md": entry_text(f"e{i}", f"Entry {i}", f"Body {i}.") for i in range(5)})
-    index, report = open_synced(wiki)  # approve already brought it to the head
+    synced = open_synced(wiki)
+    index, report = synced.index, synced.report  # approve already brought it to the head
     count = index.count()
     index.close()
     assert (report.added, report.updated, report.removed, count) == (0, 0, 0, 5)
-    proposal, _ = propose(wiki, {"a/e1.md": entry_text("e1", "Entry one", "Changed body.").encode()},
-                          base=wiki.require_head(), kind="edit", subject="edit", author=ALICE)
+    proposal = propose(wiki, {"a/e1.md": entry_text("e1", "Entry one", "Changed body.").encode()},
+                          base=wiki.require_head(), kind="edit", subject="edit", author=ALICE).proposal
     # landed by plain git (a fast-forward): approve would itself sync the index
     wiki.store.update_ref(wiki.ref, proposal.tip, wiki.require_head(), "plain-git landing")
-    index, report = open_synced(wiki)
+    synced = open_synced(wiki)
+    index, report = synced.index, synced.report
     try:
         assert (report.added, report.updated, report.removed) == (0, 1, 0)
         assert index.count() == 5
@@ -148,7 +150,7 @@ def test_concurrent_wiki_syncs_agree(tmp_path, on_postgres) -> None:
     found: list[int] = []
 
     def sync() -> None:
-        index, _ = open_synced(Wiki(wiki.repo.working_tree_dir))
+        index = open_synced(Wiki(wiki.repo.working_tree_dir)).index
         try:
             found.append(index.count())
         finally:

@@ -14,8 +14,9 @@ CAROL = Identity("Carol", "carol@example.com")
 
 
 def _propose(wiki: Wiki, path: str, text: str, who: Identity = ALICE):
-    proposal, created = propose(wiki, {path: text.encode()}, base=None, kind="edit",
+    opened = propose(wiki, {path: text.encode()}, base=None, kind="edit",
                                 subject=f"edit {path}", author=who)
+    proposal, created = opened.proposal, opened.created
     assert created
     return proposal
 
@@ -109,10 +110,12 @@ def test_disjoint_proposals_merge_onto_a_moved_wiki(wiki: Wiki) -> None:
 
 @pytest.mark.robustness("W1")
 def test_identical_proposal_is_a_noop_that_names_the_first(wiki: Wiki) -> None:
-    first, created = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
+    opened = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
                              base=None, kind="edit", subject="s", author=ALICE)
-    again, created_again = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
+    first, created = opened.proposal, opened.created
+    opened = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
                                    base=None, kind="edit", subject="s", author=ALICE)
+    again, created_again = opened.proposal, opened.created
     assert created and not created_again and again.name == first.name
     assert len(list_proposals(wiki)) == 1
 

@@ -157,8 +157,8 @@ def test_hostile_uris_in_the_branch_neither_crash_nor_pair(wiki: Wiki, repo: Pat
     seeded = {f"kb/e{i}.md": entry_text(f"h{i}", f"Hostile {i}", "Text.", sources=(
         f'[{{uri: "{uri}", fingerprint: "sha256:{"0" * 64}"}}]'))
         for i, uri in enumerate([long_name, "git:../../etc/hosts", "file:///etc/hosts"])}
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in seeded.items()}, base=None, kind="seed",
-                          subject="seed", author=ALICE)
+    proposal = propose(wiki, {p: t.encode() for p, t in seeded.items()}, base=None, kind="seed",
+                          subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
     write(repo / "kb" / "new.md", "# New\n\nA new text.\n")
     report = ingest(wiki, [repo / "kb"], author=ALICE)

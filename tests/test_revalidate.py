@@ -242,8 +242,8 @@ def test_any_registered_adapter_is_revalidated_and_unchanged_ones_are_never_read
     meta = {"id": "parking", "title": "Parking permits", "summary": text,
             "sources": [{"uri": "memo:parking", "fingerprint": fingerprint(text),
                          "checked_at": "2025-01-01T00:00:00Z", "etag": "v1"}]}
-    proposal, _ = propose(wiki, {"facilities/parking.md": Entry(
-        "facilities/parking.md", meta, text + "\n").to_bytes()}, base=None, kind="new", subject="parking")
+    proposal = propose(wiki, {"facilities/parking.md": Entry(
+        "facilities/parking.md", meta, text + "\n").to_bytes()}, base=None, kind="new", subject="parking").proposal
     approve(wiki, proposal.name, approver=BOB)
     question = "where is the parking permit desk?"
     for _ in range(2):

@@ -19,19 +19,19 @@ CAROL = Identity("Carol", "carol@example.com")
 
 
 def _land(wiki: Wiki, changes: dict[str, str | None], who: Identity = ALICE) -> str:
-    proposal, _ = propose(wiki, {p: (t.encode() if t is not None else None)
+    proposal = propose(wiki, {p: (t.encode() if t is not None else None)
                                  for p, t in changes.items()},
-                          base=None, kind="edit", subject="edit", author=who)
+                          base=None, kind="edit", subject="edit", author=who).proposal
     approve(wiki, proposal.name, approver=BOB)
     return proposal.name
 
 
 def test_diff_shows_fields_and_body(wiki: Wiki) -> None:
     _land(wiki, {"hr/leave.md": entry_text("lv", "Leave", "Ten days.", summary="Old.")})
-    proposal, _ = propose(wiki, {
+    proposal = propose(wiki, {
         "hr/leave.md": entry_text("lv", "Leave", "Twelve days.", summary="New.").encode(),
         "hr/new.md": entry_text("nw", "New entry", "Body.").encode(),
-    }, base=None, kind="edit", subject="more leave", author=ALICE)
+    }, base=None, kind="edit", subject="more leave", author=ALICE).proposal
     result = proposal_diff(wiki, proposal.name)
     kinds = {c.path: c.kind for c in result.changes}
     assert kinds == {"hr/leave.md": "modified", "hr/new.md": "added"}
@@ -42,8 +42,8 @@ def test_diff_shows_fields_and_body(wiki: Wiki) -> None:
 
 
 def test_approve_refuses_when_the_proposal_changed_after_review(wiki: Wiki) -> None:
-    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "v1").encode()},
-                          base=None, kind="edit", subject="a", author=ALICE)
+    proposal = propose(wiki, {"a.md": entry_text("a1", "A", "v1").encode()},
+                          base=None, kind="edit", subject="a", author=ALICE).proposal
     reviewed = proposal_diff(wiki, proposal.name).review_hash
     # the author pushes another commit onto the proposal after the review
     tip = wiki.snapshot(proposal.tip)
@@ -59,8 +59,8 @@ def test_approve_refuses_when_the_proposal_changed_after_review(wiki: Wiki) -> N
 
 
 def test_rejected_proposal_is_kept_with_its_reason(wiki: Wiki) -> None:
-    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
-                          base=None, kind="edit", subject="a", author=ALICE)
+    proposal = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
+                          base=None, kind="edit", subject="a", author=ALICE).proposal
     with acting_as(BOB):
         ref = reject(wiki, proposal.name, "duplicates hr/leave")
     assert ref == "refs/heads/wiki-rejected/" + proposal.name
@@ -79,8 +79,8 @@ def test_a_reject_that_cannot_close_the_proposal_writes_nothing(wiki: Wiki) -> N
     left both open (or landed) and rejected."""
     from wiki.errors import ProposalClosedError
 
-    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
-                          base=None, kind="edit", subject="a", author=ALICE)
+    proposal = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
+                          base=None, kind="edit", subject="a", author=ALICE).proposal
     lock = Path(wiki.repo.common_dir) / (proposal.ref + ".lock")
     lock.write_text("held by another git process\n")
     with acting_as(BOB), pytest.raises(ProposalClosedError, match="nothing was written"):
@@ -108,8 +108,8 @@ def test_log_and_history_follow_renames(wiki: Wiki) -> None:
 
 
 def test_cli_diff_reject_log_history(cli, wiki: Wiki) -> None:
-    proposal, _ = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
-                          base=None, kind="edit", subject="a", author=ALICE)
+    proposal = propose(wiki, {"a.md": entry_text("a1", "A", "x").encode()},
+                          base=None, kind="edit", subject="a", author=ALICE).proposal
     shown = cli("diff", proposal.name)
     assert shown.exit_code == 0 and "added    a.md (a1) A" in shown.stdout
     review = json.loads(cli("diff", proposal.name, "--json").stdout)["review_hash"]
@@ -119,7 +119,7 @@ def test_cli_diff_reject_log_history(cli, wiki: Wiki) -> None:
         assert cli("approve", proposal.name, "--expect", review).exit_code == 0
     assert "a1" in json.loads(cli("history", "a1", "--json").stdout)["id"]
     assert len(json.loads(cli("log", "--json").stdout)) == 2
-    other, _ = propose(wiki, {"b.md": entry_text("b1", "B", "y").encode()},
-                       base=None, kind="edit", subject="b", author=ALICE)
+    other = propose(wiki, {"b.md": entry_text("b1", "B", "y").encode()},
+                       base=None, kind="edit", subject="b", author=ALICE).proposal
     assert cli("reject", other.name).exit_code == 2  # a reason is required
     assert cli("reject", other.name, "--reason", "not needed").exit_code == 0

@@ -53,8 +53,8 @@ def hand_made(wiki: Wiki, name: str, files: dict[str, bytes | tuple[str, bytes] 
 
 
 def land(wiki: Wiki, changes: dict[str, str], override: str | None = None) -> None:
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in changes.items()}, base=None, kind="edit",
-                          subject="setup", author=ALICE)
+    proposal = propose(wiki, {p: t.encode() for p, t in changes.items()}, base=None, kind="edit",
+                          subject="setup", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB, override=override)
 
 
@@ -225,8 +225,8 @@ def test_mode_change_alone_is_reviewed_and_changes_the_hash(cli, wiki: Wiki) -> 
 
 
 def test_expect_needs_twelve_hex_digits(cli, wiki: Wiki) -> None:
-    proposal, _ = propose(wiki, {"a.md": entry_text("aa1", "A", "x").encode()},
-                          base=None, kind="edit", subject="a", author=ALICE)
+    proposal = propose(wiki, {"a.md": entry_text("aa1", "A", "x").encode()},
+                          base=None, kind="edit", subject="a", author=ALICE).proposal
     review = json.loads(cli("diff", proposal.name, "--json").stdout)["review_hash"]
     assert len(review) == 64 and f"review hash {review}" in cli("diff", proposal.name).stdout
     with acting_as(BOB):
@@ -237,8 +237,8 @@ def test_expect_needs_twelve_hex_digits(cli, wiki: Wiki) -> None:
         wrong = ("0" if review[0] != "0" else "1") + review[1:12]
         assert cli("approve", proposal.name, "--expect", wrong).exit_code == 4
         assert cli("approve", proposal.name, "--expect", review).exit_code == 0
-    other, _ = propose(wiki, {"b.md": entry_text("bb1", "B", "y").encode()},
-                       base=None, kind="edit", subject="b", author=ALICE)
+    other = propose(wiki, {"b.md": entry_text("bb1", "B", "y").encode()},
+                       base=None, kind="edit", subject="b", author=ALICE).proposal
     with pytest.raises(ConfigError):
         approve(wiki, other.name, approver=BOB, expect="abc")
     landing = approve(wiki, other.name, approver=BOB,
@@ -259,8 +259,8 @@ def test_mcp_propose_returns_the_flags(wiki: Wiki) -> None:
 
 
 def test_normal_proposals_stay_unflagged(wiki: Wiki) -> None:
-    proposal, _ = propose(wiki, {"hr/leave.md": entry_text("lv1", "Leave", "Ten days.").encode(),
+    proposal = propose(wiki, {"hr/leave.md": entry_text("lv1", "Leave", "Ten days.").encode(),
                                  "hr/pay.md": entry_text("pay1", "Pay", "Monthly.").encode()},
-                          base=None, kind="edit", subject="hr", author=ALICE)
+                          base=None, kind="edit", subject="hr", author=ALICE).proposal
     assert proposal.flags == []
     assert approve(wiki, proposal.name, approver=BOB).landed

@@ -43,8 +43,8 @@ PLACES = ("index.md", "guides/index.md", "fresh/index.md")
 @pytest.fixture
 def wiki_with_guides(wiki: Wiki) -> Wiki:
     """A wiki holding one entry in ``guides/`` (so the root and ``guides/`` have indexes)."""
-    proposal, _ = propose(wiki, {"guides/alpha.md": entry_text("a1", "Alpha", "Body.").encode()},
-                          kind="new", base=None, subject="add alpha", author=ALICE)
+    proposal = propose(wiki, {"guides/alpha.md": entry_text("a1", "Alpha", "Body.").encode()},
+                          kind="new", base=None, subject="add alpha", author=ALICE).proposal
     land(wiki, proposal.name, approver=BOB)
     return wiki
 

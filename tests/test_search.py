@@ -28,8 +28,8 @@ ENTRIES = {
 
 
 def _seed(wiki: Wiki, repo) -> None:
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in ENTRIES.items()}, base=None, kind="seed",
-                          subject="seed", author=ALICE)
+    proposal = propose(wiki, {p: t.encode() for p, t in ENTRIES.items()}, base=None, kind="seed",
+                          subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
 
 
@@ -87,8 +87,8 @@ def test_get_as_a_passive_auxiliary_is_not_searched(wiki: Wiki) -> None:
                                     "Use get to read one proposal or page."),
              "dev/review.md": entry_text("rev1", "Review", "A proposal is approved by someone other "
                                      "than its author.")}
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in pages.items()}, base=None,
-                          kind="seed", subject="seed", author=ALICE)
+    proposal = propose(wiki, {p: t.encode() for p, t in pages.items()}, base=None,
+                          kind="seed", subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
     assert query_words("how does a proposal get approved?") == ["proposal", "approved?"]
     assert query_words("when do I get paid") == ["paid"]

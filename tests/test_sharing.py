@@ -30,8 +30,8 @@ def team(tmp_path: Path, wiki: Wiki):
     bare = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
     git(wiki.root, "remote", "add", "origin", str(bare))
-    proposal, _ = propose(wiki, {"hr/leave.md": LEAVE.encode()}, base=None, kind="seed", subject="seed",
-                          author=ALICE)
+    proposal = propose(wiki, {"hr/leave.md": LEAVE.encode()}, base=None, kind="seed", subject="seed",
+                          author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
     assert sync_remote(wiki).action == "created-remote"
     carol = _clone(bare, tmp_path / "carol")
@@ -44,12 +44,12 @@ def team(tmp_path: Path, wiki: Wiki):
 def test_concurrent_edits_one_lands_other_stale_then_rebased(team) -> None:
     bobs, carols = team
     alice_edit = LEAVE.replace("summary: Leave basics.", "summary: Leave basics, updated.")
-    first, _ = propose(bobs, {"hr/leave.md": alice_edit.encode()}, base=None, kind="edit",
-                       subject="summary", author=ALICE)
+    first = propose(bobs, {"hr/leave.md": alice_edit.encode()}, base=None, kind="edit",
+                       subject="summary", author=ALICE).proposal
     with acting_as(CAROL):
         carol_edit = LEAVE.replace("Line three.", "Line three, clarified.")
-        second, _ = propose(carols, {"hr/leave.md": carol_edit.encode()}, base=None, kind="edit",
-                            subject="body")
+        second = propose(carols, {"hr/leave.md": carol_edit.encode()}, base=None, kind="edit",
+                            subject="body").proposal
         assert sync_remote(carols).pushed == [f"wiki-proposals/{second.name}"]
     assert f"wiki-proposals/{second.name}" in sync_remote(bobs).fetched
     with pytest.raises(SelfApprovalError):
@@ -75,7 +75,7 @@ def test_robustness_i1_edits_and_deletions_pulled_from_a_remote_are_never_stale(
     bobs, carols = team
 
     def land(changes: dict[str, bytes | None]) -> None:  # by the tool, in the other clone
-        proposal, _ = propose(bobs, changes, base=None, kind="edit", subject="edit", author=ALICE)
+        proposal = propose(bobs, changes, base=None, kind="edit", subject="edit", author=ALICE).proposal
         approve(bobs, proposal.name, approver=BOB)
         git(bobs.root, "push", "-q", "origin", "wiki")
 
@@ -101,10 +101,10 @@ def test_robustness_i1_edits_and_deletions_pulled_from_a_remote_are_never_stale(
 
 def test_overlapping_edits_cannot_be_rebased(team) -> None:
     bobs, _ = team
-    one, _ = propose(bobs, {"hr/leave.md": LEAVE.replace("Line two.", "Line 2a.").encode()},
-                     base=None, kind="edit", subject="a", author=ALICE)
-    two, _ = propose(bobs, {"hr/leave.md": LEAVE.replace("Line two.", "Line 2b.").encode()},
-                     base=None, kind="edit", subject="b", author=CAROL)
+    one = propose(bobs, {"hr/leave.md": LEAVE.replace("Line two.", "Line 2a.").encode()},
+                     base=None, kind="edit", subject="a", author=ALICE).proposal
+    two = propose(bobs, {"hr/leave.md": LEAVE.replace("Line two.", "Line 2b.").encode()},
+                     base=None, kind="edit", subject="b", author=CAROL).proposal
     approve(bobs, one.name, approver=BOB)
     with pytest.raises(StaleProposalError, match="cannot be rebased"):
         rebase(bobs, two.name, rebaser=CAROL)
@@ -119,8 +119,8 @@ def test_force_pushed_remote_does_not_lose_local_landings(team, tmp_path: Path) 
         git(tmp_path / "cw", "add", "-A")
         git(tmp_path / "cw", "commit", "-q", "--amend", "-m", "rewritten")
         git(tmp_path / "cw", "push", "-q", "--force", "origin", "HEAD:refs/heads/wiki")
-    mine, _ = propose(bobs, {"hr/mine.md": entry_text("mn", "Mine", "Local.").encode()},
-                      base=None, kind="edit", subject="local", author=ALICE)
+    mine = propose(bobs, {"hr/mine.md": entry_text("mn", "Mine", "Local.").encode()},
+                      base=None, kind="edit", subject="local", author=ALICE).proposal
     approve(bobs, mine.name, approver=BOB)
     before = bobs.head()
     result = sync_remote(bobs)
@@ -134,13 +134,13 @@ def test_force_pushed_remote_does_not_lose_local_landings(team, tmp_path: Path) 
 def test_conflicting_divergence_becomes_a_proposal(team, tmp_path: Path) -> None:
     bobs, carols = team
     with acting_as(CAROL):
-        theirs, _ = propose(carols, {"hr/leave.md": LEAVE.replace("Line one.", "Remote.")
-                                     .encode()}, base=None, kind="edit", subject="remote")
+        theirs = propose(carols, {"hr/leave.md": LEAVE.replace("Line one.", "Remote.")
+                                     .encode()}, base=None, kind="edit", subject="remote").proposal
     approve(carols, theirs.name, approver=BOB)
     with acting_as(CAROL):
         sync_remote(carols)
-    mine, _ = propose(bobs, {"hr/leave.md": LEAVE.replace("Line one.", "Local.").encode()},
-                      base=None, kind="edit", subject="local", author=ALICE)
+    mine = propose(bobs, {"hr/leave.md": LEAVE.replace("Line one.", "Local.").encode()},
+                      base=None, kind="edit", subject="local", author=ALICE).proposal
     approve(bobs, mine.name, approver=BOB)
     result = sync_remote(bobs)
     assert result.action == "conflict-proposal" and result.proposal
@@ -152,10 +152,10 @@ def test_conflicting_divergence_becomes_a_proposal(team, tmp_path: Path) -> None
 def test_landed_and_rejected_proposals_stay_closed_across_clones(team) -> None:
     bobs, carols = team
     with acting_as(CAROL):
-        landed, _ = propose(carols, {"x/a.md": entry_text("xa", "A", "a").encode()},
-                            base=None, kind="edit", subject="a")
-        dropped, _ = propose(carols, {"x/b.md": entry_text("xb", "B", "b").encode()},
-                             base=None, kind="edit", subject="b")
+        landed = propose(carols, {"x/a.md": entry_text("xa", "A", "a").encode()},
+                            base=None, kind="edit", subject="a").proposal
+        dropped = propose(carols, {"x/b.md": entry_text("xb", "B", "b").encode()},
+                             base=None, kind="edit", subject="b").proposal
         sync_remote(carols)
     sync_remote(bobs)
     approve(bobs, landed.name, approver=BOB)
@@ -181,12 +181,12 @@ def test_rebase_merges_entry_fields_and_updated_times(team, monkeypatch) -> None
     base = bobs.snapshot().read("hr/leave.md").decode()
     one = base.replace("Line one.", "Line ONE.") + ""
     two = base.replace("Line three.", "Line THREE.")
-    first, _ = propose(bobs, {"hr/leave.md": (one.replace("title: Annual leave",
+    first = propose(bobs, {"hr/leave.md": (one.replace("title: Annual leave",
                        "title: Annual leave\nupdated: '2026-01-01T00:00:01Z'")).encode()},
-                       base=None, kind="edit", subject="one", author=ALICE)
-    second, _ = propose(bobs, {"hr/leave.md": (two.replace("title: Annual leave",
+                       base=None, kind="edit", subject="one", author=ALICE).proposal
+    second = propose(bobs, {"hr/leave.md": (two.replace("title: Annual leave",
                         "title: Annual leave\nupdated: '2026-01-01T00:00:09Z'")).encode()},
-                        base=None, kind="edit", subject="two", author=CAROL)
+                        base=None, kind="edit", subject="two", author=CAROL).proposal
     approve(bobs, first.name, approver=BOB)
     rebase(bobs, second.name, rebaser=CAROL)
     approve(bobs, second.name, approver=BOB)

@@ -24,9 +24,9 @@ racing to land are the same race at 24)."""
 def test_two_dozen_proposals_approved_from_four_processes(wiki: Wiki) -> None:
     names = []
     for i in range(COUNT):
-        proposal, _ = propose(wiki, {f"s/e{i:02}.md": entry_text(
+        proposal = propose(wiki, {f"s/e{i:02}.md": entry_text(
             f"st{i:02}", f"Stress {i}", f"stress body {i}").encode()},
-            base=None, kind="stress", subject=f"stress {i}", author=ALICE)
+            base=None, kind="stress", subject=f"stress {i}", author=ALICE).proposal
         names.append(proposal.name)
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()

@@ -25,8 +25,8 @@ ENTRY = "---\ntitle: Parking permits\n---\nPermits are renewed every March.\n"
 
 
 def land(wiki: Wiki, changes: dict[str, str]) -> None:
-    proposal, _ = propose(wiki, {p: t.encode() for p, t in changes.items()}, base=None,
-                          kind="new", subject="setup", author=ALICE)
+    proposal = propose(wiki, {p: t.encode() for p, t in changes.items()}, base=None,
+                          kind="new", subject="setup", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
 
 
@@ -146,10 +146,10 @@ def test_a_hand_made_tree_git_refuses_is_flagged_and_never_lands(cli, pager: Wik
 def test_a_merge_that_would_make_a_file_and_a_folder_is_stale(wiki: Wiki, repo: Path) -> None:
     under = entry_text("e1under", "Under", "Below the folder.").encode()
     over = entry_text("e1over", "Over", "The file.").encode()
-    first, _ = propose(wiki, {"x.md/under.md": under}, base=None, kind="new", subject="a",
-                       author=ALICE)
-    second, _ = propose(wiki, {"x.md": over}, base=None, kind="new", subject="b",
-                        author=ALICE)
+    first = propose(wiki, {"x.md/under.md": under}, base=None, kind="new", subject="a",
+                       author=ALICE).proposal
+    second = propose(wiki, {"x.md": over}, base=None, kind="new", subject="b",
+                        author=ALICE).proposal
     approve(wiki, second.name, approver=BOB)
     head = wiki.head()
     with pytest.raises(StaleProposalError, match="both a file and a folder"):

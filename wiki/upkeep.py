@@ -25,7 +25,7 @@ def init_wiki(wiki: Wiki) -> str:
     from wiki.store.derived import open_synced
 
     commit = wiki.init()
-    index, _ = open_synced(wiki)
+    index = open_synced(wiki).index
     index.close()
     return commit
 
@@ -65,9 +65,10 @@ def update_index(wiki: Wiki, *, rebuild: bool = False,
 
     if rebuild:
         result = run_rebuild(wiki)
-        index, _ = open_synced(wiki, write=True)
+        index = open_synced(wiki, write=True).index
     else:
-        index, result = open_synced(wiki, write=True)
+        synced = open_synced(wiki, write=True)
+        index, result = synced.index, synced.report
     try:
         name = model_name()
         pending = index.vectors.pending_split(name) if name else (0, 0)

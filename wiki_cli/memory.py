@@ -97,7 +97,8 @@ def feedback(
         outcomes.counts(wiki, target)
     proposal, created = None, False
     if propose:
-        proposal, created = outcomes.propose_counts(wiki, target)
+        opened = outcomes.propose_counts(wiki, target)
+        proposal, created = opened.proposal, opened.created
     if json_output:
         print_json({**vars(counts), "proposal": proposal.name if proposal else None})
         return

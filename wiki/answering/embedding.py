@@ -68,7 +68,7 @@ def refresh_vectors(wiki, *, progress: Progress | None = None) -> tuple[int, str
         return 0, "vectors turned off (WIKI_EMBED_MODEL=none)"
     from wiki.store.storage import writing
 
-    index, _ = open_synced(wiki, write=True)
+    index = open_synced(wiki, write=True).index
     try:
         embedder = get_embedder(name)
         with writing(wiki.database_path()):

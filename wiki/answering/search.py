@@ -28,6 +28,7 @@ from wiki.answering.routing import boost, decide, tie_break
 from wiki.config import LLMConfig, MemoryConfig, SearchConfig
 from wiki.store.derived import (
     CONSISTENT_TRIES,
+    Synced,
     SyncReport,
     commit_as_of,
     indexed_config,
@@ -261,7 +262,8 @@ def search(wiki: Wiki, request: SearchRequest, *, index: IndexBackend | None = N
             return _search(past, SyncReport(commit), request, wiki, client, progress)
     own = index is None
     for attempt in range(1, CONSISTENT_TRIES + 1):  # again if the index moved meanwhile
-        index, report = open_synced(wiki) if own else (index, sync(wiki, index))
+        synced = open_synced(wiki) if own else Synced(index, sync(wiki, index))
+        index, report = synced.index, synced.report
         try:
             result = _search(index, report, request, wiki, client, progress)
             if attempt == CONSISTENT_TRIES or still_at(index, report.commit):

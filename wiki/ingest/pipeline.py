@@ -133,9 +133,10 @@ def ingest(wiki: Wiki, paths: Iterable[Path | str], *, progress: Progress | None
             body += "\n\nLeft alone, edited since compiled (decide: edit by hand, or "
             body += "`wiki ingest --overwrite`):\n\n" + "".join(
                 f"{CONFLICT_TRAILER}: {path}: {HAND_EDITED}\n" for path in run.conflicts)
-        report.proposal, report.proposal_created = propose(
+        opened = propose(
             wiki, changes, base=snapshot.commit, kind="ingest", subject=subject, body=body,
             author=author, redact=redact)
+        report.proposal, report.proposal_created = opened.proposal, opened.created
     elif waiting and not changes:
         report.proposal, report.proposal_created = get_proposal(wiki, waiting[0]), False
     return report

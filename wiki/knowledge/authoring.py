@@ -177,10 +177,11 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
     entry = Entry(path, draft.meta, draft.body, draft.original, None).updated_with(
         created=draft.meta.get("created") or stamp, updated=stamp)
     duplicates = near_duplicates(snapshot, entry)
-    proposal, created = propose(wiki, {path: entry.to_bytes()}, base=snapshot.commit,
+    opened = propose(wiki, {path: entry.to_bytes()}, base=snapshot.commit,
                                 kind="new",
                                 subject=f"new entry: {entry.title}",
                                 body=_duplicate_note(duplicates), author=author, redact=redact)
+    proposal, created = opened.proposal, opened.created
     return Authored(proposal, created, near_duplicates=duplicates, titled_from=titled_from)
 
 
@@ -245,10 +246,11 @@ def retract_entry(wiki: Wiki, target: str, reason: str, *,
     if current.status == "retracted":
         return Authored(None, existing=current.path)
     changed = current.updated_with(status="retracted", updated=now_iso())
-    proposal, created = propose(wiki, {current.path: changed.to_bytes()},
+    opened = propose(wiki, {current.path: changed.to_bytes()},
                                 base=snapshot.commit, kind="retract",
                                 subject=f"retract: {current.title}", body=reason,
                                 author=author, redact=redact)
+    proposal, created = opened.proposal, opened.created
     return Authored(proposal, created)
 
 
@@ -267,9 +269,10 @@ def supersede_entry(wiki: Wiki, target: str, text: bytes, *,
     if draft.id == old.id:
         raise ConfigError(f"the replacement needs its own id, not {old.id}")
     new, retired = supersession(old, draft, set(snapshot.files), now_iso())
-    proposal, created = propose(wiki, {new.path: new.to_bytes(), old.path: retired.to_bytes()},
+    opened = propose(wiki, {new.path: new.to_bytes(), old.path: retired.to_bytes()},
                                 base=snapshot.commit, kind="supersede",
                                 subject=f"supersede {old.title}", author=author, redact=redact)
+    proposal, created = opened.proposal, opened.created
     return Authored(proposal, created)
 
 
@@ -292,10 +295,11 @@ def _propose_edit(wiki: Wiki, snapshot: Snapshot, current: Entry, draft: Entry,
     changed = current.updated_with(body=draft.body, **{
         **{k: None for k in current.meta if k not in draft.meta},
         **draft.meta, "updated": now_iso()})
-    proposal, created = propose(wiki, {current.path: changed.to_bytes()},
+    opened = propose(wiki, {current.path: changed.to_bytes()},
                                 base=snapshot.commit, kind=verb,
                                 subject=f"{verb}: {current.title}", author=author,
                                 redact=redact)
+    proposal, created = opened.proposal, opened.created
     return Authored(proposal, created)
 
 

@@ -368,10 +368,11 @@ def save_answer(wiki: Wiki, answer, *, client=None, author: Identity | None = No
         return saved
     body = "Question: " + " ".join(answer.question.split()) + "\nFrom entries: " + \
         ", ".join(f"{e.path} ({e.id})" for e in cited)
-    saved.proposal, saved.created = propose(
+    opened = propose(
         wiki, placer.changes, base=placer.snapshot.commit, kind="save",
         subject=f"save answer: {_title(answer.question)}", body=body, author=author,
         redact=redact)
+    saved.proposal, saved.created = opened.proposal, opened.created
     return saved
 
 

@@ -98,15 +98,16 @@ def counts(wiki: Wiki, entry: Entry | str) -> Counts:
 
 def propose_counts(wiki: Wiki, target: str, *, author: Identity | None = None):
     """Propose writing the current counts of ``target`` into its ``outcomes`` field.
-    Returns ``(proposal, created)``, or ``(None, False)`` when the field already says so."""
-    from wiki.review.proposals import propose
+    Returns a :class:`wiki.review.proposals.ProposalOpened`, its ``proposal`` ``None`` when
+    the field already says so."""
+    from wiki.review.proposals import ProposalOpened, propose
 
     snapshot = wiki.snapshot()
     entry = find_entry(wiki, target, snapshot)
     now = counts(wiki, entry)
     field = {"worked": now.worked, "failed": now.failed, "last": now.last}
     if now.recorded == field:
-        return None, False
+        return ProposalOpened(None)
     changed = entry.updated_with(outcomes=field)
     return propose(wiki, {entry.path: changed.to_bytes()}, base=snapshot.commit,
                    kind="feedback",

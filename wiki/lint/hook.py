@@ -122,7 +122,7 @@ def mark_commit(wiki: Wiki, commit: str = "HEAD") -> list[str]:
     uris = {f"git:{path}" for path in changed if path and is_text_name(path)}
     if not uris:
         return []
-    index, _ = open_synced(wiki)
+    index = open_synced(wiki).index
     try:
         with index.transaction():
             return index.mark_sources(uris, sha, now_iso())

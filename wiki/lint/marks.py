@@ -17,10 +17,7 @@ def revalidation_marks(wiki: Wiki, paths: Iterable[str] | None = None, *,
     cited files changed in a commit after they were written (marked by ``wiki hook``).
     ``synced``: bring the index up to the wiki head first (an entry updated since is no
     longer marked); else read the marks as stored."""
-    if synced:
-        index, _ = open_synced(wiki)
-    else:
-        index = open_index(wiki)
+    index = open_synced(wiki).index if synced else open_index(wiki)
     try:
         return index.marks(paths)
     finally:

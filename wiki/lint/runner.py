@@ -66,8 +66,8 @@ def run_lint(wiki, select: set[str] | None = None, ignore: set[str] | None = Non
     if fix and ctx.fixes:
         report.fixed = [f for f in findings if f.fixable]
         findings = [f for f in findings if not f.fixable]
-        report.proposal, report.proposal_created = _propose(wiki, ctx.fixes, report.fixed,
-                                                            author, commit)
+        opened = _propose(wiki, ctx.fixes, report.fixed, author, commit)
+        report.proposal, report.proposal_created = opened.proposal, opened.created
         if report.proposal is None:
             findings, report.fixed = sorted(findings + report.fixed, key=_order), []
     report.findings = findings
@@ -85,7 +85,7 @@ def _order(finding: Finding):
 
 def _propose(wiki, changes: dict[str, bytes | None], fixed: list[Finding], author,
              base: str):
-    from wiki.review.proposals import propose
+    from wiki.review.proposals import ProposalOpened, propose
 
     codes = sorted({f.code for f in fixed})
     lines = [f"- {f.code} {f.path}: {f.message}" for f in fixed]
@@ -95,7 +95,7 @@ def _propose(wiki, changes: dict[str, bytes | None], fixed: list[Finding], autho
                        body="Safe fixes from `wiki lint --fix`:\n\n" + "\n".join(lines),
                        author=author)
     except ValueError:  # every fix is already on the branch
-        return None, False
+        return ProposalOpened(None)
 
 
 def report_dict(report: LintReport) -> dict[str, Any]:

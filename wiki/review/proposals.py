@@ -89,6 +89,16 @@ class Proposal:
     entry an ingest left alone because someone edited it since it was compiled."""
 
 
+@dataclass(frozen=True)
+class ProposalOpened:
+    """What :func:`propose` did: the ``proposal`` it opened (``created``), or the open one
+    that already makes the same change (``created`` false). ``proposal`` is ``None`` only
+    where a caller found nothing to propose (``wiki feedback``, ``wiki lint --fix``)."""
+
+    proposal: Proposal | None
+    created: bool = False
+
+
 @dataclass
 class Landing:
     """The result of an approval: the new wiki ``commit`` and whether the proposal was
@@ -104,14 +114,14 @@ class Landing:
 
 def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, base: str | None,
             kind: str, subject: str, body: str = "", author: Identity | None = None,
-            redact: bool = False) -> tuple[Proposal, bool]:
+            redact: bool = False) -> ProposalOpened:
     """Record ``changes`` (path -> new bytes, ``None`` deletes) as a proposal built on
     ``base``, the wiki commit the caller read when it computed them (docs/review.md;
     required, ``None`` = the head read now). If the wiki moved since, the proposal is
     behind (``stale``): it lands only by approve's clean merge, else ``wiki rebase``.
     ``ConfigError`` when ``base`` is not a commit of the wiki branch.
 
-    Returns ``(proposal, created)``; ``created`` is false when an open proposal makes the
+    Returns a :class:`ProposalOpened`; ``created`` is false when an open proposal makes the
     same change (its ``Wiki-Change:`` key, :mod:`wiki.review.change_key`), returned instead;
     checked and created under the write lock (:mod:`wiki.store.locking`, ``WriterBusyError``).
     Changes that leave a path as it is at ``base`` are dropped; ``ValueError`` if nothing
@@ -152,9 +162,9 @@ def propose(wiki: Wiki, changes: Mapping[str, bytes | None], *, base: str | None
         for existing in list_proposals(wiki):
             if existing.change == key or (existing.base == base and
                                           wiki.repo.commit(existing.tip).tree.hexsha == tree):
-                return existing, False
+                return ProposalOpened(existing, False)
         wiki.store.update_ref(wiki.proposal_prefix + name, commit, None, f"wiki propose {name}")
-    return get_proposal(wiki, name), True
+    return ProposalOpened(get_proposal(wiki, name), True)
 
 
 def list_proposals(wiki: Wiki) -> list[Proposal]:

@@ -147,7 +147,7 @@ def check_ids(wiki: Wiki, name: str, tip_files: Mapping[str, TreeFile], ours: se
             raise DuplicateIdError(f"proposal {name} gives id {entry_id!r} to both "
                                    f"{ids[entry_id]} and {path}")
         ids[entry_id] = path
-    index, _ = open_synced(wiki)
+    index = open_synced(wiki).index
     try:
         for entry_id, path in ids.items():
             others = [k for k in index.keys_for_doc_id(entry_id) if k not in ours]

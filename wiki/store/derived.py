@@ -209,7 +209,16 @@ def _apply(wiki: Wiki, index: IndexBackend, head: str) -> SyncReport:
     return report
 
 
-def open_synced(wiki: Wiki, *, write: bool = False) -> tuple[IndexBackend, SyncReport]:
+@dataclass(frozen=True)
+class Synced:
+    """An index brought up to the wiki head (:func:`open_synced`): the open ``index`` (the
+    caller closes it) and the ``report`` of what syncing did."""
+
+    index: IndexBackend
+    report: SyncReport
+
+
+def open_synced(wiki: Wiki, *, write: bool = False) -> Synced:
     """The derived database, brought up to the wiki head first. A database found damaged
     while syncing is set aside and rebuilt; one the disk will not let us update is
     replaced by a temporary copy (``write``: :class:`StorageError` instead)."""
@@ -230,7 +239,7 @@ def open_synced(wiki: Wiki, *, write: bool = False) -> tuple[IndexBackend, SyncR
         except BaseException:
             opened.index.close()
             raise
-        return opened.index, report
+        return Synced(opened.index, report)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -243,7 +252,7 @@ def refresh(wiki: Wiki) -> None:
     if not index_exists(wiki):
         return
     try:
-        index, _ = open_synced(wiki)
+        index = open_synced(wiki).index
     except (WikiError, DatabaseError, OSError) as error:
         notify(f"the search index was not brought up to the new head ({error}); "
                "the next search or `wiki index` will")

@@ -43,7 +43,7 @@ def find_entry(wiki: Wiki, target: str, snapshot: Snapshot | None = None) -> Ent
     if snapshot.commit != wiki.head():  # the derived index follows the head only
         keys = [e.path for e in snapshot.entries()[0] if e.id == target]
     else:
-        index, _ = open_synced(wiki)
+        index = open_synced(wiki).index
         try:
             keys = index.keys_for_doc_id(target)
         finally:
