@@ -35,7 +35,7 @@ def _served_and_local(index: SearchIndex, query, limit: int = 6):
     served = [(h.key, round(h.score, 6)) for h in index.search_vector(query, MODEL,
                                                                        limit=limit)]
     local = [(k, round(s, 6)) for k, s in index.vectors.search(
-        np.asarray(query), MODEL, allowed=None, limit=limit)]
+        np.asarray(query), MODEL, rows=None, limit=limit)]
     return served, local
 
 
@@ -127,7 +127,7 @@ def _nearest(remote: RemoteEmbedder, path: Path, stamp: str, query) -> dict:
     import base64
 
     return {"op": "nearest", "model": MODEL, "index": str(path), "stamp": stamp,
-            "vector": base64.b64encode(query.data).decode(), "limit": 3, "excluded": []}
+            "vector": base64.b64encode(query.data).decode(), "limit": 3, "rows": None}
 
 
 @needs_model

@@ -26,8 +26,8 @@ from indexes.embedding.embed_reply import reply_hits
 from indexes.embedding.embed_server import RemoteEmbedder
 from indexes.embedding.embedders import EmbedderUnavailableError
 from indexes.embedding.query_vector import QueryVector
-from indexes.sqlite.engine import SearchIndex
-from indexes.sqlite.vectors import embed_pending
+from indexes.sqlite.engine import Filters, SearchIndex
+from indexes.sqlite.vectors import RowFilter, embed_pending
 
 pytestmark = pytest.mark.skipif(embedders.load_default.probe() is not None,
                                 reason="the real embedding model is not installed")
@@ -39,8 +39,8 @@ def test_the_server_ranks_as_the_client_would(remote: RemoteEmbedder, tmp_path: 
     assert isinstance(query, QueryVector) and query.searcher is remote
     stamp = index.vectors.stamp()
     served = remote.nearest(query, str(index.path.resolve()), stamp, MODEL, limit=3,
-                            excluded=set())
-    local = index.vectors.search(np.asarray(query), MODEL, allowed=None, limit=3)
+                            rows=None)
+    local = index.vectors.search(np.asarray(query), MODEL, rows=None, limit=3)
     assert served is not None and [k for k, _ in served] == [k for k, _ in local]
     assert served[0][0] == "travel.md"
     assert np.allclose([s for _, s in served], [s for _, s in local], atol=1e-6)
@@ -48,10 +48,14 @@ def test_the_server_ranks_as_the_client_would(remote: RemoteEmbedder, tmp_path: 
     hits = index.search_vector(query, MODEL, limit=3)
     assert [(h.key, round(h.score, 6)) for h in hits] == \
         [(k, round(s, 6)) for k, s in local]
-    # excluded keys are left out there too
+    # documents a filter leaves out are left out there too, named by rowid either way
+    travel = index.conn.execute("SELECT rowid FROM docs WHERE key = 'travel.md'").fetchone()[0]
     without = remote.nearest(query, str(index.path.resolve()), stamp, MODEL, limit=3,
-                             excluded={"travel.md"})
+                             rows=RowFilter.of([travel], keep=False))
     assert without is not None and "travel.md" not in [k for k, _ in without]
+    only = remote.nearest(query, str(index.path.resolve()), stamp, MODEL, limit=3,
+                          rows=RowFilter.of([travel], keep=True))
+    assert only is not None and [k for k, _ in only] == ["travel.md"]
 
 
 def test_a_changed_or_rebuilt_index_is_never_answered_from_the_old_matrix(
@@ -61,17 +65,17 @@ def test_a_changed_or_rebuilt_index_is_never_answered_from_the_old_matrix(
     query = remote.encode_query("who do I ask for a new computer")
     old = index.vectors.stamp()
     assert remote.nearest(query, str(path.resolve()), old, MODEL, limit=1,
-                          excluded=set())[0][0] == "laptops.md"
+                          rows=None)[0][0] == "laptops.md"
     # a new entry: a new stamp, and the server reads the file again
     index.upsert([Document(key="hardware.md", doc_id="hardware", title="Hardware",
                            body="New computers and monitors are ordered through IT.")])
     embed_pending(index.vectors, remote)
     new = index.vectors.stamp()
     assert new != old
-    found = remote.nearest(query, str(path.resolve()), new, MODEL, limit=6, excluded=set())
+    found = remote.nearest(query, str(path.resolve()), new, MODEL, limit=6, rows=None)
     assert found is not None and "hardware.md" in [k for k, _ in found]
     assert remote.nearest(query, str(path.resolve()), "0123:99", MODEL, limit=1,
-                          excluded=set()) is None  # a stamp the file never had
+                          rows=None) is None  # a stamp the file never had
     # the same file built again from other text: same version counter, another nonce
     index.close()
     path.unlink()
@@ -79,7 +83,7 @@ def test_a_changed_or_rebuilt_index_is_never_answered_from_the_old_matrix(
                                     else text for name, text in TOPICS.items()})
     assert rebuilt.vectors.stamp().split(":")[1] == old.split(":")[1]
     assert rebuilt.vectors.stamp() != old
-    local = rebuilt.vectors.search(np.asarray(query), MODEL, allowed=None, limit=5)
+    local = rebuilt.vectors.search(np.asarray(query), MODEL, rows=None, limit=5)
     assert [h.key for h in rebuilt.search_vector(query, MODEL, limit=5)] == \
         [k for k, _ in local]
 
@@ -91,9 +95,9 @@ def test_a_request_the_server_cannot_answer_is_ranked_here(remote: RemoteEmbedde
     for path in ("relative/index.sqlite", str(tmp_path / "missing.sqlite"),
                  str(tmp_path)):  # not absolute; no such file; a folder
         assert remote.nearest(query, path, index.vectors.stamp(), MODEL, limit=3,
-                              excluded=set()) is None
+                              rows=None) is None
     assert remote.nearest(query, str(index.path), "x", "another-model", limit=3,
-                          excluded=set()) is None
+                          rows=None) is None
     assert index.search_vector(query, MODEL, limit=1)[0].key == "payroll.md"
 
 
@@ -143,14 +147,16 @@ def test_a_hostile_server_cannot_steer_the_vector_leg(remote: RemoteEmbedder,
                                   searcher=RemoteEmbedder(MODEL, socket_path=where,
                                                           start=False, request_timeout=5))
             assert [h.key for h in index.search_vector(hostile, MODEL, limit=3)] == expected
-        # a hit the filters leave out is refused even in an otherwise well-formed reply
+        # a hit the filters leave out is never shown, even in an otherwise well-formed reply
         where = short / "excl.sock"
         HostileServer(where, b'{"ok": true, "hits": [["payroll.md", 0.9]]}\n')
-        squatter = RemoteEmbedder(MODEL, socket_path=where, start=False, request_timeout=5)
-        assert squatter.nearest(query, str(index.path.resolve()), index.vectors.stamp(),
-                                MODEL, limit=3, excluded={"payroll.md"}) is None
-        assert squatter.nearest(query, str(index.path.resolve()), index.vectors.stamp(),
-                                MODEL, limit=3, excluded=set()) == [("payroll.md", 0.9)]
+        squatter = QueryVector(query.data, query.dim,
+                               searcher=RemoteEmbedder(MODEL, socket_path=where, start=False,
+                                                       request_timeout=5))
+        assert [h.key for h in index.search_vector(squatter, MODEL, limit=3)] == \
+            ["payroll.md"]
+        assert index.search_vector(squatter, MODEL, limit=3,
+                                   filters=Filters(category="travel")) == []
     finally:
         shutil.rmtree(short, ignore_errors=True)
 
@@ -197,4 +203,4 @@ def test_an_index_from_before_nonces_gets_a_stamp_when_opened(remote: RemoteEmbe
     assert stamp is not None and stamp.endswith(":" + reopened.get_meta("vectors_version"))
     query = remote.encode_query("annual leave")
     assert remote.nearest(query, str(path.resolve()), stamp, MODEL, limit=1,
-                          excluded=set())[0][0] == "leave.md"
+                          rows=None)[0][0] == "leave.md"

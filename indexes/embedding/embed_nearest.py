@@ -13,7 +13,10 @@ one the client sent (else the reply says ``"hits": null`` and the client ranks t
 vectors itself).
 
 Request: ``{"op": "nearest", "model": m, "index": absolute path, "stamp": s,
-"vector": base64(float32 LE), "limit": n, "excluded": [key, ...]}``; reply:
+"vector": base64(float32 LE), "limit": n, "rows": null | {"keep": bool, "ids":
+base64(sorted int64 LE docs rowids)}}`` (a :class:`~indexes.sqlite.vectors.RowFilter`: the
+rowids are matched against the ones the server read with the matrix, in the snapshot of
+the same stamp); reply:
 ``{"ok": true, "hits": [[key, cosine], ...] | null}``.
 """
 
@@ -23,16 +26,18 @@ import base64
 import os
 import sqlite3
 import stat
+import sys
 import threading
 import urllib.parse
+from array import array
 from collections import OrderedDict
 
-from indexes.sqlite.vectors import Matrix, VectorStore, nearest
+from indexes.sqlite.vectors import Matrix, RowFilter, VectorStore, nearest
 
 KEEP = 2
 """Matrices kept (one per index file): a 100,000-entry wiki's is ~400 MB."""
 MAX_LIMIT = 10_000
-MAX_EXCLUDED = 1_000_000
+MAX_ROWIDS = 10_000_000
 
 
 class MatrixCache:
@@ -92,16 +97,14 @@ def answer(request: dict, model: str, cache: MatrixCache) -> dict:
     if request.get("model") != model:
         raise ValueError(f"this server serves {model!r}, not {request.get('model')!r}")
     path, stamp = request.get("index"), request.get("stamp")
-    limit, excluded = request.get("limit"), request.get("excluded")
+    limit = request.get("limit")
     if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
         raise ValueError("index must be an absolute path")
     if not isinstance(stamp, str):
         raise ValueError("stamp must be a string")
     if type(limit) is not int or not 0 < limit <= MAX_LIMIT:
         raise ValueError(f"limit must be an integer in 1..{MAX_LIMIT}")
-    if not isinstance(excluded, list) or len(excluded) > MAX_EXCLUDED \
-            or not all(isinstance(k, str) for k in excluded):
-        raise ValueError("excluded must be a list of keys")
+    rows = rows_from_request(request.get("rows"))
     vector = request.get("vector")
     query = np.frombuffer(base64.b64decode(vector if isinstance(vector, str) else "",
                                            validate=True), dtype="<f4").astype(np.float32)
@@ -110,5 +113,34 @@ def answer(request: dict, model: str, cache: MatrixCache) -> dict:
     matrix = cache.get(path, stamp, model, int(query.size))
     if matrix is None:
         return {"ok": True, "hits": None}
-    found = nearest(matrix, query, allowed=None, excluded=set(excluded), limit=limit)
+    found = nearest(matrix, query, rows=rows, limit=limit)
     return {"ok": True, "hits": [[key, score] for key, score in found]}
+
+
+def rows_request(rows: RowFilter | None) -> dict | None:
+    """``rows`` as the request's ``"rows"`` field (see the module)."""
+    if rows is None:
+        return None
+    ids = array("q", rows.rowids)
+    if sys.byteorder != "little":
+        ids.byteswap()
+    return {"keep": rows.keep, "ids": base64.b64encode(ids.tobytes()).decode("ascii")}
+
+
+def rows_from_request(field) -> RowFilter | None:
+    """The :class:`RowFilter` a request's ``"rows"`` field names. Raises ``ValueError``
+    when it is malformed (not null nor ``{"keep": bool, "ids": base64}``, a length that is
+    not whole int64s, more than :data:`MAX_ROWIDS`)."""
+    if field is None:
+        return None
+    if not isinstance(field, dict) or not isinstance(field.get("keep"), bool) \
+            or not isinstance(field.get("ids"), str):
+        raise ValueError("rows must be null or {keep, ids}")
+    data = base64.b64decode(field["ids"], validate=True)
+    if len(data) % 8 or len(data) // 8 > MAX_ROWIDS:
+        raise ValueError("rows.ids must be int64 rowids")
+    ids = array("q")
+    ids.frombytes(data)
+    if sys.byteorder != "little":
+        ids.byteswap()
+    return RowFilter(ids, field["keep"])

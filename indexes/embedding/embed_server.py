@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from indexes.embedding import embedders
+from indexes.embedding.embed_nearest import rows_request
 from indexes.embedding.embed_reply import (
     read_reply,
     reply_dim,
@@ -54,6 +55,8 @@ from indexes.embedding.query_vector import QueryVector
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from indexes.sqlite.vectors import RowFilter
 
 __all__ = ["AutoEmbedder", "RemoteEmbedder", "default_socket_path", "get_embedder"]
 BATCH = 64
@@ -147,28 +150,24 @@ class RemoteEmbedder:
         return QueryVector(data, self._dim, searcher=self)
 
     def nearest(self, vector: QueryVector, path: str | Path, stamp: str, model: str, *,
-                limit: int, excluded: set[str]) -> list[tuple[str, float]] | None:
+                limit: int, rows: RowFilter | None) -> list[tuple[str, float]] | None:
         """The ``limit`` documents of the index file ``path`` nearest to ``vector``
-        (``(key, cosine)``, best first; ``excluded`` keys left out), ranked by the server
-        over its cached matrix (:mod:`indexes.embedding.embed_nearest`). ``None`` when the server's
-        copy is not at ``stamp``, cannot read the file, fails or answers out of protocol:
-        the caller ranks the vectors itself then (never a server that is not already
-        running: this does not start one)."""
+        (``(key, cosine)``, best first; only those ``rows`` lets through), ranked by the
+        server over its cached matrix (:mod:`indexes.embedding.embed_nearest`). ``None``
+        when the server's copy is not at ``stamp``, cannot read the file, fails or answers
+        out of protocol: the caller ranks the vectors itself then (never a server that is
+        not already running: this does not start one)."""
         if model != self.name:
             return None
         request = {"op": "nearest", "model": model, "index": str(path), "stamp": stamp,
                    "vector": base64.b64encode(vector.data).decode("ascii"),
-                   "limit": limit, "excluded": sorted(excluded)}
+                   "limit": limit, "rows": rows_request(rows)}
         sock = _try_connect(self.socket_path, self.request_timeout)
         if sock is None:
             return None
         try:
             with sock:
-                found = reply_hits(self._request(sock, request), self.socket_path, limit)
-            if found is not None and any(key in excluded for key, _ in found):
-                raise EmbedderUnavailableError(  # the filters left it out: never shown
-                    f"embedding server {self.socket_path}: a hit the filters exclude")
-            return found
+                return reply_hits(self._request(sock, request), self.socket_path, limit)
         except EmbedderUnavailableError as exc:
             log.warning("nearest on the embedding server failed, ranking here: %s", exc)
             return None

@@ -31,7 +31,7 @@ from indexes.sqlite.marks import mark_sources, marks
 from indexes.sqlite.rows import IN_KEYS, DocRows, keys_json
 from indexes.sqlite.schema import MIGRATIONS, statements
 from indexes.sqlite.substrings import search_substrings
-from indexes.sqlite.vectors import CHUNK_WORDS, OVERLAP_WORDS, VectorStore, chunk_texts
+from indexes.sqlite.vectors import CHUNK_WORDS, OVERLAP_WORDS, RowFilter, VectorStore, chunk_texts
 
 __all__ = ["MIGRATIONS", "Filters", "SearchIndex"]
 
@@ -39,6 +39,9 @@ BUSY_TIMEOUT_MS = 30_000
 
 COLUMNS = ("title", "aliases", "tags", "summary", "body")
 DEFAULT_WEIGHTS = (8.0, 6.0, 3.0, 3.0, 1.0)
+FEW_LEFT_OUT = 4096
+"""Below this many documents left out by a filter, the vector leg is given those (the
+default filter leaves out only superseded entries); at or above it, the ones kept."""
 """BM25 column weights (title, aliases, tags, summary, body), tuned on the handbook dev set."""
 
 
@@ -321,14 +324,32 @@ class SearchIndex:
     def search_vector(self, query_vector, model: str, *, limit: int = 10,
                       filters: Filters | None = None) -> list[Hit]:
         """The vector leg: documents by the cosine of their best chunk to
-        ``query_vector`` (unit length, the model's dimension)."""
-        found = self.vectors.search(query_vector, model, allowed=None,
-                                    excluded=self.excluded_keys(filters), limit=limit,
+        ``query_vector`` (unit length, the model's dimension), among those ``filters``
+        keep (checked again on the hits found, so no ranking path can return one the
+        filters leave out)."""
+        found = self.vectors.search(query_vector, model, rows=self.row_filter(filters),
+                                    limit=limit,
                                     path=None if str(self.path) == ":memory:"
                                     else str(self.path.resolve()))
         if not found:
             return []
-        return scored_hits(found, self.docs.hits(k for k, _ in found))
+        kept = self.hits_for([k for k, _ in found], filters)
+        return scored_hits([(k, s) for k, s in found if k in kept],
+                           [Hit(*row, 0.0) for row in kept.values()])
+
+    def row_filter(self, filters: Filters | None) -> RowFilter | None:
+        """The documents ``filters`` keep, as a :class:`~indexes.sqlite.vectors.RowFilter`
+        of the shorter list: the rowids left out when fewer than :data:`FEW_LEFT_OUT`
+        (the default filter: superseded entries), else the rowids kept (a scope, a
+        category: the ``docs_scope`` index finds them). ``None`` when nothing is left out."""
+        where, params = (filters or Filters()).sql()
+        left_out = [r[0] for r in self.conn.execute(
+            f"SELECT d.rowid FROM docs d WHERE NOT coalesce(({where}), 0) LIMIT ?",
+            [*params, FEW_LEFT_OUT])]
+        if len(left_out) < FEW_LEFT_OUT:
+            return RowFilter.of(left_out, keep=False) if left_out else None
+        return RowFilter.of((r[0] for r in self.conn.execute(
+            f"SELECT d.rowid FROM docs d WHERE {where}", params)), keep=True)
 
     def search_lexical(self, query: str, *, limit: int = 10,
                        filters: Filters | None = None) -> list[Hit]:

@@ -19,6 +19,7 @@ import hashlib
 import json
 import secrets
 import sqlite3
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -91,12 +92,15 @@ def text_hash(text: str) -> str:
 
 @dataclass
 class Matrix:
-    """All chunk vectors of one model: ``keys[i]`` owns rows ``starts[i]:starts[i+1]``."""
+    """All chunk vectors of one model: ``keys[i]`` owns rows ``starts[i]:starts[i+1]``;
+    ``rowids[i]`` is that document's ``docs`` rowid (-1 when it has no row), read in the
+    same snapshot as the vectors, what a :class:`RowFilter` is matched against."""
 
     keys: list[str]
     starts: np.ndarray
     vectors: np.ndarray
     version: str
+    rowids: np.ndarray | None = None
     derived: dict = field(default_factory=dict, repr=False)
     """What callers compute from this matrix and its documents (routing's folder of each
     row), dropped with it when the store changes."""
@@ -105,6 +109,35 @@ class Matrix:
     def positions(self) -> dict[str, int]:
         """``key -> i`` (its index in :attr:`keys`)."""
         return {key: i for i, key in enumerate(self.keys)}
+
+
+@dataclass(frozen=True)
+class RowFilter:
+    """The documents the vector leg may rank, named by ``docs`` rowid: with ``keep`` only
+    ``rowids`` are ranked, without it every document but ``rowids``. The engine picks the
+    shorter list (a scope keeps few, the default filter leaves out few), so a filter costs
+    one membership test over the matrix's documents (``numpy.isin``), never a Python loop
+    over keys; the rowids are a stdlib ``array`` so a client whose vector leg the
+    embedding server ranks never imports numpy."""
+
+    rowids: array
+    """Sorted rowids, ``array('q')`` (int64)."""
+    keep: bool
+
+    @classmethod
+    def of(cls, rowids: Iterable[int], *, keep: bool) -> RowFilter:
+        """The filter of these rowids (any order, repeats allowed)."""
+        return cls(array("q", sorted(set(rowids))), keep)
+
+    def mask(self, matrix: Matrix) -> np.ndarray:
+        """A bool per document of ``matrix``: may it be ranked. Raises ``ValueError``
+        when ``matrix`` was made without rowids."""
+        import numpy as np
+
+        if matrix.rowids is None:
+            raise ValueError("this matrix was read without document rowids")
+        found = np.isin(matrix.rowids, np.frombuffer(self.rowids, dtype=np.int64))
+        return found if self.keep else ~found
 
 
 class VectorStore:
@@ -269,6 +302,7 @@ class VectorStore:
             "SELECT c.key, e.dim, e.vector FROM chunks c JOIN embeddings e "
             "ON e.text_hash = c.text_hash AND e.model = ? ORDER BY c.key, c.chunk",
             (model,)).fetchall()
+        rowid_of = dict(self.conn.execute("SELECT key, rowid FROM docs"))
         keys: list[str] = []
         starts: list[int] = []
         blobs = []
@@ -282,53 +316,48 @@ class VectorStore:
             blobs.append(blob)
         vectors = (np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim)
                    if blobs else np.zeros((0, dim), dtype=np.float32))
-        matrix = Matrix(keys, np.array(starts + [len(blobs)], dtype=np.int64), vectors, version)
+        rowids = np.fromiter((rowid_of.get(k, -1) for k in keys), dtype=np.int64,
+                             count=len(keys))
+        matrix = Matrix(keys, np.array(starts + [len(blobs)], dtype=np.int64), vectors,
+                        version, rowids)
         self._matrix = {model: matrix}
         return matrix
 
-    def search(self, query_vector, model: str, *, allowed: set[str] | None,
-               limit: int, excluded: set[str] = frozenset(),
+    def search(self, query_vector, model: str, *, rows: RowFilter | None, limit: int,
                path: str | None = None) -> list[tuple[str, float]]:
-        """``(key, cosine of the best chunk)`` for the ``limit`` nearest documents among
-        ``allowed`` (all when ``None``) and not in ``excluded``, best first.
-        ``query_vector``: a unit vector (numpy, or a
-        :class:`~indexes.embedding.query_vector.QueryVector`). A ``QueryVector`` from the embedding
-        server, with ``allowed`` ``None`` and ``path`` (this database's file) given, is
-        searched by that server over its cached matrix of the file when the server's copy
-        has this :meth:`stamp` (and the file has one); otherwise (no server, another
-        stamp, a failed or malformed reply) here, the same :func:`nearest`."""
+        """``(key, cosine of the best chunk)`` for the ``limit`` nearest documents that
+        ``rows`` lets through (all when ``None``), best first. ``query_vector``: a unit
+        vector (numpy, or a :class:`~indexes.embedding.query_vector.QueryVector`). A
+        ``QueryVector`` from the embedding server, with ``path`` (this database's file)
+        given, is searched by that server over its cached matrix of the file when the
+        server's copy has this :meth:`stamp` (and the file has one); otherwise (no server,
+        another stamp, a failed or malformed reply) here, the same :func:`nearest`."""
         searcher = getattr(query_vector, "searcher", None)
-        if searcher is not None and path is not None and allowed is None and \
-                (stamp := self.stamp()) is not None:
-            found = searcher.nearest(query_vector, path, stamp, model,
-                                     limit=limit, excluded=excluded)
+        if searcher is not None and path is not None and (stamp := self.stamp()) is not None:
+            found = searcher.nearest(query_vector, path, stamp, model, limit=limit, rows=rows)
             if found is not None:
                 return found
         import numpy as np
 
         query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-        return nearest(self.matrix(model, int(query.shape[0])), query, allowed=allowed,
-                       excluded=excluded, limit=limit)
+        return nearest(self.matrix(model, int(query.shape[0])), query, rows=rows,
+                       limit=limit)
 
 
-def nearest(matrix: Matrix, query: np.ndarray, *, allowed: set[str] | None, limit: int,
-            excluded: set[str] = frozenset()) -> list[tuple[str, float]]:
+def nearest(matrix: Matrix, query: np.ndarray, *, rows: RowFilter | None,
+            limit: int) -> list[tuple[str, float]]:
     """``(key, cosine of the best chunk)`` of the ``limit`` documents of ``matrix`` nearest
-    to ``query`` (a ``(dim,)`` float32 unit vector), among ``allowed`` (all when ``None``)
-    and not in ``excluded``; best first, ties by key."""
+    to ``query`` (a ``(dim,)`` float32 unit vector) that ``rows`` lets through (all when
+    ``None``); best first, ties by key. One matrix-vector product (``n_chunks x dim``
+    multiply-adds), a per-document max (``numpy.maximum.reduceat``) and a partial sort."""
     import numpy as np
 
     if not matrix.keys:
         return []
     scores = matrix.vectors @ query
     best = np.maximum.reduceat(scores, matrix.starts[:-1])
-    if allowed is not None:
-        mask = np.fromiter((k in allowed for k in matrix.keys), dtype=bool,
-                           count=len(matrix.keys))
-        best = np.where(mask, best, -np.inf)
-    if excluded:
-        at = matrix.positions
-        best[[at[k] for k in excluded if k in at]] = -np.inf
+    if rows is not None:
+        best[~rows.mask(matrix)] = -np.inf
     count = min(limit, int(np.isfinite(best).sum()))
     if count <= 0:
         return []
