@@ -146,6 +146,8 @@ def ask(
             revalidate=not no_revalidate, rerank=rerank, route=route)
     answer, saved = answered.answer, answered.saved
     report_truncation(question)
+    if answer.vectors_pending and "vector" in answer.skipped:  # answered without meaning
+        report(f"note: vector leg skipped: {answer.skipped['vector']}")
     report_llm(answer.llm, verbose)
     if explain and answer.route is not None:
         report_route(answer.route)
