@@ -213,3 +213,33 @@ def test_kept_sentence_vectors_leave_the_vector_stamp_alone(tmp_path: Path) -> N
         assert index.vectors.stamp() == stamp
         found = index.vectors.sentence_vectors(["keys"], "m")
         assert set(found) == {text_hash(s) for s in sentences}
+
+
+def test_on_postgres_a_backlog_waits_for_the_build_and_answers_keep_their_sentences(
+        wiki: Wiki, on_postgres, vectors_on) -> None:
+    from wiki.store.derived import open_index
+
+    _land(wiki, TOPICS[:TOP_UP + 4])
+    found = search(wiki, "borrow office laptops")
+    assert "vector" not in found.legs and found.pending == TOP_UP + 4
+    assert vectors_on.calls == 0
+    assert update_index(wiki).embedded == TOP_UP + 4
+    answer = ask(wiki, "may staff borrow the office laptops?", revalidate=False)
+    assert "vector" not in answer.skipped and answer.sentence_cosine is not None
+    index = open_index(wiki)
+    try:
+        kept = index.vectors.sentence_vectors(["office/laptops.md"], vectors_on.name)
+        pending = index.vectors.pending_count(vectors_on.name)
+    finally:
+        index.close()
+    assert kept and pending == 0
+
+
+def test_both_engines_offer_what_the_reads_and_builds_call() -> None:
+    from indexes.pg.vectors import PgVectorStore
+    from indexes.sqlite.vectors import VectorStore
+
+    called = {"pending", "pending_count", "add_sentence_vectors", "sentence_vectors",
+              "prepare_model", "drop_damaged", "store", "counts", "sentence_counts"}
+    for store in (VectorStore, PgVectorStore):
+        assert called <= {name for name in vars(store) if not name.startswith("_")}, store
