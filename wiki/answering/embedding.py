@@ -153,9 +153,12 @@ def keep_sentence_vectors(wiki, model: str, texts, vectors) -> int:
 
 
 def refresh_vectors(wiki, *, progress: Progress | None = None) -> tuple[int, str]:
-    """Embed what the wiki's derived index lacks. Returns ``(chunks embedded, note)``; the
-    note names the model, or says why vectors are off or unavailable. Raises
-    :class:`wiki.errors.StorageError` when the disk refuses the vectors."""
+    """Embed the chunks the wiki's derived index lacks (:func:`ensure_vectors`), then start
+    the shared embedding server in the background when it serves this model
+    (:func:`indexes.embedding.embed_server.warm`), so the next search finds the model
+    loaded. Returns ``(chunks embedded, note)``; the note names the model, or says why
+    vectors are off or unavailable. Raises :class:`wiki.errors.StorageError` when the
+    disk refuses the vectors."""
     from wiki.store.derived import open_synced
 
     name = model_name()
