@@ -229,8 +229,10 @@ def run_search(wiki: Wiki, request: SearchRequest, *, index: IndexBackend | None
     (:func:`wiki.answering.embed_settings.validate`), ``NotInitializedError`` without a
     wiki branch and :class:`wiki.answering.filters.NoMatchingEntriesError`
     when the named category, tags or scope match no entry at all (nothing searched).
-    A default leg that cannot run (no embedding model) is skipped and reported in
-    ``result.skipped``; a leg named in ``request.legs`` that cannot run raises
+    A default leg that cannot run (no embedding model; more than
+    :data:`wiki.answering.embedding.TOP_UP` chunks waiting for ``wiki index``, counted in
+    ``result.pending``) is skipped and reported in ``result.skipped``; a leg named in
+    ``request.legs`` that cannot run raises
     :class:`wiki.answering.leg_check.LegUnavailableError` (a ``ConfigError``). The ``llm``
     leg (the index walk) and the rerank use ``client`` or the configured model; asking
     for either explicitly without a model raises ``ModelNotConfiguredError``
