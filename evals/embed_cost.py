@@ -313,6 +313,12 @@ def _markdown(p: dict) -> str:
         "", "Support recall is compared with the tune column of staff-questions.md "
         "(0.792 before this change): the answers read the same vectors, embedded at ask "
         "time instead of at build time.", "",
+        f"The cost moved, and shrank: these {tune['questions']} answers embedded "
+        f"{tune['sentences_embedded']} of the {t['sentences']} answer-sentence texts "
+        f"({tune['sentences_embedded'] / max(t['sentences'], 1):.0%}), about "
+        f"{tune['embed_cpu'] / max(tune['questions'], 1):.2f} CPU s per answer over entries "
+        "no answer read before, and nothing for entries read once already (the vectors are "
+        "kept in the index).", "",
         "## Searches", "",
         md_table(["search", "wall s (CLI process)", "legs", "vectors pending", "note"], [
             [label, f"{s['wall']:.2f}", ", ".join(s["legs"] or []),
