@@ -85,8 +85,8 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
 def build_throughput(documents: list, *, chunk_words: int | None = None,
                      sample: int = 256) -> dict:
     """Index ``documents`` into a temporary SearchIndex; time the BM25 build and the
-    embedding of a ``sample`` of its chunks and answer sentences (``Document.sentences``,
-    embedded at index time like the chunks; uncached); extrapolate."""
+    embedding of a ``sample`` of the texts a build embeds (its chunks: answer sentences
+    are embedded by the answers that read them; uncached); extrapolate."""
     from evals.embedcache import embedder
     from indexes.sqlite.engine import SearchIndex
     from indexes.sqlite.vectors import CHUNK_WORDS

@@ -75,7 +75,9 @@ def embed_index(index, model=None, *, log=None) -> int:
 
 def seed_wiki(wiki, *, log=None) -> int:
     """:func:`embed_index` on ``wiki``'s derived index (synced first), so that no ``ask``
-    of an eval embeds chunks or answer sentences at query time."""
+    of an eval embeds chunks at query time (answer sentences come from the store when it
+    holds them; the others are embedded by the first answer that reads them, as in the
+    product)."""
     from wiki.store.derived import open_synced
 
     index = open_synced(wiki).index

@@ -33,8 +33,9 @@ class Document:
     valid_until: str = ""
     dated: str = ""
     sentences: tuple[str, ...] = field(default=(), compare=False)
-    """The sentences an answer may quote (plain text, in order): embedded at index time so
-    the answer picker never embeds them at query time; ``()`` for none."""
+    """The sentences an answer may quote (plain text, in order): stored at index time,
+    embedded by the first answer that reads them and kept, so the answer picker embeds each
+    once; ``()`` for none."""
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,7 @@ def test_vectors_follow_edits_and_deletes_and_skip_unchanged(wiki: Wiki, fake_mo
     _seed(wiki, ENTRIES)
     search_for(wiki, "leave")
     first = fake_model.calls
-    assert first == 7  # three entries' chunks, their answer sentences, the query
+    assert first == 4  # three entries' chunks (no answer sentence: an answer embeds those), the query
     search_for(wiki, "voucher")
     assert fake_model.calls == first + 1  # only the query: nothing re-embedded
     view = tmp_path / "view"
@@ -157,7 +157,7 @@ def test_vectors_follow_edits_and_deletes_and_skip_unchanged(wiki: Wiki, fake_mo
     git(view, "commit", "-q", "-m", "hand edit")
     git(view, "push", "-q", str(wiki.root), "HEAD:refs/heads/wiki")
     hits = search_for(wiki, "payroll robot", legs=("vector",)).hits
-    assert fake_model.calls == first + 1 + 3  # a changed chunk and sentence + the query
+    assert fake_model.calls == first + 1 + 2  # a changed chunk + the query
     assert hits[0].key == "hr/leave.md"
     assert "ops/voucher.md" not in [h.key for h in hits]
 
@@ -169,11 +169,11 @@ def test_model_change_rebuilds_vectors_never_mixes(wiki: Wiki, monkeypatch) -> N
     embedders.register("fake-a", lambda: small)
     monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-a")
     search_for(wiki, "leave")
-    assert small.calls == 7  # three entries' chunks and sentences, and the query
+    assert small.calls == 4  # three entries' chunks and the query
     big = HashingEmbedder("fake-a", 32)  # same name, another dimension
     embedders.register("fake-a", lambda: big)
     result = search_for(wiki, "laptop", legs=("vector",))
-    assert big.calls == 7 and result.hits[0].key == "it/laptop.md"
+    assert big.calls == 4 and result.hits[0].key == "it/laptop.md"
     with SearchIndex(wiki.database_path()) as index:
         dims = {r[0] for r in index.conn.execute("SELECT DISTINCT dim FROM embeddings")}
         assert dims == {32}
@@ -193,7 +193,7 @@ def test_robustness_i3_another_model_name_re_embeds_everything(wiki: Wiki, monke
         assert index.get_meta("embedding_model") == "fake-one:16"
     monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-two")
     result = search_for(wiki, "laptop", legs=("vector",))
-    assert second.calls == 7 and result.hits[0].key == "it/laptop.md"  # all six + query
+    assert second.calls == 4 and result.hits[0].key == "it/laptop.md"  # all three + query
     with SearchIndex(wiki.database_path()) as index:
         assert index.get_meta("embedding_model") == "fake-two:16"
         assert {r[0] for r in index.conn.execute("SELECT DISTINCT dim FROM embeddings")} == {16}

@@ -48,9 +48,10 @@ class WikiStatus:
                 ("invalid entries", str(self.invalid_entries)),
                 ("duplicate ids", ", ".join(self.duplicate_ids) or "none"),
                 ("open proposals", str(self.open_proposals)),
-                ("vectors", f"{self.embedded_chunks}/{self.chunks} chunks and "
+                ("vectors", f"{self.embedded_chunks}/{self.chunks} chunks embedded "
+                            f"({self.embedding_model or 'no model yet'}); "
                             f"{self.embedded_sentences}/{self.sentences} answer sentences "
-                            f"embedded ({self.embedding_model or 'no model yet'})"),
+                            "(embedded when an answer reads them)"),
                 ("database", self.database)]
 
 

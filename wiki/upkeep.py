@@ -33,48 +33,59 @@ def init_wiki(wiki: Wiki) -> str:
 @dataclass(frozen=True)
 class Indexed:
     """What :func:`update_index` did: the full-text ``sync`` (commit, entries added,
-    updated, removed, invalid), how many distinct texts were ``embedded`` and a note on the
-    ``vectors`` (model and count, or why there are none). The texts are entry chunks (the
-    vector leg) and answer sentences (the answer picker): ``chunks`` and ``sentences`` split
-    ``embedded`` between them, or are ``None`` when the split is not known (vectors of
-    another model or damaged ones were dropped and embedded again in the same run)."""
+    updated, removed, invalid), how many distinct chunk texts were ``embedded`` (the vector
+    leg's; answer sentences are embedded when an answer reads them, not here) and a note
+    on the ``vectors`` (model and count, or why there are none)."""
 
     sync: SyncReport
     embedded: int
     vectors: str
-    chunks: int | None = None
-    sentences: int | None = None
 
     def embedded_text(self) -> str:
-        """``"347 chunks and 1605 answer sentences embedded"`` (or, split unknown,
-        ``"1952 texts embedded (chunks and answer sentences)"``)."""
-        if self.chunks is None or self.sentences is None:
-            return f"{self.embedded} texts embedded (chunks and answer sentences)"
-        return (f"{self.chunks} chunk{'s' if self.chunks != 1 else ''} and {self.sentences} "
-                f"answer sentence{'s' if self.sentences != 1 else ''} embedded")
+        """``"347 chunks embedded"``."""
+        return f"{self.embedded} chunk{'s' if self.embedded != 1 else ''} embedded"
 
 
 def update_index(wiki: Wiki, *, rebuild: bool = False,
                  progress: Progress | None = None) -> Indexed:
     """Bring the derived index up to the wiki branch (``rebuild``: from scratch), then
-    embed the entries that have no vector yet (``progress(done, total)`` as it goes).
-    Raises ``NotInitializedError`` without a wiki branch."""
-    from wiki.answering.embedding import model_name, refresh_vectors
+    embed the chunks that have no vector yet (``progress(done, total)`` as it goes; the
+    shortest texts first) and start the shared embedding server in the background, so the
+    next search finds the model loaded. Raises ``NotInitializedError`` without a wiki
+    branch, :class:`wiki.errors.StorageError` when the disk refuses the index."""
+    from wiki.answering.embedding import refresh_vectors
     from wiki.store.derived import open_synced
     from wiki.store.derived import rebuild as run_rebuild
 
     if rebuild:
         result = run_rebuild(wiki)
-        index = open_synced(wiki, write=True).index
     else:
         synced = open_synced(wiki, write=True)
-        index, result = synced.index, synced.report
-    try:
-        name = model_name()
-        pending = index.vectors.pending_split(name) if name else (0, 0)
-    finally:
-        index.close()
+        synced.index.close()
+        result = synced.report
     embedded, note = refresh_vectors(wiki, progress=progress)
-    if sum(pending) != embedded:  # vectors dropped and embedded again, or none could be
-        return Indexed(result, embedded, note)
-    return Indexed(result, embedded, note, *pending)
+    return Indexed(result, embedded, note)
+
+
+def index_landed(wiki: Wiki, *, progress: Progress | None = None) -> Indexed | str | None:
+    """After a change landed (approve, sync): :func:`update_index`, so the entries it
+    brought are searchable by meaning at once rather than left for a later ``wiki
+    index``. ``None`` for a wiki with no index yet (left alone, as
+    :func:`wiki.store.derived.refresh` leaves it). Never fails the change that already
+    landed: a fault is returned as one line (what happened and that ``wiki index`` will
+    finish the job)."""
+    from indexes.backend import as_index_error
+    from indexes.errors import IndexesError
+    from indexes.sqlite.faults import DatabaseError
+    from wiki.errors import WikiError
+    from wiki.store.index_url import index_exists
+
+    if not index_exists(wiki):
+        return None
+    try:
+        return update_index(wiki, progress=progress)
+    except Exception as exc:  # the change landed: a fault here is a note, not a failure
+        if not isinstance(exc, (WikiError, IndexesError, DatabaseError, OSError)) and \
+                as_index_error(exc) is None:
+            raise
+        return f"the new entries' vectors were not embedded ({exc}); run `wiki index`"

@@ -132,8 +132,8 @@ def index_command(
         done = update_index(wiki, rebuild=rebuild, progress=progress)
     result, note = done.sync, done.vectors
     if json_output:
-        print_json({**vars(result), "embedded": done.embedded, "embedded_chunks": done.chunks,
-                    "embedded_sentences": done.sentences, "vectors": note})
+        print_json({**vars(result), "embedded": done.embedded, "embedded_chunks": done.embedded,
+                    "vectors": note})
     else:
         report(f"indexed {result.commit[:12]}: {result.added} added, {result.updated} updated, "
                f"{result.removed} removed, {len(result.invalid)} invalid; "

@@ -61,6 +61,7 @@ def search_payload(result, *, explain: bool = True) -> dict[str, Any]:
             "confidence": round(result.confidence, 4), "gap": result.gap,
             "top_cosine": None if result.top_cosine is None else round(result.top_cosine, 4),
             "legs": list(result.legs), "skipped": dict(result.skipped),
+            "vectors_pending": result.pending,
             "route": result.route.to_dict() if getattr(result, "route", None) else None,
             "hits": [hit_payload(h, result.sources.get(h.key, []), explain=explain)
                      for h in result.hits]}

@@ -148,6 +148,8 @@ def ask(
         answered = answer_question(open_wiki(), request, progress=progress)
     answer, saved = answered.answer, answered.saved
     report_truncation(question)
+    if answer.vectors_pending and "vector" in answer.skipped:  # answered without meaning
+        report(f"note: vector leg skipped: {answer.skipped['vector']}")
     report_llm(answer.llm, verbose)
     if explain and answer.route is not None:
         report_route(answer.route)

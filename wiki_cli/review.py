@@ -9,6 +9,7 @@ import typer
 from wiki_cli.common import (
     JsonOption,
     app,
+    index_after_landing,
     open_wiki,
 )
 from wiki_cli.errors import report
@@ -65,7 +66,10 @@ def approve(
     proposal (see `wiki diff`) is refused (exit 5) unless --override-flags gives a reason."""
     from wiki.review.proposals import approve as run
 
-    landing = run(open_wiki(), proposal, expect=expect, override=override_flags)
+    wiki = open_wiki()
+    landing = run(wiki, proposal, expect=expect, override=override_flags)
+    if landing.landed:  # the landed entries' vectors now, with a bar, not in a later read
+        index_after_landing(wiki, json_output)
     if json_output:
         print_json(landing)
         return
@@ -254,7 +258,10 @@ def sync_command(
     """Fetch and push the wiki branch and proposals with a remote; never force-pushes."""
     from wiki.review.sharing import sync_remote
 
-    result = sync_remote(open_wiki(), remote)
+    wiki = open_wiki()
+    result = sync_remote(wiki, remote)
+    if result.action not in ("up-to-date", "created-remote", "pushed"):  # new entries here
+        index_after_landing(wiki, json_output)
     if json_output:
         print_json(result)
         return

@@ -211,6 +211,29 @@ class RemoteEmbedder:
                 del process
             return sock
 
+    def warm(self) -> bool:
+        """Start the server in the background when none listens (and ``start`` is true),
+        without waiting for it: the next command's first query then finds the model
+        loaded. Returns whether a server is running or starting. Another process already
+        starting one (it holds the lock) is left to it."""
+        if (sock := _try_connect(self.socket_path, 1.0)) is not None:
+            sock.close()
+            return True
+        if not self.start:
+            return False
+        with open(_sibling(self.socket_path, ".lock"), "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return True  # another process is starting it now
+            if (sock := _try_connect(self.socket_path, 1.0)) is not None:
+                sock.close()
+                return True
+            with warnings.catch_warnings():  # the server outlives us: no "still running"
+                warnings.simplefilter("ignore", ResourceWarning)
+                self._spawn()
+            return True
+
     def _spawn(self) -> subprocess.Popen:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT),
@@ -301,6 +324,22 @@ def get_embedder(model_name: str, spec: EmbedderSpec | None = None) -> Embedder:
         return embedders.load(model_name, spec)
     return AutoEmbedder(spec)
 
+
+
+def warm(model_name: str, spec: EmbedderSpec | None = None) -> bool:
+    """Start this install's shared server for ``model_name`` in the background, when
+    ``spec`` serves it (``server="auto"`` and the default model, as :func:`get_embedder`
+    decides) and none runs yet; never waits for it. Returns whether one is running or
+    starting. A failure to start is silent here: the next query falls back as usual."""
+    spec = spec or EmbedderSpec(model=model_name)
+    if spec.server != "auto" or model_name != embedders.DEFAULT_MODEL or \
+            model_name in _FALLBACK:
+        return False
+    try:
+        return RemoteEmbedder(model_name, spec=dataclasses.replace(spec, model=model_name)
+                              ).warm()
+    except OSError:
+        return False
 
 
 if __name__ == "__main__":  # the server process: python -m indexes.embedding.embed_server

@@ -102,28 +102,40 @@ class PgVectorStore:
                                   .format(sql.Identifier(table)), (self.space, keys))
             self._bump()
 
-    def _texts(self) -> str:
-        return ("(SELECT text_hash, text, 1 AS chunk FROM wiki_chunks WHERE space = %(space)s "
-                "UNION ALL SELECT text_hash, text, 0 FROM wiki_sentences WHERE space = %(space)s)")
-
     def pending(self, model: str) -> list[tuple[str, str]]:
-        """``(text_hash, text)`` of this space's texts with no vector for ``model``."""
-        return self.conn.execute(
-            f"SELECT DISTINCT c.text_hash, c.text FROM {self._texts()} c WHERE NOT EXISTS "
-            "(SELECT 1 FROM wiki_embeddings e WHERE e.text_hash = c.text_hash AND "
-            "e.model = %(model)s) ORDER BY c.text_hash",
-            {"space": self.space, "model": model}).fetchall()
+        """``(text_hash, text)`` of this space's chunks with no vector for ``model``,
+        shortest first (answer sentences are embedded when an answer reads them)."""
+        return [tuple(row) for row in self.conn.execute(
+            "SELECT c.text_hash, min(c.text) FROM wiki_chunks c WHERE c.space = %(space)s "
+            "AND NOT EXISTS (SELECT 1 FROM wiki_embeddings e WHERE e.text_hash = c.text_hash "
+            "AND e.model = %(model)s) GROUP BY c.text_hash ORDER BY length(min(c.text)), "
+            "c.text_hash", {"space": self.space, "model": model}).fetchall()]
 
-    def pending_split(self, model: str) -> tuple[int, int]:
-        """``(chunk texts, sentence texts)`` with no vector for ``model`` (a text that is
-        both counted as a chunk)."""
-        row = self.conn.execute(
-            f"SELECT coalesce(sum(chunk), 0), coalesce(sum(1 - chunk), 0) FROM (SELECT "
-            f"c.text_hash, max(c.chunk) AS chunk FROM {self._texts()} c WHERE NOT EXISTS "
-            "(SELECT 1 FROM wiki_embeddings e WHERE e.text_hash = c.text_hash AND "
-            "e.model = %(model)s) GROUP BY c.text_hash) k",
-            {"space": self.space, "model": model}).fetchone()
-        return int(row[0]), int(row[1])
+    def pending_count(self, model: str) -> int:
+        """How many distinct chunk texts of this space have no vector for ``model``."""
+        return int(self.conn.execute(
+            "SELECT count(DISTINCT c.text_hash) FROM wiki_chunks c WHERE c.space = %s AND "
+            "NOT EXISTS (SELECT 1 FROM wiki_embeddings e WHERE e.text_hash = c.text_hash AND "
+            "e.model = %s)", (self.space, model)).fetchone()[0])
+
+    def add_sentence_vectors(self, model: str, hashes: Sequence[str],
+                             vectors: np.ndarray) -> None:
+        """Keep answer-sentence vectors embedded at ask time (``(len(hashes), dim)``
+        float32, keyed by text hash); one already stored is left as it is. The version
+        changes only when one of the texts is also a chunk of this space."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        hashes = list(hashes)
+        if not hashes:
+            return
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO wiki_embeddings(text_hash, model, dim, vector) VALUES "
+                "(%s, %s, %s, %s) ON CONFLICT (text_hash, model) DO NOTHING",
+                [(h, model, int(vectors.shape[1]), v)
+                 for h, v in zip(hashes, vectors, strict=True)])
+        if self.conn.execute("SELECT 1 FROM wiki_chunks WHERE space = %s AND "
+                             "text_hash = ANY(%s) LIMIT 1", (self.space, hashes)).fetchone():
+            self._bump()
 
     def _count(self, table: str, model: str) -> tuple[int, int]:
         row = self.conn.execute(sql.SQL(

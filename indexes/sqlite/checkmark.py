@@ -28,8 +28,9 @@ about them is recorded."""
 
 
 def vectors_fact(model: str, dim: int) -> str:
-    """The fact that every chunk and sentence has a readable ``dim``-number vector of
-    ``model`` and the index records that model in use."""
+    """The fact that every chunk has a readable ``dim``-number vector of ``model`` and the
+    index records that model in use (answer sentences are embedded by the answers that
+    read them, so they are not part of it)."""
     return f"vectors {model}:{dim}"
 
 

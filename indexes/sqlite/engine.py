@@ -327,7 +327,7 @@ class SearchIndex:
         ``query_vector`` (unit length, the model's dimension), among those ``filters``
         keep (checked again on the hits found, so no ranking path can return one the
         filters leave out)."""
-        found = self.vectors.search(query_vector, model, rows=self.row_filter(filters),
+        found = self.vectors.search(query_vector, model, rows=self._row_filter(filters),
                                     limit=limit,
                                     path=None if str(self.path) == ":memory:"
                                     else str(self.path.resolve()))
@@ -337,7 +337,7 @@ class SearchIndex:
         return scored_hits([(k, s) for k, s in found if k in kept],
                            [Hit(*row, 0.0) for row in kept.values()])
 
-    def row_filter(self, filters: Filters | None) -> RowFilter | None:
+    def _row_filter(self, filters: Filters | None) -> RowFilter | None:
         """The documents ``filters`` keep, as a :class:`~indexes.sqlite.vectors.RowFilter`
         of the shorter list: the rowids left out when fewer than :data:`FEW_LEFT_OUT`
         (the default filter: superseded entries), else the rowids kept (a scope, a

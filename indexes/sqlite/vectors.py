@@ -218,26 +218,42 @@ class VectorStore:
             self._bump()
 
     def pending(self, model: str) -> list[tuple[str, str]]:
-        """``(text_hash, text)`` of chunks and sentences that have no vector for ``model``
-        yet."""
+        """``(text_hash, text)`` of the chunks that have no vector for ``model`` yet,
+        shortest first (ties by hash): batches cut from this list hold texts of about one
+        length, so the model pads little (:func:`embed_pending`). Answer sentences are not
+        pending: they are embedded when an answer reads them (:meth:`add_sentence_vectors`)."""
         return self.conn.execute(
-            "SELECT DISTINCT c.text_hash, c.text FROM (SELECT text_hash, text FROM chunks "
-            "UNION ALL SELECT text_hash, text FROM sentences) c LEFT JOIN embeddings e "
+            "SELECT DISTINCT c.text_hash, c.text FROM chunks c LEFT JOIN embeddings e "
             "ON e.text_hash = c.text_hash AND e.model = ? WHERE e.text_hash IS NULL "
-            "ORDER BY c.text_hash", (model,)).fetchall()
+            "ORDER BY length(c.text), c.text_hash", (model,)).fetchall()
 
-    def pending_split(self, model: str) -> tuple[int, int]:
-        """``(chunk texts, answer-sentence texts)`` with no vector for ``model`` yet: the
-        distinct texts :meth:`pending` returns, a text that is both a chunk and a sentence
-        counted as a chunk."""
-        chunks, sentences = self.conn.execute(
-            "WITH todo AS (SELECT DISTINCT c.text_hash, c.chunk FROM (SELECT text_hash, 1 AS "
-            "chunk FROM chunks UNION ALL SELECT text_hash, 0 FROM sentences) c LEFT JOIN "
-            "embeddings e ON e.text_hash = c.text_hash AND e.model = ? WHERE e.text_hash "
-            "IS NULL), kind AS (SELECT text_hash, max(chunk) AS chunk FROM todo GROUP BY "
-            "text_hash) SELECT coalesce(sum(chunk), 0), coalesce(sum(1 - chunk), 0) FROM kind",
-            (model,)).fetchone()
-        return int(chunks), int(sentences)
+    def pending_count(self, model: str) -> int:
+        """How many distinct chunk texts have no vector for ``model`` yet (what
+        :meth:`pending` would return, counted without reading the texts)."""
+        return int(self.conn.execute(
+            "SELECT count(DISTINCT c.text_hash) FROM chunks c LEFT JOIN embeddings e "
+            "ON e.text_hash = c.text_hash AND e.model = ? WHERE e.text_hash IS NULL",
+            (model,)).fetchone()[0])
+
+    def add_sentence_vectors(self, model: str, hashes: Sequence[str],
+                             vectors: np.ndarray) -> None:
+        """Keep the vectors of answer sentences embedded at ask time (``vectors``:
+        ``(len(hashes), dim)`` float32, keyed by :func:`text_hash` of the embedded text),
+        so the next answer that reads them finds them (:meth:`sentence_vectors`). A vector
+        already stored is left as it is; the :meth:`stamp` changes only when one of the
+        texts is also a chunk (the vector leg's matrix is otherwise unchanged)."""
+        import numpy as np
+
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if not len(hashes):
+            return
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO embeddings(text_hash, model, dim, vector) VALUES (?,?,?,?)",
+            [(h, model, int(vectors.shape[1]), v.tobytes()) for h, v in zip(hashes, vectors,
+                                                                              strict=True)])
+        if self.conn.execute("SELECT 1 FROM chunks WHERE text_hash IN (SELECT value FROM "
+                             "json_each(?)) LIMIT 1", [json.dumps(list(hashes))]).fetchone():
+            self._bump()
 
     def sentence_counts(self, model: str) -> tuple[int, int]:
         """``(answer sentences, answer sentences with a vector for model)``, the sentences
@@ -369,8 +385,10 @@ def nearest(matrix: Matrix, query: np.ndarray, *, rows: RowFilter | None,
 def embed_pending(store: VectorStore, embedder, *, progress: Progress | None = None,
                   commit: Callable[[], None] | None = None,
                   bulk: Callable[[], Any] | None = None, checked: bool = False) -> int:
-    """Embed every chunk without a vector for ``embedder`` in batches of :data:`BATCH`;
-    ``commit`` (if given) runs after each batch. ``checked``: the caller has just run
+    """Embed every chunk without a vector for ``embedder`` in batches of :data:`BATCH`,
+    shortest texts first (:meth:`VectorStore.pending`: each batch holds texts of about one
+    length, so little of the model's work is padding); ``commit`` (if given) runs after
+    each batch. ``checked``: the caller has just run
     :meth:`VectorStore.prepare_model` and :meth:`VectorStore.drop_damaged` itself. When
     more than :data:`BULK` are pending and ``bulk`` is given, the embedder ``bulk()``
     returns (same name, same vectors: the model in this process rather than a shared

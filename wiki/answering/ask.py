@@ -109,6 +109,12 @@ class Answer:
     """Why the sentences are only the closest evidence and may not answer (the answer
     score is below ``[search] hedge_score``), one line for people; ``None`` for a sure
     answer and for a gap."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """The search's legs that could not run, with the reason
+    (:attr:`wiki.answering.search.SearchResult.skipped`)."""
+    vectors_pending: int = 0
+    """Chunk texts waiting for ``wiki index``: the vector leg was left out, the answer
+    came from the lexical legs (:attr:`wiki.answering.search.SearchResult.pending`)."""
 
     @property
     def gap(self) -> bool:
@@ -205,7 +211,8 @@ def answer(wiki: Wiki, request: AskRequest, *, progress: Progress | None = None)
         result = search(wiki, request.search, progress=progress)
         found = Answer(request.question, result.commit, result.confidence, result.threshold,
                        top_cosine=result.top_cosine, llm=result.llm,
-                       route=result.route.to_dict() if result.route else None)
+                       route=result.route.to_dict() if result.route else None,
+                       skipped=dict(result.skipped), vectors_pending=result.pending)
         if result.gap and ((request.picker or DEFAULT).retrieval_gap
                            or result.vectors is None):
             cosine = ("" if result.top_cosine is None
@@ -248,7 +255,7 @@ def _from_entries(wiki: Wiki, request: AskRequest, result: SearchResult) -> dict
         entries = checks.current(entries)
     stale = {p for p, e in enumerate(entries)
              if checks is not None and checks.entries[e.path].stale}
-    fields = _extract(result, request, entries[:MAX_ENTRIES], stale,
+    fields = _extract(wiki, result, request, entries[:MAX_ENTRIES], stale,
                       open_judge(wiki, snapshot.config().llm))
     if request.budget is not None and fields["sentences"]:
         fields = _fit(result, request, entries, fields)
@@ -263,24 +270,31 @@ def _from_entries(wiki: Wiki, request: AskRequest, result: SearchResult) -> dict
     return fields
 
 
-def _extract(result: SearchResult, request: AskRequest, entries: list,
+def _extract(wiki: Wiki, result: SearchResult, request: AskRequest, entries: list,
              stale: set[int], judge: GapJudge | None = None) -> dict:
     """The answer's sentences picked by :func:`wiki.answering.picker.pick_answer`: the one
     that answers first, then its support, each cited; an entry at a ``stale`` position
     (answered from its current source) also gets its best sentence. A gap (no sentences,
     ``gap_reason`` and ``note``) when no sentence answers. ``picked`` holds the sentences
     as ``(text, entry position)`` for :func:`_fit`. With a ``judge``, the model's
-    yes/no may turn the answer into a ``judge_no`` gap (:mod:`wiki.answering.gap_judge`)."""
+    yes/no may turn the answer into a ``judge_no`` gap (:mod:`wiki.answering.gap_judge`).
+    The vectors of the sentences that had none are embedded here and kept in the index
+    (:func:`wiki.answering.embedding.keep_sentence_vectors`): a build embeds no answer
+    sentences, an answer embeds those of the few entries it reads, once."""
     vectors = result.vectors
     embed = None
     if vectors is not None:
-        from wiki.answering.embedding import get_embedder
+        from wiki.answering.embedding import RecordingEncoder, get_embedder
 
-        embed = get_embedder(request.embed_model).encode
+        embed = RecordingEncoder(get_embedder(vectors.model).encode)
     picked = pick_answer(request.question, [(e.title, e.body) for e in entries],
                          vectors.sentences if vectors is not None else {},
                          vectors.query if vectors is not None else None, request.picker,
                          coverage=result.confidence, stale=frozenset(stale), embed=embed)
+    if embed is not None and embed.texts:  # embedded on demand: kept for the next answer
+        from wiki.answering.embedding import keep_sentence_vectors
+
+        keep_sentence_vectors(wiki, vectors.model, embed.texts, embed.vectors)
     judged = judge.review(request.question, picked, [e.title for e in entries]) \
         if judge is not None else {}
     scores = {"answer_score": round(picked.score, 4), "sentence_cosine": picked.cosine,

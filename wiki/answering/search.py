@@ -20,7 +20,7 @@ from indexes.sqlite.faults import OperationalError
 from indexes.sqlite.vectors import Progress
 from wiki.answering import memory_rescoring
 from wiki.answering.embed_settings import current_spec, validate
-from wiki.answering.embedding import ensure_vectors, get_embedder, model_name
+from wiki.answering.embedding import TOP_UP, get_embedder, model_name, pending_note, top_up_vectors
 from wiki.answering.filters import check_filters, filters_for
 from wiki.answering.leg_check import require_llm, require_vector
 from wiki.answering.routing import apply as apply_route
@@ -153,7 +153,10 @@ class SearchResult:
     ``skipped`` the ones that could not, with the reason. ``llm``: when the ``llm`` leg
     or the rerank ran, :meth:`wiki.llm.leg.LLMStage.report`; ``route``: when routing
     ran, the folders chosen and every folder's score (:mod:`wiki.answering.routing`);
-    ``vectors``: when the vector leg ran, what an answer reuses (:class:`AnswerVectors`)."""
+    ``vectors``: when the vector leg ran, what an answer reuses (:class:`AnswerVectors`);
+    ``pending``: chunk texts still waiting for their vectors (more than
+    :data:`wiki.answering.embedding.TOP_UP`: the vector leg was skipped, ``skipped["vector"]``
+    says to run ``wiki index``)."""
 
     query: str
     commit: str
@@ -169,6 +172,7 @@ class SearchResult:
     llm: dict | None = None
     route: Route | None = None
     vectors: AnswerVectors | None = None
+    pending: int = 0
 
     @property
     def threshold(self) -> float:
@@ -242,8 +246,10 @@ def search(wiki: Wiki, request: SearchRequest, *, index: IndexBackend | None = N
     (:func:`wiki.answering.embed_settings.validate`), ``NotInitializedError`` without a
     wiki branch and :class:`wiki.answering.filters.NoMatchingEntriesError`
     when the named category, tags or scope match no entry at all (nothing searched).
-    A default leg that cannot run (no embedding model) is skipped and reported in
-    ``result.skipped``; a leg named in ``request.legs`` that cannot run raises
+    A default leg that cannot run (no embedding model; more than
+    :data:`wiki.answering.embedding.TOP_UP` chunks waiting for ``wiki index``, counted in
+    ``result.pending``) is skipped and reported in ``result.skipped``; a leg named in
+    ``request.legs`` that cannot run raises
     :class:`wiki.answering.leg_check.LegUnavailableError` (a ``ConfigError``). The ``llm``
     leg (the index walk) and the rerank use ``client`` or the configured model; asking
     for either explicitly without a model raises ``ModelNotConfiguredError``
@@ -278,11 +284,13 @@ def search(wiki: Wiki, request: SearchRequest, *, index: IndexBackend | None = N
 class _Encoded:
     """The question's vector as the vector leg starts it: ``vector`` (a unit vector or a
     future of one; ``None`` when the leg cannot run), ``model`` and ``skipped`` (the
-    reason it cannot, as ``{"vector": why}``)."""
+    reason it cannot, as ``{"vector": why}``); ``pending``: chunk texts left for a build
+    (the reason the leg cannot run)."""
 
     vector: object = None
     model: str | None = None
     skipped: dict[str, str] = field(default_factory=dict)
+    pending: int = 0
 
 
 def _search(index: IndexBackend, report: SyncReport, request: SearchRequest,
@@ -296,7 +304,8 @@ def _search(index: IndexBackend, report: SyncReport, request: SearchRequest,
                           weights=config.leg_weights, method=config.fusion)
     encoded = _Encoded()
     if "vector" in fusion.legs:  # encoded on a worker thread while the lexical legs run
-        encoded = _query_vector(index, request.query, request.embed_model, progress)
+        encoded = _query_vector(index, request.query, request.embed_model, progress,
+                                None if request.as_of is not None else TOP_UP)
         if request.asked("vector"):  # asked for by name: it runs or the search fails
             require_vector(encoded.skipped.get("vector"))
     routed, route_skipped = None, {}
@@ -341,7 +350,8 @@ def _search(index: IndexBackend, report: SyncReport, request: SearchRequest,
         sync=report, sources={key: extra.get("sources", []) for key, extra in extras.items()},
         marks=index.marks([h.key for h in hits]), legs=list(found), skipped=skipped,
         llm=stage.report() if stage is not None else None, route=routed,
-        vectors=None if "vector" in skipped else _vectors(index, encoded, hits, request))
+        vectors=None if "vector" in skipped else _vectors(index, encoded, hits, request),
+        pending=encoded.pending)
 
 
 def _ranked(index: IndexBackend, found: dict, fusion: FusionConfig, settings: SearchSettings,
@@ -397,14 +407,18 @@ def _route(index: IndexBackend, query: str, encoded: _Encoded, filters: Filters,
 
 
 def _query_vector(index: IndexBackend, query: str, name: str | None,
-                  progress: Progress | None) -> _Encoded:
-    """Start encoding ``query`` with the embedding model ``name`` (vectors of new entries
-    embedded first), or say why the vector leg cannot run."""
+                  progress: Progress | None, top_up: int | None = TOP_UP) -> _Encoded:
+    """Start encoding ``query`` with the embedding model ``name``, or say why the vector
+    leg cannot run. Chunks without a vector are embedded first when at most ``top_up``
+    (``None``: all, for a throwaway ``--as-of`` index that no build will complete);
+    more leave the leg out (``pending``) rather than make the reader wait for a build."""
     if name is None:
         return _Encoded(skipped={"vector": "turned off (WIKI_EMBED_MODEL=none)"})
     try:
         embedder = get_embedder(name)
-        ensure_vectors(index, embedder, progress=progress)
+        pending = top_up_vectors(index, embedder, limit=top_up, progress=progress)
+        if pending:
+            return _Encoded(skipped={"vector": pending_note(pending)}, pending=pending)
         # the server's QueryVector: that server also ranks the vectors (no numpy here)
         encode = getattr(embedder, "encode_query", None) or (lambda q: embedder.encode([q])[0])
         return _Encoded(encode_in_background(encode, query), embedder.name)
