@@ -19,9 +19,9 @@ from conftest import ALICE, BOB, acting_as, entry_text
 
 from indexes.sqlite.engine import SearchIndex
 from indexes.sqlite.vectors import embed_pending, text_hash
-from wiki.answering.ask import MAX_ENTRIES, ask
+from wiki.answering.ask import MAX_ENTRIES, ask_for
 from wiki.answering.embedding import TOP_UP
-from wiki.answering.search import search
+from wiki.answering.search import search_for
 from wiki.review.proposals import approve, propose
 from wiki.store.derived import index_sentences, open_synced
 from wiki.store.workspace import Wiki
@@ -44,7 +44,7 @@ def _land(wiki: Wiki, topics: list[str]) -> None:
     full text and embeds nothing)."""
     files = {f"office/{t}.md": entry_text(eid, title, body).encode()
              for t in topics for eid, title, body in [_page(t)]}
-    proposal, _ = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE)
+    proposal = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE).proposal
     approve(wiki, proposal.name, approver=BOB)
 
 
@@ -81,7 +81,7 @@ def test_an_answer_keeps_the_sentence_vectors_of_the_entries_it_read(wiki: Wiki,
                                                                      vectors_on) -> None:
     _land(wiki, TOPICS[:6])
     update_index(wiki)
-    answer = ask(wiki, "may staff borrow the office laptops?", revalidate=False)
+    answer = ask_for(wiki, "may staff borrow the office laptops?", revalidate=False)
     assert not answer.gap and answer.citations[0].path == "office/laptops.md"
     kept = _embedded_hashes(repo)
     read = _hashes(repo, "sentences", "office/laptops.md")
@@ -97,7 +97,7 @@ def test_an_answer_keeps_the_sentence_vectors_of_the_entries_it_read(wiki: Wiki,
         index.close()
     assert set(found) == read and all(v.shape == (vectors_on.dim,) for v in found.values())
     calls = vectors_on.calls
-    again = ask(wiki, "may staff borrow the office laptops?", revalidate=False)
+    again = ask_for(wiki, "may staff borrow the office laptops?", revalidate=False)
     assert again.sentences == answer.sentences
     assert vectors_on.calls == calls + 1  # the question only: its sentences were kept
 
@@ -105,7 +105,7 @@ def test_an_answer_keeps_the_sentence_vectors_of_the_entries_it_read(wiki: Wiki,
 def test_a_search_with_a_backlog_answers_from_the_lexical_legs_and_says_so(
         cli, wiki: Wiki, vectors_on) -> None:
     _land(wiki, TOPICS[:TOP_UP + 4])
-    found = search(wiki, "borrow office laptops")
+    found = search_for(wiki, "borrow office laptops")
     assert found.hits and found.hits[0].key == "office/laptops.md"
     assert "vector" not in found.legs and found.pending == TOP_UP + 4
     assert vectors_on.calls == 0  # nothing embedded in the foreground of the read
@@ -129,7 +129,7 @@ def test_a_search_with_a_backlog_answers_from_the_lexical_legs_and_says_so(
 def test_wiki_index_embeds_the_backlog_then_search_uses_the_vector_leg(
         cli, wiki: Wiki, repo: Path, vectors_on) -> None:
     _land(wiki, TOPICS[:TOP_UP + 4])
-    assert search(wiki, "borrow office laptops").pending
+    assert search_for(wiki, "borrow office laptops").pending
     done = cli("index")
     assert done.exit_code == 0, done.output
     assert f"; {len(_hashes(repo, 'chunks'))} chunks embedded (model fake-hash)" in done.stderr
@@ -143,7 +143,7 @@ def test_a_few_new_entries_are_embedded_by_the_search_itself(wiki: Wiki,
     _land(wiki, TOPICS[:TOP_UP - 4])
     update_index(wiki)
     _land(wiki, TOPICS[TOP_UP - 4:TOP_UP])  # 4 new chunks: a top-up, not a build
-    found = search(wiki, "borrow office lockers")
+    found = search_for(wiki, "borrow office lockers")
     assert "vector" in found.legs and found.pending == 0 and not found.skipped
 
 
@@ -158,7 +158,7 @@ def test_a_vector_leg_asked_for_by_name_with_a_backlog_says_to_run_index(
 def test_approve_embeds_the_landed_entries_with_the_cli(cli, wiki: Wiki, repo: Path,
                                                         vectors_on) -> None:
     files = {f"office/{t}.md": entry_text(*_page(t)).encode() for t in TOPICS}
-    proposal, _ = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE)
+    proposal = propose(wiki, files, base=None, kind="seed", subject="seed", author=ALICE).proposal
     with acting_as(BOB):
         landed = cli("approve", proposal.name)
     assert landed.exit_code == 0, landed.output
@@ -220,11 +220,11 @@ def test_on_postgres_a_backlog_waits_for_the_build_and_answers_keep_their_senten
     from wiki.store.derived import open_index
 
     _land(wiki, TOPICS[:TOP_UP + 4])
-    found = search(wiki, "borrow office laptops")
+    found = search_for(wiki, "borrow office laptops")
     assert "vector" not in found.legs and found.pending == TOP_UP + 4
     assert vectors_on.calls == 0
     assert update_index(wiki).embedded == TOP_UP + 4
-    answer = ask(wiki, "may staff borrow the office laptops?", revalidate=False)
+    answer = ask_for(wiki, "may staff borrow the office laptops?", revalidate=False)
     assert "vector" not in answer.skipped and answer.sentence_cosine is not None
     index = open_index(wiki)
     try:
