@@ -14,7 +14,7 @@ vectors itself).
 
 Request: ``{"op": "nearest", "model": m, "index": absolute path, "stamp": s,
 "vector": base64(float32 LE), "limit": n, "rows": null | {"keep": bool, "ids":
-base64(sorted int64 LE docs rowids)}}`` (a :class:`~indexes.sqlite.vectors.RowFilter`: the
+base64(int64 LE docs rowids)}}`` (a :class:`~indexes.sqlite.vectors.RowFilter`: the
 rowids are matched against the ones the server read with the matrix, in the snapshot of
 the same stamp); reply:
 ``{"ok": true, "hits": [[key, cosine], ...] | null}``.

@@ -66,7 +66,7 @@ def search_names(conn: sqlite3.Connection, query: str, where: str, params: list,
     total = max(len(fold_name(query).split()), 1)
     rows = conn.execute(
         "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status, n.name, n.kind "
-        "FROM names n JOIN docs d ON d.key = n.key "
+        "FROM names n CROSS JOIN docs d ON d.key = n.key "
         f"WHERE n.name IN (SELECT value FROM json_each(?)) AND {where}",
         [json.dumps(list(candidates), ensure_ascii=False), *params]).fetchall()
     best: dict[str, tuple[float, int, Hit]] = {}

@@ -28,7 +28,7 @@ from indexes.retrieval.text import no_space_runs
 from indexes.sqlite import checkmark
 from indexes.sqlite.fts_triggers import fts_text
 from indexes.sqlite.marks import mark_sources, marks
-from indexes.sqlite.rows import IN_KEYS, DocRows, keys_json
+from indexes.sqlite.rows import DocRows, keys_json
 from indexes.sqlite.schema import MIGRATIONS, statements
 from indexes.sqlite.substrings import search_substrings
 from indexes.sqlite.vectors import CHUNK_WORDS, OVERLAP_WORDS, RowFilter, VectorStore, chunk_texts
@@ -255,7 +255,7 @@ class SearchIndex:
             [match, max(4 * limit, 200), *params, limit]).fetchall()
         if len(rows) < limit:
             rows = self.conn.execute(
-                f"SELECT {columns}, bm25(docs_fts, {weights}) AS s FROM docs_fts JOIN docs d "
+                f"SELECT {columns}, bm25(docs_fts, {weights}) AS s FROM docs_fts CROSS JOIN docs d "
                 f"ON d.rowid = docs_fts.rowid WHERE docs_fts MATCH ? AND {where} "
                 "ORDER BY s LIMIT ?", [match, *params, limit]).fetchall()
         return hits_from_rows(rows, negate=True)
@@ -303,9 +303,12 @@ class SearchIndex:
         """``key -> (key, doc_id, title, summary, category, status)`` of ``keys`` passing
         ``filters`` (:func:`indexes.retrieval.ranked.hits_for`)."""
         where, params = (filters or Filters()).sql()
+        # json_each first (CROSS JOIN keeps that order): one lookup by key each, never a
+        # scan of the filter index for a scope that keeps thousands
         return {r[0]: r for r in self.conn.execute(
-            "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status FROM docs d "
-            f"WHERE d.{IN_KEYS} AND {where}", [keys_json(keys), *params])}
+            "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status FROM "
+            "json_each(?) j CROSS JOIN docs d ON d.key = j.value "
+            f"WHERE {where}", [keys_json(keys), *params])}
 
     def check_mark(self, fact: str) -> CheckMark:
         """Whether ``fact`` was recorded for this file as it is now (its ``.checked`` mark,

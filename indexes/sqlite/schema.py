@@ -97,6 +97,11 @@ MIGRATIONS: tuple[str, ...] = (
     REBUILD_FTS,  # 6: the same again for C--, A*, D* (code_tokens learnt them)
     SENTENCES_TABLE,  # 7: each document's sentences, embedded for the answer picker
     NONCE_MIGRATION,  # 8: a stamp for vectors written before nonces (embedding server)
+    # 9: every column a filter reads, in one covering index: the vector leg's row filter
+    # (and the excluded keys) read it instead of the rows and their bodies (100,000
+    # entries: 77 ms -> 5 ms for the default filter)
+    "CREATE INDEX IF NOT EXISTS docs_filter "
+    "ON docs(scope, status, category, doc_type, dated, valid_until);",
 )
 
 

@@ -25,7 +25,7 @@ def search_substrings(conn: sqlite3.Connection, query: str, where: str, params: 
     if long_terms:
         sql = (
             "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status, "
-            "bm25(docs_tri) AS s FROM docs_tri JOIN docs d ON d.rowid = docs_tri.rowid "
+            "bm25(docs_tri) AS s FROM docs_tri CROSS JOIN docs d ON d.rowid = docs_tri.rowid "
             f"WHERE docs_tri MATCH ? AND {where} ORDER BY s LIMIT ?"
         )
         expression = " OR ".join(quote(t) for t in long_terms)

@@ -121,13 +121,13 @@ class RowFilter:
     embedding server ranks never imports numpy."""
 
     rowids: array
-    """Sorted rowids, ``array('q')`` (int64)."""
+    """Rowids, ``array('q')`` (int64), in any order."""
     keep: bool
 
     @classmethod
     def of(cls, rowids: Iterable[int], *, keep: bool) -> RowFilter:
         """The filter of these rowids (any order, repeats allowed)."""
-        return cls(array("q", sorted(set(rowids))), keep)
+        return cls(array("q", rowids), keep)
 
     def mask(self, matrix: Matrix) -> np.ndarray:
         """A bool per document of ``matrix``: may it be ranked. Raises ``ValueError``
