@@ -29,6 +29,9 @@ from evals.scale_corpus import ScaleCorpus, base_vectors, scale_corpus
 
 BATCH = 5_000
 LEGS = ("alias", "bm25", "vector", "fused", "hybrid")
+EMBED_SAMPLE = 512
+"""Chunk texts of the scale index embedded with the real model (drawn evenly at random,
+seeded), to extrapolate what embedding all of them costs."""
 
 
 def log(message: str) -> None:
@@ -78,9 +81,34 @@ def postgres_index(workdir: Path, url: str | None):
 BUILDERS = {"sqlite": sqlite_index, "postgres": postgres_index}
 
 
+def embedding_sample(index, embedder, sample: int, *, seed: int = 7) -> dict:
+    """What embedding every chunk of ``index`` with ``embedder`` (the real model) costs,
+    from ``sample`` of its chunk texts drawn at random (``seed``) and embedded as a build
+    does (:func:`indexes.sqlite.vectors.embed_pending`: shortest first, batches of its
+    ``BATCH``): ``{"sample", "chunks", "cpu_s", "wall_s", "texts_per_cpu_s",
+    "all_cpu_s", "all_wall_s"}`` (CPU seconds of this process, every thread; the
+    extrapolation scales both by ``chunks / sample``)."""
+    import random
+
+    from indexes.sqlite.vectors import BATCH as EMBED_BATCH
+
+    texts = [text for _, text in index.vectors.pending(f"{embedder.name}-sample-probe")]
+    chosen = sorted(random.Random(seed).sample(texts, min(sample, len(texts))), key=len)
+    embedder.encode(chosen[:1])  # loaded and warm before the clock starts
+    cpu, wall = time.process_time(), time.perf_counter()
+    for at in range(0, len(chosen), EMBED_BATCH):
+        embedder.encode(chosen[at:at + EMBED_BATCH])
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    scale = len(texts) / max(len(chosen), 1)
+    return {"sample": len(chosen), "chunks": len(texts), "cpu_s": cpu, "wall_s": wall,
+            "texts_per_cpu_s": len(chosen) / max(cpu, 1e-9), "all_cpu_s": cpu * scale,
+            "all_wall_s": wall * scale}
+
+
 def run_backend(name: str, corpus: ScaleCorpus, queries: list[str], model: str,
-                repeat: int, workdir: Path, url: str | None) -> dict:
-    """Build one backend and time its legs; returns the row of the table as a dict."""
+                repeat: int, workdir: Path, url: str | None, embedder=None) -> dict:
+    """Build one backend and time its legs; returns the row of the table as a dict. With
+    ``embedder`` (the real model), also :func:`embedding_sample` of its chunks."""
     from indexes.retrieval.filters import Filters
 
     log(f"{name}: building {len(corpus.documents):,} entries")
@@ -90,11 +118,16 @@ def run_backend(name: str, corpus: ScaleCorpus, queries: list[str], model: str,
         everything = leg_latency(index, queries, None, repeat=repeat)
         log(f"{name}: the same, one scope")
         scoped = leg_latency(index, queries, Filters(scope="repo-3"), repeat=repeat)
+        embedding = None
+        if embedder is not None:
+            log(f"{name}: embedding {EMBED_SAMPLE} chunk texts with {embedder.name}")
+            embedding = embedding_sample(index, embedder, EMBED_SAMPLE)
     entries = len(corpus.documents)
     return {"backend": name, "entries": entries, "chunks": build["chunks"],
             "build_docs_s": build["docs_s"], "build_vectors_s": build["vectors_s"],
             "entries_per_s": entries / (build["docs_s"] + build["vectors_s"]),
-            "all_scopes": everything, "one_scope": scoped, "peak_rss_mib": peak_rss_mib()}
+            "all_scopes": everything, "one_scope": scoped, "peak_rss_mib": peak_rss_mib(),
+            "embedding": embedding}
 
 
 def markdown(facts: dict, rows: list[dict]) -> str:
@@ -111,7 +144,26 @@ def markdown(facts: dict, rows: list[dict]) -> str:
                                  for leg in LEGS]]
          for r in rows for key, label in (("all_scopes", "none"), ("one_scope", "one scope"))])
     title = f"Scale: {rows[0]['entries']:,} entries" if rows else "Scale"
-    return "\n\n".join([header(title, facts), "## Build", build,
+    sampled = [r for r in rows if r.get("embedding")]
+    embedding = []
+    if sampled:
+        e, r = sampled[0]["embedding"], sampled[0]
+        total_s = r["build_docs_s"] + e["all_wall_s"]
+        embedding = [
+            "## Build with real embeddings (a sample, extrapolated)",
+            md_table(["chunk texts", "sampled", "sample CPU s", "sample wall s",
+                      "texts per CPU s", "all chunks CPU s (extrapolated)",
+                      "all chunks wall s (extrapolated)",
+                      f"{r['backend']} entries/s (embedding included)"],
+                     [[f"{e['chunks']:,}", e["sample"], e["cpu_s"], e["wall_s"],
+                       f"{e['texts_per_cpu_s']:.1f}", f"{e['all_cpu_s']:,.0f}",
+                       f"{e['all_wall_s']:,.0f}", f"{r['entries'] / total_s:,.1f}"]]),
+            f"The model ({facts.get('embedding model', 'see facts')}) embedded "
+            f"{e['sample']} chunk texts drawn at random from the scale index, shortest "
+            "first in batches as a build embeds them; the whole build's embedding is "
+            "that rate times every chunk text. Entries/s with embedding counts the "
+            "documents written plus the extrapolated embedding wall time."]
+    return "\n\n".join([header(title, facts), "## Build", build, *embedding,
                         "## Search latency (in process, limit 10)", latency,
                         "`hybrid` is one query as `wiki search` runs it in a warm process "
                         "(query encoding included); `fused` is the legs and fusion with the "
@@ -154,14 +206,15 @@ def main(argv: list[str] | None = None) -> int:
     queries = list(datasets.scifact_split(data, "test").queries.values())[:args.queries]
     with tempfile.TemporaryDirectory(prefix="wiki-scale-") as tmp:
         rows = [run_backend(name, corpus, queries, model.name, args.repeat, Path(tmp),
-                            args.url)
-                for name in backends]
+                            args.url, embedder=model if number == 0 else None)
+                for number, name in enumerate(backends)]
     facts = {"date": now(), "project commit": project_commit(),
              "machine": f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}",
              "corpus": f"{args.entries:,} entries varied from SciFact's 5,183 abstracts "
                        "(evals/scale_corpus.py); vectors synthetic (base + noise)",
              "queries": f"the first {len(queries)} SciFact test queries x {args.repeat} "
                         "passes after one warm-up pass",
+             "embedding model": f"{model.name} ({type(model).__name__})",
              "load average at the end": f"{os.getloadavg()[0]:.1f}"}
     write(Path(args.out), "bench-scale", markdown(facts, rows), {**facts, "rows": rows})
     log(f"wrote {Path(args.out) / 'bench-scale.md'}")
