@@ -221,7 +221,7 @@ def answer(wiki: Wiki, request: AskRequest, *, progress: Progress | None = None)
                 "no_match", f"no entry shares enough of the question's words or meaning "
                 f"(word coverage {result.confidence:.2f}{cosine})"))
         elif result.hits:
-            found = replace(found, **_from_entries(wiki, request, result))
+            found = _from_entries(wiki, request, result, found)
         if found.gap:
             found = replace(found, hedge=None)
             if found.gap_reason is None:
@@ -239,9 +239,11 @@ def configured_picker(search: SearchConfig) -> PickerConfig:
     return replace(DEFAULT, gap_score=search.gap_score, hedge_score=search.hedge_score)
 
 
-def _from_entries(wiki: Wiki, request: AskRequest, result: SearchResult) -> dict:
-    """The answer's fields taken from the top hits' entries: revalidated, picked (or
-    fitted to the budget), checked for the asked type, written by the model."""
+def _from_entries(wiki: Wiki, request: AskRequest, result: SearchResult,
+                  found: Answer) -> Answer:
+    """``found`` (the retrieval's answer) completed from the top hits' entries:
+    revalidated, picked (or fitted to the budget), checked for the asked type, written by
+    the model."""
     from wiki.answering.budget import MAX_ENTRIES as BUDGET_ENTRIES
 
     snapshot = wiki.snapshot(result.commit)
@@ -255,30 +257,38 @@ def _from_entries(wiki: Wiki, request: AskRequest, result: SearchResult) -> dict
         entries = checks.current(entries)
     stale = {p for p, e in enumerate(entries)
              if checks is not None and checks.entries[e.path].stale}
-    fields = _extract(wiki, result, request, entries[:MAX_ENTRIES], stale,
+    picked = _extract(wiki, result, request, entries[:MAX_ENTRIES], stale, found,
                       open_judge(wiki, snapshot.config().llm))
-    if request.budget is not None and fields["sentences"]:
-        fields = _fit(result, request, entries, fields)
-    fields.pop("picked", None)
-    if fields["sentences"]:
-        fields.update(_check_type(request.question, fields["citations"], entries))
-    if request.synthesize and request.budget is None and fields["sentences"]:
-        fields.update(_synthesize(wiki, request.question, fields, entries,
-                                  snapshot.config().llm))
+    answer = picked.answer
+    if request.budget is not None and answer.sentences:
+        answer = _fit(result, request, entries, picked, found)
+    if answer.sentences:
+        answer = _check_type(request.question, answer, entries)
+    if request.synthesize and request.budget is None and answer.sentences:
+        answer = _synthesize(wiki, request.question, answer, entries, snapshot.config().llm)
     if checks is not None:
-        fields.update(_annotate(fields["citations"], checks))
-    return fields
+        answer = _annotate(answer, checks)
+    return answer
+
+
+@dataclass(frozen=True)
+class _Picked:
+    """What :func:`_extract` picked: the ``answer`` and its sentences as ``lead``,
+    ``(text, entry position)`` pairs, for :func:`_fit` to open a budgeted answer with."""
+
+    answer: Answer
+    lead: list[tuple[str, int]]
 
 
 def _extract(wiki: Wiki, result: SearchResult, request: AskRequest, entries: list,
-             stale: set[int], judge: GapJudge | None = None) -> dict:
-    """The answer's sentences picked by :func:`wiki.answering.picker.pick_answer`: the one
-    that answers first, then its support, each cited; an entry at a ``stale`` position
-    (answered from its current source) also gets its best sentence. A gap (no sentences,
-    ``gap_reason`` and ``note``) when no sentence answers. ``picked`` holds the sentences
-    as ``(text, entry position)`` for :func:`_fit`. With a ``judge``, the model's
-    yes/no may turn the answer into a ``judge_no`` gap (:mod:`wiki.answering.gap_judge`).
-    The vectors of the sentences that had none are embedded here and kept in the index
+             stale: set[int], found: Answer, judge: GapJudge | None = None) -> _Picked:
+    """``found`` with the answer's sentences picked by
+    :func:`wiki.answering.picker.pick_answer`: the one that answers first, then its
+    support, each cited; an entry at a ``stale`` position (answered from its current
+    source) also gets its best sentence. A gap (no sentences, ``gap_reason`` and ``note``)
+    when no sentence answers. With a ``judge``, the model's yes/no may turn the answer
+    into a ``judge_no`` gap (:mod:`wiki.answering.gap_judge`). The vectors of the
+    sentences that had none are embedded here and kept in the index
     (:func:`wiki.answering.embedding.keep_sentence_vectors`): a build embeds no answer
     sentences, an answer embeds those of the few entries it reads, once."""
     vectors = result.vectors
@@ -297,14 +307,15 @@ def _extract(wiki: Wiki, result: SearchResult, request: AskRequest, entries: lis
         keep_sentence_vectors(wiki, vectors.model, embed.texts, embed.vectors)
     judged = judge.review(request.question, picked, [e.title for e in entries]) \
         if judge is not None else {}
-    scores = {"answer_score": round(picked.score, 4), "sentence_cosine": picked.cosine,
-              "form_missing": picked.form_missing, "judge": judged or None,
-              "hedge": picked.hedge if picked.gap is None else None}
+    scored = replace(found, answer_score=round(picked.score, 4),
+                     sentence_cosine=picked.cosine, form_missing=picked.form_missing,
+                     judge=judged or None,
+                     hedge=picked.hedge if picked.gap is None else None)
     if judged.get("note") and picked.gap is None:
-        scores["note"] = judged["note"]
+        scored = replace(scored, note=judged["note"])
     if picked.gap is not None:
-        return {**scores, "sentences": [], "citations": [], "gap_reason": picked.gap,
-                "note": picked.gap.sentence}
+        return _Picked(replace(scored, sentences=[], citations=[], gap_reason=picked.gap,
+                               note=picked.gap.sentence), [])
     numbers: dict[int, int] = {}
     for _, position in picked.sentences:
         numbers.setdefault(position, len(numbers) + 1)
@@ -315,77 +326,84 @@ def _extract(wiki: Wiki, result: SearchResult, request: AskRequest, entries: lis
     citations = [_citation(number, entries[position], result,
                            [text for text, at in picked.sentences if at == position])
                  for position, number in sorted(numbers.items(), key=lambda p: p[1])]
-    return {**scores, "sentences": sentences, "citations": citations,
-            "picked": picked.sentences or [(text, 0) for text, _ in sentences]}
+    return _Picked(replace(scored, sentences=sentences, citations=citations),
+                   picked.sentences or [(text, 0) for text, _ in sentences])
 
 
-def _check_type(question: str, citations: list[Citation], entries: list) -> dict:
-    """An evidence gap (the fields that make it) when the question asks for a percentage
-    or an amount of money and no cited entry states one (:mod:`wiki.answering.answer_type`);
-    ``{}`` otherwise."""
-    cited = {c.path for c in citations}
+def _check_type(question: str, answer: Answer, entries: list) -> Answer:
+    """``answer`` as an evidence gap when the question asks for a percentage or an
+    amount of money and no cited entry states one (:mod:`wiki.answering.answer_type`);
+    ``answer`` unchanged otherwise."""
+    cited = {c.path for c in answer.citations}
     texts = [f"{e.title}\n{e.summary}\n{e.body}" for e in entries if e.path in cited]
     kind = missing_type(question, texts)
     if kind is None:
-        return {}
-    titles = "; ".join(c.title for c in citations)
+        return answer
+    titles = "; ".join(c.title for c in answer.citations)
     note = (f"the question asks for {TYPE_NAMES[kind]} and none of the closest "
             f"entries ({titles}) states one")
-    return {"missing_type": kind, "note": note, "gap_reason": GapReason("missing_type", note),
-            "sentences": [], "citations": []}
+    return replace(answer, missing_type=kind, note=note,
+                   gap_reason=GapReason("missing_type", note), sentences=[], citations=[])
 
 
-def _synthesize(wiki: Wiki, question: str, fields: dict, entries: list, config) -> dict:
-    """The model-written sentences over the cited entries when a model is configured
-    (:func:`wiki.llm.answer.answer_from`): ``mode`` ``llm`` and its verified sentences,
-    else the ``note`` saying why the extractive ones stand; ``{}`` without a model."""
+def _synthesize(wiki: Wiki, question: str, answer: Answer, entries: list,
+                config) -> Answer:
+    """``answer`` with the model-written sentences over the cited entries when a model is
+    configured (:func:`wiki.llm.answer.answer_from`): ``mode`` ``llm`` and its verified
+    sentences, else the ``note`` saying why the extractive ones stand; unchanged without a
+    model."""
     from wiki.llm.settings import open_client
 
     client = open_client(wiki, config)
     if client is None:
-        return {}
+        return answer
     from wiki.llm.answer import answer_from
 
-    written = answer_from(client, question, fields["sentences"],
-                          [(c.number, c.path) for c in fields["citations"]], entries)
+    written = answer_from(client, question, answer.sentences,
+                          [(c.number, c.path) for c in answer.citations], entries)
     if written.sentences:
-        return {"dropped": written.dropped, "sentences": written.sentences, "mode": "llm"}
-    return {"dropped": written.dropped, "note": written.note}
+        return replace(answer, dropped=written.dropped, sentences=written.sentences,
+                       mode="llm")
+    return replace(answer, dropped=written.dropped, note=written.note)
 
 
-def _fit(result: SearchResult, request: AskRequest, entries: list, picked: dict) -> dict:
-    """The answer's fields for a token budget (:func:`wiki.answering.budget.fit`), opening
-    with the ``picked`` answer's sentences; an ``over_budget`` gap, never a lesser
-    sentence, when its opening sentence does not fit."""
+def _fit(result: SearchResult, request: AskRequest, entries: list, picked: _Picked,
+         found: Answer) -> Answer:
+    """The answer for a token budget (:func:`wiki.answering.budget.fit`): ``found`` with
+    the ``picked`` answer's scores, opening with its sentences; an ``over_budget`` gap,
+    never a lesser sentence, when its opening sentence does not fit."""
     from indexes.retrieval.tokens import counter
     from wiki.answering.budget import fit
 
     evidence = fit(request.question, entries, request.budget, counter(request.embed_model),
-                   lead=picked["picked"])
-    scores = {k: picked[k] for k in ("answer_score", "sentence_cosine", "form_missing",
-                                     "judge", "hedge")}
+                   lead=picked.lead)
+    best = picked.answer
+    scored = replace(found, answer_score=best.answer_score,
+                     sentence_cosine=best.sentence_cosine, form_missing=best.form_missing,
+                     judge=best.judge, hedge=best.hedge)
     tokens = {"used": evidence.used, "budget": request.budget, "whole": evidence.whole,
               "counter": evidence.counter}
     if evidence.needed:
-        return {**scores, "sentences": [], "citations": [],
-                "tokens": {**tokens, "needed": evidence.needed},
-                "gap_reason": GapReason("over_budget", f"the best evidence needs "
-                                        f"{evidence.needed} tokens (the answer's first "
-                                        f"sentence with its citation), over the budget of "
-                                        f"{request.budget}: ask again with --budget "
-                                        f"{evidence.needed} or more")}
-    return {**scores, "sentences": evidence.sentences,
-            "citations": [_citation(number, entries[position], result,
-                                    [t for t, n in evidence.sentences if n == number])
-                          for number, position in enumerate(evidence.cited, start=1)],
-            "tokens": tokens}
+        return replace(scored, sentences=[], citations=[],
+                       tokens={**tokens, "needed": evidence.needed},
+                       gap_reason=GapReason("over_budget", f"the best evidence needs "
+                                            f"{evidence.needed} tokens (the answer's first "
+                                            f"sentence with its citation), over the budget "
+                                            f"of {request.budget}: ask again with --budget "
+                                            f"{evidence.needed} or more"))
+    return replace(scored, sentences=evidence.sentences,
+                   citations=[_citation(number, entries[position], result,
+                                        [t for t, n in evidence.sentences if n == number])
+                              for number, position in enumerate(evidence.cited, start=1)],
+                   tokens=tokens)
 
 
-def _annotate(citations: list[Citation], checks: Revalidation) -> dict:
-    """The citations, each with its entry's revalidation, and the summary of the checks."""
-    return {"citations": [replace(c, **checks.entries[c.path].revalidated())
-                          if c.path in checks.entries else c for c in citations],
-            "revalidation": checks.summary()}
+def _annotate(answer: Answer, checks: Revalidation) -> Answer:
+    """``answer`` with each citation's revalidation and the summary of the checks."""
+    return replace(answer,
+                   citations=[replace(c, **checks.entries[c.path].revalidated())
+                              if c.path in checks.entries else c for c in answer.citations],
+                   revalidation=checks.summary())
 
 
 def _citation(number: int, entry, result: SearchResult, quoted: list[str]) -> Citation:
