@@ -92,7 +92,8 @@ def search(
                f"{'yes' if result.gap else 'no'}; commit {result.commit[:12]}")
     elif result.gap:  # the vector leg ranks every entry: say when none is really a match
         report(f"note: weak matches only (word coverage {result.confidence:.2f}{cosine}); "
-               "`wiki ask` would report an evidence gap")
+               + ("judged by words alone while vectors are pending: run `wiki index`"
+                  if result.pending else "`wiki ask` would report an evidence gap"))
     if result.gap:  # no confident hit: not found, as `grep` exits 1 (the hits stay listed)
         raise typer.Exit(FINDINGS)
 
@@ -160,8 +161,12 @@ def ask(
         out.print(plain(f"The answer does not fit the budget: {answer.gap_reason.sentence}."))
     elif answer.gap:
         cosine = "" if answer.top_cosine is None else f", best cosine {answer.top_cosine:.2f}"
+        recorded = (" Vectors are pending, so this was decided by words alone and not "
+                    "recorded as a gap: run `wiki index` and ask again."
+                    if answer.vectors_pending else
+                    " The question was recorded as an evidence gap.")
         out.print(plain(f"The wiki does not say (word coverage {answer.coverage:.2f}{cosine})."
-                        " The question was recorded as an evidence gap."))
+                        + recorded))
         if answer.note:
             report(f"note: {answer.note}")
     else:

@@ -37,7 +37,9 @@ from indexes.sqlite.vectors import Matrix, RowFilter, VectorStore, nearest
 KEEP = 2
 """Matrices kept (one per index file): a 100,000-entry wiki's is ~400 MB."""
 MAX_LIMIT = 10_000
-MAX_ROWIDS = 10_000_000
+MAX_ROWIDS = 6_000_000
+"""Rowids one request may name: what fits the server's 64 MiB request line as base64
+(a larger filter is ranked by the client itself)."""
 
 
 class MatrixCache:

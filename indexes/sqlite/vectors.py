@@ -310,7 +310,7 @@ class VectorStore:
         changes. Raises ``ValueError`` if a stored vector has another dimension."""
         import numpy as np
 
-        version = f"{self.get_meta(VERSION_KEY) or 0}:{model}"
+        version = f"{self.stamp() or self.get_meta(VERSION_KEY) or 0}:{model}"  # nonce too
         cached = self._matrix.get(model)
         if cached is not None and cached.version == version:
             return cached

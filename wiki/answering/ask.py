@@ -227,7 +227,9 @@ def answer(wiki: Wiki, request: AskRequest, *, progress: Progress | None = None)
             if found.gap_reason is None:
                 found = replace(found, gap_reason=GapReason("no_match",
                                                             "no entry matches the question"))
-            if found.gap_reason.code != "over_budget":  # the wiki holds that answer
+            # over budget: the wiki holds that answer; vectors pending: decided without
+            # the vector leg, which `wiki index` brings back (provisional, not a fact)
+            if found.gap_reason.code != "over_budget" and not found.vectors_pending:
                 record_gap(wiki, found)
         return found
 
