@@ -194,6 +194,38 @@ def test_pending_chunks_come_shortest_first(tmp_path: Path) -> None:
         assert index.vectors.pending("m") == [] and index.vectors.pending_count("m") == 0
 
 
+def test_checking_a_sound_index_for_damaged_vectors_never_writes(tmp_path: Path) -> None:
+    """A read checks the stored vectors before its vector leg; on a sound index that check
+    writes nothing, so an index file that cannot be written (read-only) keeps its vector
+    leg (found by an adversarial review: the check's DELETE failed on a read-only file and
+    the leg was skipped as "new vectors cannot be stored" with nothing to store)."""
+    from indexes.documents import Document
+    from indexes.sqlite.vectors import VectorStore
+
+    path = tmp_path / "index.sqlite"
+    with SearchIndex(path) as index:
+        index.upsert([Document(key="keys", doc_id="keys", title="Keys", summary="",
+                               body="Keys are kept at the front desk.")])
+        hashes = [h for h, _ in index.vectors.pending("m")]
+        with index.transaction():
+            index.vectors.prepare_model("m", 4)
+            index.vectors.store("m", hashes, np.eye(len(hashes), 4, dtype=np.float32))
+    readonly = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        def get_meta(name: str) -> str | None:
+            row = readonly.execute("SELECT value FROM meta WHERE key = ?", (name,)).fetchone()
+            return row[0] if row else None
+
+        store = VectorStore(readonly, get_meta, None)
+        assert store.drop_damaged("m", 4) == 0  # nothing damaged: nothing written
+        assert store.pending_count("m") == 0
+    finally:
+        readonly.close()
+    with SearchIndex(path) as index, index.transaction():  # a damaged row: still dropped
+        index.conn.execute("UPDATE embeddings SET vector = x'00'")
+        assert index.vectors.drop_damaged("m", 4) == len(hashes)
+
+
 def test_kept_sentence_vectors_leave_the_vector_stamp_alone(tmp_path: Path) -> None:
     """An answer's kept sentence vectors do not change what the vector leg ranks, so the
     embedding server's cached matrix stays valid (the stamp moves only for a chunk)."""

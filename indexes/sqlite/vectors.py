@@ -278,10 +278,16 @@ class VectorStore:
     def drop_damaged(self, model: str, dim: int) -> int:
         """Delete the vectors of ``model`` that cannot be read as ``dim`` float32 numbers
         (another dimension, a truncated or non-blob value: a damaged row); their chunks
-        become pending and are embedded again. Returns how many were deleted."""
-        deleted = self.conn.execute(
-            "DELETE FROM embeddings WHERE model = ? AND (dim != ? OR typeof(vector) != 'blob' "
-            "OR length(vector) != ? * 4)", (model, dim, dim)).rowcount
+        become pending and are embedded again. Returns how many were deleted. Looks first
+        and writes only when one is found, so a read of a sound index never writes (a
+        read-only file stays usable)."""
+        damaged = ("model = ? AND (dim != ? OR typeof(vector) != 'blob' "
+                   "OR length(vector) != ? * 4)")
+        if not self.conn.execute(f"SELECT EXISTS (SELECT 1 FROM embeddings WHERE {damaged})",
+                                 (model, dim, dim)).fetchone()[0]:
+            return 0
+        deleted = self.conn.execute(f"DELETE FROM embeddings WHERE {damaged}",
+                                    (model, dim, dim)).rowcount
         if deleted:
             self._bump()
         return deleted
