@@ -187,6 +187,10 @@ def test_append_regular_appends_and_creates(tmp_path: Path) -> None:
 # -- kind: one [llm] timeout for the whole model call, however slowly the provider sends ---------
 
 TRICKLE_GAP = 0.5
+TRICKLE_TIMEOUT = 8
+"""The model timeout the trickle tests set (s): long enough that the request reaches the
+provider on a loaded machine (2 s did not, once, with every core busy: the deadline came
+before the call was sent), short against the days the old code waited."""
 """Seconds between the bytes the trickling provider sends: well under the 2 s timeout, so
 no single read waits long enough to trip a per-read timeout."""
 
@@ -250,8 +254,8 @@ def test_a_trickling_provider_is_cut_off_at_the_llm_timeout(trickle, wiki: Wiki)
     from wiki.llm.client import LLMClient
     from wiki.llm.errors import LLMTimeoutError
 
-    client = LLMClient("openai/trickle", timeout=2)
-    with pytest.raises(LLMTimeoutError, match="no answer within 2.0 s"):
+    client = LLMClient("openai/trickle", timeout=TRICKLE_TIMEOUT)
+    with pytest.raises(LLMTimeoutError, match=f"no answer within {TRICKLE_TIMEOUT:.1f} s"):
         _finished(client.complete, [{"role": "user", "content": "hello"}])
     assert trickle == ["/v1/chat/completions"]
     assert client.usage.timeouts == 1 and client.usage.errors == 1
@@ -272,16 +276,16 @@ ENTRIES = {
 
 def test_ask_with_a_trickling_provider_gives_the_extractive_answer(trickle, cli,
                                                                    wiki: Wiki) -> None:
-    """Through ``[llm] timeout = 2`` in wiki.toml, as a user sets it: ``wiki ask`` answers
+    """Through ``[llm] timeout`` in wiki.toml, as a user sets it: ``wiki ask`` answers
     from the entries with a note instead of waiting for the provider."""
     text = (wiki.store.read_path(wiki.require_head(), "wiki.toml").decode()
-            + "\n[llm]\ntimeout = 2\n")
+            + f"\n[llm]\ntimeout = {TRICKLE_TIMEOUT}\n")
     land(wiki, {"wiki.toml": text, **ENTRIES}, override="the model's timeout (R009)")
     result = _finished(cli, "ask", "how much per diem is paid on the first travel day?")
     assert result.exit_code == 0, result.output
     assert "75 percent of the daily rate. [1]" in result.stdout
     assert "note: the model did not answer" in result.stderr
-    assert "[llm] timeout = 2 s" in result.stderr
+    assert f"[llm] timeout = {TRICKLE_TIMEOUT} s" in result.stderr
     assert trickle == ["/v1/chat/completions"]
 
 
