@@ -39,10 +39,10 @@ BUSY_TIMEOUT_MS = 30_000
 
 COLUMNS = ("title", "aliases", "tags", "summary", "body")
 DEFAULT_WEIGHTS = (8.0, 6.0, 3.0, 3.0, 1.0)
+"""BM25 column weights (title, aliases, tags, summary, body), tuned on the handbook dev set."""
 FEW_LEFT_OUT = 4096
 """Below this many documents left out by a filter, the vector leg is given those (the
 default filter leaves out only superseded entries); at or above it, the ones kept."""
-"""BM25 column weights (title, aliases, tags, summary, body), tuned on the handbook dev set."""
 
 
 class SearchIndex:
@@ -344,7 +344,9 @@ class SearchIndex:
         """The documents ``filters`` keep, as a :class:`~indexes.sqlite.vectors.RowFilter`
         of the shorter list: the rowids left out when fewer than :data:`FEW_LEFT_OUT`
         (the default filter: superseded entries), else the rowids kept (a scope, a
-        category: the ``docs_scope`` index finds them). ``None`` when nothing is left out."""
+        category). A filter on status, scope, category or lifetimes reads the covering
+        ``docs_filter`` index (schema migration 9), not the rows; a tags filter reads the
+        rows. ``None`` when nothing is left out."""
         where, params = (filters or Filters()).sql()
         left_out = [r[0] for r in self.conn.execute(
             f"SELECT d.rowid FROM docs d WHERE NOT coalesce(({where}), 0) LIMIT ?",
