@@ -178,9 +178,9 @@ def new_entry(wiki: Wiki, text: bytes, *, category: str = "", source_name: str =
         created=draft.meta.get("created") or stamp, updated=stamp)
     duplicates = near_duplicates(snapshot, entry)
     opened = propose(wiki, {path: entry.to_bytes()}, base=snapshot.commit,
-                                kind="new",
-                                subject=f"new entry: {entry.title}",
-                                body=_duplicate_note(duplicates), author=author, redact=redact)
+                     kind="new",
+                     subject=f"new entry: {entry.title}",
+                     body=_duplicate_note(duplicates), author=author, redact=redact)
     proposal, created = opened.proposal, opened.created
     return Authored(proposal, created, near_duplicates=duplicates, titled_from=titled_from)
 
@@ -247,9 +247,9 @@ def retract_entry(wiki: Wiki, target: str, reason: str, *,
         return Authored(None, existing=current.path)
     changed = current.updated_with(status="retracted", updated=now_iso())
     opened = propose(wiki, {current.path: changed.to_bytes()},
-                                base=snapshot.commit, kind="retract",
-                                subject=f"retract: {current.title}", body=reason,
-                                author=author, redact=redact)
+                     base=snapshot.commit, kind="retract",
+                     subject=f"retract: {current.title}", body=reason,
+                     author=author, redact=redact)
     proposal, created = opened.proposal, opened.created
     return Authored(proposal, created)
 
@@ -270,8 +270,8 @@ def supersede_entry(wiki: Wiki, target: str, text: bytes, *,
         raise ConfigError(f"the replacement needs its own id, not {old.id}")
     new, retired = supersession(old, draft, set(snapshot.files), now_iso())
     opened = propose(wiki, {new.path: new.to_bytes(), old.path: retired.to_bytes()},
-                                base=snapshot.commit, kind="supersede",
-                                subject=f"supersede {old.title}", author=author, redact=redact)
+                     base=snapshot.commit, kind="supersede",
+                     subject=f"supersede {old.title}", author=author, redact=redact)
     proposal, created = opened.proposal, opened.created
     return Authored(proposal, created)
 
@@ -296,9 +296,9 @@ def _propose_edit(wiki: Wiki, snapshot: Snapshot, current: Entry, draft: Entry,
         **{k: None for k in current.meta if k not in draft.meta},
         **draft.meta, "updated": now_iso()})
     opened = propose(wiki, {current.path: changed.to_bytes()},
-                                base=snapshot.commit, kind=verb,
-                                subject=f"{verb}: {current.title}", author=author,
-                                redact=redact)
+                     base=snapshot.commit, kind=verb,
+                     subject=f"{verb}: {current.title}", author=author,
+                     redact=redact)
     proposal, created = opened.proposal, opened.created
     return Authored(proposal, created)
 

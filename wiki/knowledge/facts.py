@@ -254,8 +254,8 @@ def set_fact(wiki: Wiki, key: str, value: str, *, unit: str = "", as_of: str = "
     changed = with_value(old, key, held, stored, claim["value"], line)
     changed = changed.updated_with(updated=now_iso())
     opened = propose(wiki, {old.path: changed.to_bytes()}, base=snapshot.commit,
-                                kind="fact", subject=f"fact {key} = {probe.text}: {old.title}",
-                                author=author)
+                     kind="fact", subject=f"fact {key} = {probe.text}: {old.title}",
+                     author=author)
     proposal, created = opened.proposal, opened.created
     return authoring.Authored(proposal, created)
 
