@@ -204,3 +204,27 @@ def test_an_index_from_before_nonces_gets_a_stamp_when_opened(remote: RemoteEmbe
     query = remote.encode_query("annual leave")
     assert remote.nearest(query, str(path.resolve()), stamp, MODEL, limit=1,
                           rows=None)[0][0] == "leave.md"
+
+
+@pytest.mark.parametrize("field", [
+    [], "ids", {"keep": 1, "ids": ""}, {"keep": True}, {"keep": None, "ids": ""},
+    {"keep": True, "ids": "not base64!"}, {"keep": True, "ids": "AAAAAAAAAA=="},  # 7 bytes
+    {"keep": False, "ids": 5},
+])
+def test_a_malformed_rows_field_is_refused(field) -> None:
+    """A nearest request's ``rows`` comes over the server's socket: anything but null or
+    ``{keep: bool, ids: base64 of whole int64s}`` is a ValueError (the server answers
+    ``ok: false``), never a filter that lets other documents through."""
+    from indexes.embedding.embed_nearest import rows_from_request
+
+    with pytest.raises(ValueError):
+        rows_from_request(field)
+
+
+def test_rows_travel_as_they_were_given() -> None:
+    from indexes.embedding.embed_nearest import rows_from_request, rows_request
+
+    assert rows_from_request(None) is None and rows_request(None) is None
+    rows = RowFilter.of([7, -1, 2**40, 7], keep=True)
+    back = rows_from_request(json.loads(json.dumps(rows_request(rows))))
+    assert list(back.rowids) == [7, -1, 2**40, 7] and back.keep is True
