@@ -82,7 +82,7 @@ def copy_vectors(pg, lite, model) -> int:
     for start in range(0, len(keys), 2000):
         part = keys[start:start + 2000]
         with pg.transaction():
-            pg.vectors.store(model.name, part, np.stack(
+            pg.vectors.save(model.name, part, np.stack(
                 [np.frombuffer(found[h], dtype=np.float32) for h in part]))
     embed_pending(pg.vectors, model)
     return len(keys)

@@ -54,7 +54,7 @@ def _fill(index, corpus: ScaleCorpus, model: str, label: str) -> dict:
     for at in range(0, len(chunks), BATCH * 4):
         part = chunks[at:at + BATCH * 4]
         with index.transaction():
-            index.vectors.store(model, [h for _, h in part], corpus.vectors_for(part))
+            index.vectors.save(model, [h for _, h in part], corpus.vectors_for(part))
     return {"docs_s": docs_s, "vectors_s": time.perf_counter() - start,
             "chunks": len(chunks)}
 

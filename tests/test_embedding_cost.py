@@ -209,16 +209,16 @@ def test_checking_a_sound_index_for_damaged_vectors_never_writes(tmp_path: Path)
         hashes = [h for h, _ in index.vectors.pending("m")]
         with index.transaction():
             index.vectors.prepare_model("m", 4)
-            index.vectors.store("m", hashes, np.eye(len(hashes), 4, dtype=np.float32))
+            index.vectors.save("m", hashes, np.eye(len(hashes), 4, dtype=np.float32))
     readonly = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         def get_meta(name: str) -> str | None:
             row = readonly.execute("SELECT value FROM meta WHERE key = ?", (name,)).fetchone()
             return row[0] if row else None
 
-        store = VectorStore(readonly, get_meta, None)
-        assert store.drop_damaged("m", 4) == 0  # nothing damaged: nothing written
-        assert store.pending_count("m") == 0
+        vectors = VectorStore(readonly, get_meta, None)
+        assert vectors.drop_damaged("m", 4) == 0  # nothing damaged: nothing written
+        assert vectors.pending_count("m") == 0
     finally:
         readonly.close()
     with SearchIndex(path) as index, index.transaction():  # a damaged row: still dropped
@@ -272,9 +272,9 @@ def test_both_engines_offer_what_the_reads_and_builds_call() -> None:
     from indexes.sqlite.vectors import VectorStore
 
     called = {"pending", "pending_count", "add_sentence_vectors", "sentence_vectors",
-              "prepare_model", "drop_damaged", "store", "counts", "sentence_counts"}
-    for store in (VectorStore, PgVectorStore):
-        assert called <= {name for name in vars(store) if not name.startswith("_")}, store
+              "prepare_model", "drop_damaged", "save", "counts", "sentence_counts"}
+    for engine in (VectorStore, PgVectorStore):
+        assert called <= {name for name in vars(engine) if not name.startswith("_")}, engine
 
 
 BORROW_QUESTION = "can I take one home for a day?"

@@ -25,7 +25,7 @@ import anyio
 import pytest
 from conftest import BOB, acting_as, git, write
 
-from wiki.store.storage import collect_notices
+from wiki.store.notices import collect_notices
 from wiki_cli.errors import STORAGE
 
 QUESTION = "how do I file a travel voucher?"

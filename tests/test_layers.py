@@ -324,3 +324,40 @@ def test_the_layer_check_sees_them() -> None:
         "wiki.review.sample:3 imports wiki.lint (lint is above review)",
         "wiki.review.sample:5 imports wiki.answering.search (answering is above review)",
         "wiki.review.sample:7 imports wiki.doctor (doctor is above review)"]
+
+
+STORE_WORDS = re.compile(r"^(store|storage|stores|storing)$")
+"""Names that would mean "the store" (issue 26: one name per meaning)."""
+
+
+def _store_names(path: Path) -> list[str]:
+    """Module, function, method and attribute names in ``path`` that are a form of
+    "store", other than the branch store itself (``wiki/store/``, ``Wiki.store``,
+    ``Snapshot.store``: the git-backed wiki branch)."""
+    found = [path.stem] if STORE_WORDS.match(path.stem) else []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and STORE_WORDS.match(node.name):
+            found.append(f"def {node.name}")
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                and STORE_WORDS.match(node.attr):
+            found.append(f".{node.attr} =")
+    return found
+
+
+BRANCH_STORE = {"wiki/store/workspace.py": ["def store", ".store ="],
+                "wiki/store/snapshot.py": [".store ="]}
+"""Where "store" names the branch store (the only meaning it has)."""
+
+
+def test_store_means_the_branch_store_only() -> None:
+    for package in ("wiki", "indexes", "wiki_cli"):
+        for path in _modules(package):
+            rel = path.relative_to(ROOT).as_posix()
+            names = [n for n in _store_names(path) if n not in BRANCH_STORE.get(rel, [])]
+            assert not names, f"{rel}: {names} (\"store\" is the branch store only)"
+
+
+def test_the_store_name_check_sees_them(tmp_path: Path) -> None:
+    sample = tmp_path / "storage.py"
+    sample.write_text("class V:\n    def store(self):\n        self.store = 1\n")
+    assert _store_names(sample) == ["storage", "def store", ".store ="]

@@ -76,7 +76,7 @@ def _vectors(index: PgIndex) -> np.ndarray:
     vectors = rng.normal(size=(len(chunks), 8)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     index.vectors.prepare_model("m", 8)
-    index.vectors.store("m", [h for _, h in chunks], vectors)
+    index.vectors.save("m", [h for _, h in chunks], vectors)
     return vectors[0]
 
 

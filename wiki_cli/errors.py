@@ -58,7 +58,8 @@ from wiki.errors import (
     UsageError,
     WikiError,
 )
-from wiki.store.storage import collect_notices, storage_error, take_notices
+from wiki.store.disk_faults import storage_error
+from wiki.store.notices import collect_notices, take_notices
 from wiki_cli.inert import one_line, shown
 
 OK, FINDINGS, USAGE, GAP, CONFLICT, REFUSED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 4, 5, 70, 130
@@ -213,7 +214,7 @@ def _working_directory_kept():
 
 def report_notices() -> None:
     """Report the notices this command has recorded so far
-    (:func:`wiki.store.storage.take_notices`, the command's own collector opened by
+    (:func:`wiki.store.notices.take_notices`, the command's own collector opened by
     :class:`WikiGroup`), one line each on stderr."""
     for notice in take_notices():
         report(notice)

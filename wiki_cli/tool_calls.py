@@ -14,7 +14,8 @@ from typing import Any
 from indexes.backend import as_index_error
 from indexes.errors import IndexesError
 from wiki.errors import WikiError
-from wiki.store.storage import collect_notices, storage_error
+from wiki.store.disk_faults import storage_error
+from wiki.store.notices import collect_notices
 from wiki_cli.inert import masked_values
 from wiki_cli.mcp_arguments import not_unicode
 

@@ -77,10 +77,10 @@ class MatrixCache:
                 row = conn.execute("SELECT value FROM meta WHERE key = ?", (name,)).fetchone()
                 return row[0] if row else None
 
-            store = VectorStore(conn, get_meta, None)
-            if store.stamp() != stamp:
+            vectors = VectorStore(conn, get_meta, None)
+            if vectors.stamp() != stamp:
                 return None
-            matrix = store.matrix(model, dim)
+            matrix = vectors.matrix(model, dim)
         finally:
             conn.close()
         with self._lock:

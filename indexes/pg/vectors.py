@@ -178,7 +178,7 @@ class PgVectorStore:
             self._bump()
         return deleted
 
-    def store(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+    def save(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         """Save one vector per text hash (``vectors``: ``(len(hashes), dim)`` float32)."""
         vectors = np.asarray(vectors, dtype=np.float32)
         with self.conn.cursor() as cur:

@@ -103,7 +103,7 @@ class Matrix:
     rowids: np.ndarray | None = None
     derived: dict = field(default_factory=dict, repr=False)
     """What callers compute from this matrix and its documents (routing's folder of each
-    row), dropped with it when the store changes."""
+    row), dropped with it when the vector store changes."""
 
     @cached_property
     def positions(self) -> dict[str, int]:
@@ -153,7 +153,7 @@ class VectorStore:
         self.set_meta(NONCE_KEY, secrets.token_hex(8))
 
     def changed(self) -> None:
-        """Record that chunks or vectors were written behind this store's back (an
+        """Record that chunks or vectors were written behind this vector store's back (an
         ``INSERT`` into ``embeddings`` by another module): a new :meth:`stamp`. Call it in
         the same transaction as the write."""
         self._bump()
@@ -292,7 +292,7 @@ class VectorStore:
             self._bump()
         return deleted
 
-    def store(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+    def save(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         """Save one vector per chunk hash (``vectors``: ``(len(hashes), dim)`` float32)."""
         import numpy as np
 
@@ -312,8 +312,8 @@ class VectorStore:
         return total, done
 
     def matrix(self, model: str, dim: int) -> Matrix:
-        """Every chunk vector of ``model``, grouped by document; cached until the store
-        changes. Raises ``ValueError`` if a stored vector has another dimension."""
+        """Every chunk vector of ``model``, grouped by document; cached until the
+        vector store changes. Raises ``ValueError`` if a stored vector has another dimension."""
         import numpy as np
 
         version = f"{self.stamp() or self.get_meta(VERSION_KEY) or 0}:{model}"  # nonce too
@@ -388,7 +388,7 @@ def nearest(matrix: Matrix, query: np.ndarray, *, rows: RowFilter | None,
     return [(matrix.keys[i], float(best[i])) for i in top]
 
 
-def embed_pending(store: VectorStore, embedder, *, progress: Progress | None = None,
+def embed_pending(vector_store: VectorStore, embedder, *, progress: Progress | None = None,
                   commit: Callable[[], None] | None = None,
                   bulk: Callable[[], Any] | None = None, checked: bool = False) -> int:
     """Embed every chunk without a vector for ``embedder`` in batches of :data:`BATCH`,
@@ -400,9 +400,9 @@ def embed_pending(store: VectorStore, embedder, *, progress: Progress | None = N
     returns (same name, same vectors: the model in this process rather than a shared
     server) does the work. Returns the number of chunks embedded."""
     if not checked:
-        store.prepare_model(embedder.name, embedder.dim)
-        store.drop_damaged(embedder.name, embedder.dim)
-    todo = store.pending(embedder.name)
+        vector_store.prepare_model(embedder.name, embedder.dim)
+        vector_store.drop_damaged(embedder.name, embedder.dim)
+    todo = vector_store.pending(embedder.name)
     if bulk is not None and len(todo) > BULK:
         embedder = bulk()
     for start in range(0, len(todo), BATCH):
@@ -411,7 +411,7 @@ def embed_pending(store: VectorStore, embedder, *, progress: Progress | None = N
         if vectors.shape != (len(batch), embedder.dim):
             raise ValueError(f"embedder {embedder.name} returned shape {vectors.shape}, "
                              f"expected ({len(batch)}, {embedder.dim})")
-        store.store(embedder.name, [h for h, _ in batch], vectors)
+        vector_store.save(embedder.name, [h for h, _ in batch], vectors)
         if commit:
             commit()
         if progress:

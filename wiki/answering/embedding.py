@@ -44,7 +44,7 @@ def _prepared(index: IndexBackend, embedder: embedders.Embedder) -> None:
     index.vectors.prepare_model(embedder.name, embedder.dim)
     damaged = index.vectors.drop_damaged(embedder.name, embedder.dim)
     if damaged:
-        from wiki.store.storage import notify
+        from wiki.store.notices import notify
 
         notify(f"warning: {damaged} stored vector{'s' if damaged != 1 else ''} of the search "
                f"index {'were' if damaged != 1 else 'was'} damaged; embedded again")
@@ -164,7 +164,7 @@ def refresh_vectors(wiki, *, progress: Progress | None = None) -> tuple[int, str
     name = model_name()
     if name is None:
         return 0, "vectors turned off (WIKI_EMBED_MODEL=none)"
-    from wiki.store.storage import writing
+    from wiki.store.disk_faults import writing
 
     index = open_synced(wiki, write=True).index
     try:

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from wiki.errors import WikiError
 from wiki.files import STATE_LOG_HINT, STATE_LOG_LIMIT_BYTES, append_regular, read_regular
+from wiki.store.disk_faults import storage_cause
 from wiki.store.entry import now_iso
-from wiki.store.storage import notify, storage_cause
+from wiki.store.notices import notify
 from wiki.store.workspace import Wiki
 
 if TYPE_CHECKING:

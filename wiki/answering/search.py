@@ -37,8 +37,8 @@ from wiki.store.derived import (
     still_at,
     sync,
 )
+from wiki.store.disk_faults import storage_cause
 from wiki.store.lifetimes import iso, lifetimes
-from wiki.store.storage import storage_cause
 from wiki.store.workspace import Wiki
 
 SENTENCE_HITS = 5

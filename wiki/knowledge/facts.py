@@ -115,7 +115,7 @@ def history(wiki: Wiki, key: str) -> list[Change]:
     """How ``key`` was claimed over the first-parent history of the wiki branch, oldest
     first. Raises ``NotFoundError`` when no commit ever held it (``ShallowHistoryError``
     when a shallow clone lacks the commits that might have); in a shallow clone a history
-    that starts at the clone's edge is said in a ``note:`` (:func:`wiki.store.storage.notify`)."""
+    that starts at the clone's edge is said in a ``note:`` (:func:`wiki.store.notices.notify`)."""
     from wiki.store import indextree
 
     commits = list(wiki.repo.iter_commits(wiki.require_head(), first_parent=True))[::-1]
@@ -153,7 +153,7 @@ def history(wiki: Wiki, key: str) -> list[Change]:
     if not changes:
         raise NotFoundError(f"no entry has ever held the fact {key!r}")
     if cut is not None:
-        from wiki.store.storage import notify
+        from wiki.store.notices import notify
 
         notify(f"note: this clone is shallow: the history of the fact {key!r} before commit "
                f"{cut[:12]} is missing (its first step is the clone's edge, not when the "

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from indexes.sqlite.faults import DatabaseError, OperationalError
 from indexes.sqlite.llm_cache import SCHEMA_VERSION, ResponseTable
-from wiki.store.storage import notify, storage_cause
+from wiki.store.disk_faults import storage_cause
+from wiki.store.notices import notify
 
 __all__ = ["FILE_NAME", "SCHEMA_VERSION", "ResponseCache", "cache_key"]
 FILE_NAME = "llm-cache.sqlite"

@@ -28,9 +28,9 @@ from wiki.errors import BranchCheckedOutError, ConfigError, RemoteError, Storage
 from wiki.review import overviews
 from wiki.review.proposals import BASE_TRAILER, PROPOSAL_TRAILER, rejected_prefix
 from wiki.store.derived import refresh
+from wiki.store.disk_faults import disk_cause, storage_cause
 from wiki.store.gitrepo import current_identity
 from wiki.store.snapshot import Snapshot, with_indexes
-from wiki.store.storage import disk_cause, storage_cause
 from wiki.store.workspace import Wiki
 
 

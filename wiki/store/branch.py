@@ -23,9 +23,9 @@ from git.index.typ import BaseIndexEntry
 from gitdb.base import IStream
 
 from wiki.errors import RefMovedError, SigningError, TreePathError, WikiError, quoted
+from wiki.store.disk_faults import writing
 from wiki.store.gitrepo import Identity
 from wiki.store.indextree import is_text_name
-from wiki.store.storage import writing
 from wiki.store.treepaths import clashes
 
 ZERO_SHA = "0" * 40

@@ -34,11 +34,12 @@ from wiki.store.derived_db import (
     open_database,
     recover,
 )
+from wiki.store.disk_faults import is_damaged, storage_error
 from wiki.store.gitrepo import committed_at
 from wiki.store.index_url import index_exists, index_space, index_url
 from wiki.store.lifetimes import as_time, dated, iso
 from wiki.store.markdown_text import answer_sentences, plain_text
-from wiki.store.storage import is_damaged, notify, storage_error
+from wiki.store.notices import notify
 from wiki.store.workspace import Wiki
 
 if TYPE_CHECKING:
@@ -247,7 +248,7 @@ def refresh(wiki: Wiki) -> None:
     """Bring an existing index up to the wiki head right after the branch moved (approve,
     sync), so that what reports read next (``wiki status``, lint W010) is the landed state.
     A wiki with no index yet is left alone (its first read builds one). A fault while
-    syncing is a notice (:func:`wiki.store.storage.notify`), never a failure of the change
+    syncing is a notice (:func:`wiki.store.notices.notify`), never a failure of the change
     that already landed: the next read syncs again."""
     if not index_exists(wiki):
         return

@@ -7,7 +7,7 @@
   Damage is found at open by ``PRAGMA quick_check(1)`` (3.5 ms on a 500-entry, 5.7 MB
   index; 30 ms at 46 MB), skipped when the file has not changed since it last passed
   (:mod:`indexes.sqlite.checkmark`), and by any statement that reports it
-  (:func:`wiki.store.storage.is_damaged`); the check and the setting aside are the SQLite
+  (:func:`wiki.store.disk_faults.is_damaged`); the check and the setting aside are the SQLite
   engine's (:mod:`indexes.sqlite.recovery`), the notices and errors are here.
 * **Read-only or full** (the git dir cannot take the write): reads use a temporary copy
   for this process (a temp folder, else memory), said once in a ``note:``; writers
@@ -28,7 +28,8 @@ from indexes.sqlite.engine import SearchIndex
 from indexes.sqlite.faults import DatabaseError
 from indexes.sqlite.recovery import Damaged, open_checked, set_aside
 from wiki.errors import StorageError
-from wiki.store.storage import disk_cause, notify, storage_cause
+from wiki.store.disk_faults import disk_cause, storage_cause
+from wiki.store.notices import notify
 
 OK, NEW, RECOVERED, TEMPORARY = "ok", "new", "recovered", "temporary"
 _temporary: dict[str, Path | None] = {}

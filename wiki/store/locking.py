@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from wiki.errors import WriterBusyError
-from wiki.store.storage import writing
+from wiki.store.disk_faults import writing
 
 LOCK_NAME = "wiki-write.lock"
 WAIT_SECONDS = 10.0
