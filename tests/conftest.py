@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import typer.testing
 from hypothesis import settings
 from pg_fixture import on_postgres, pg_database, pg_url  # noqa: F401 (fixtures)
 from typer.testing import CliRunner
@@ -53,6 +54,26 @@ def pytest_collection_modifyitems(items) -> None:
             item.add_marker("model")
         if any(w in source for w in _SUBPROCESS_WORDS):
             item.add_marker("subprocess")
+
+
+_click_commands: dict[tuple, object] = {}
+_build_click_command = typer.testing._get_command
+
+
+def _click_command(app):
+    """The click command tree of typer ``app``, built once per worker instead of on every
+    ``CliRunner.invoke`` (typer rebuilds it from every command's signature on each call:
+    12 % of the whole suite's CPU, measured with py-spy; docs/decisions.md, "Suite time"). Rebuilt when
+    the app gains commands (``wiki_cli.app.build`` loads modules lazily) or when the
+    variable typer reads while building its completion options changes."""
+    key = (id(app), len(app.registered_commands), len(app.registered_groups),
+           os.environ.get("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"))
+    if key not in _click_commands:
+        _click_commands[key] = _build_click_command(app)
+    return _click_commands[key]
+
+
+typer.testing._get_command = _click_command
 
 
 ALICE = Identity("Alice Author", "alice@example.com")

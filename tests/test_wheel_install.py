@@ -17,6 +17,7 @@ files -- modules, the ``wiki`` entry point, the package data -- come only from t
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -39,15 +40,31 @@ def run(args: list[str], cwd: Path, env: dict[str, str], *, check: bool = True,
     return done
 
 
+BUILD_LEFTOVERS = shutil.ignore_patterns(".git", ".venv*", "build", "*.egg-info", ".cache",
+                                        "__pycache__", ".*_cache", ".hypothesis")
+"""What the wheel is not built from: git's folder, venvs, build outputs and caches."""
+
+
+def build_wheel(base: Path, env: dict[str, str]) -> Path:
+    """Build the project's wheel into ``base/dist`` from a copy of the checkout in
+    ``base/src`` (setuptools writes ``build/`` and ``*.egg-info`` into the tree it builds:
+    in the checkout itself that would race with a ``pip install -e`` running beside the
+    suite, as .ci/run sets up the next Python's venv while this one's tests run)."""
+    source = base / "src"
+    shutil.copytree(ROOT, source, ignore=BUILD_LEFTOVERS, symlinks=True)
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "--no-index", "--quiet", "-w", str(base / "dist"), str(source)], cwd=base, env=env)
+    (wheel,) = (base / "dist").glob("wiki_kb-*.whl")
+    return wheel
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[Path, Path]:
     """``(wheel, venv)``: the built wheel and a fresh venv with it pip-installed."""
     base = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--no-index", "--quiet", "-w", str(base / "dist"), str(ROOT)], cwd=base, env=env)
-    (wheel,) = (base / "dist").glob("wiki_kb-*.whl")
+    wheel = build_wheel(base, env)
     venv = base / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=base, env=env)
     fresh = Path(run([str(venv / "bin" / "python"), "-c",
@@ -121,9 +138,7 @@ def installed_without_weights(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("wheel-no-weights")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--no-index", "--quiet", "-w", str(base / "dist"), str(ROOT)], cwd=base, env=env)
-    (wheel,) = (base / "dist").glob("wiki_kb-*.whl")
+    wheel = build_wheel(base, env)
     deps = base / "deps"
     deps.mkdir()
     site = Path(sysconfig.get_paths()["purelib"])
