@@ -242,9 +242,11 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
             or (head is not None and not wiki.repo.is_ancestor(base, head))):
         merge_base = wiki.repo.merge_base(tip, head) if head else []
         base = merge_base[0].hexsha if merge_base else tip
+    # the proposal's own commits, newest first (one `git rev-list` for all that follows)
+    commits = list(wiki.repo.iter_commits(f"{base}..{tip}"))
     authors: list[Identity] = []
     approvals: list[tuple[Identity, str]] = []
-    for item in wiki.repo.iter_commits(f"{base}..{tip}"):
+    for item in commits:
         if approval_policy.is_approval_record(item):
             approvals.append((Identity(item.author.name or "", item.author.email or ""),
                               _trailer(item.message, REVIEWED_TRAILER) or ""))
@@ -256,11 +258,9 @@ def _load(wiki: Wiki, name: str, ref: str, tip: str) -> Proposal:
     if approval_policy.is_approval_record(commit):
         commit = next((c for c in wiki.repo.iter_commits(tip, first_parent=True)
                        if not approval_policy.is_approval_record(c)), commit)
-    first = min((authored_at(c) for c in wiki.repo.iter_commits(f"{base}..{tip}")),
-                default=authored_at(commit))
+    first = min((authored_at(c) for c in commits), default=authored_at(commit))
     paths = sorted(overviews.changed(wiki.store, wiki.store.files(base), wiki.store.files(tip)))
-    first_message = next((c.message for c in wiki.repo.iter_commits(f"{base}..{tip}",
-                                                                    reverse=True)), "")
+    first_message = commits[-1].message if commits else ""  # the oldest commit's
     return Proposal(name, ref, tip, base, commit.summary, authors,
                     first, paths, stale=head != base, approvals=approvals,
                     flags=check(wiki, base, tip, ref),
