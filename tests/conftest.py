@@ -63,9 +63,10 @@ _build_click_command = typer.testing._get_command
 def _click_command(app):
     """The click command tree of typer ``app``, built once per worker instead of on every
     ``CliRunner.invoke`` (typer rebuilds it from every command's signature on each call:
-    12 % of the whole suite's CPU, measured with py-spy; docs/decisions.md, "Suite time"). Rebuilt when
-    the app gains commands (``wiki_cli.app.build`` loads modules lazily) or when the
-    variable typer reads while building its completion options changes."""
+    12 % of the whole suite's CPU, measured with py-spy; docs/decisions.md, "A faster
+    suite, part 3"). Rebuilt when the app gains commands (``wiki_cli.app.build`` loads
+    modules lazily) or when the variable typer reads while building its completion
+    options changes."""
     key = (id(app), len(app.registered_commands), len(app.registered_groups),
            os.environ.get("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"))
     if key not in _click_commands:
