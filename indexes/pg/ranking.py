@@ -15,21 +15,14 @@ flags ``N``. The choice is measured in evals/results/backends.md.
 from __future__ import annotations
 
 import json
-import math
 
 from indexes.documents import Hit, hits_from_rows, in_order
 from indexes.pg.text import TS_CONFIG, fts_input, websearch_text
+from indexes.retrieval.maxscore import K1, B, fts5_idf
 from indexes.retrieval.names import fold_name, spans
 from indexes.retrieval.query import substring_terms
 
-K1, B = 1.2, 0.75
 HIT = "d.key, d.doc_id, d.title, d.summary, d.category, d.status"
-
-
-def fts5_idf(df: int, n_docs: int) -> float:
-    """FTS5's bm25() idf: ``log((N - df + 0.5) / (df + 0.5))``, at least 1e-6."""
-    value = math.log((n_docs - df + 0.5) / (df + 0.5)) if n_docs else 0.0
-    return value if value > 0 else 1e-6
 
 
 def class_weights(weights: tuple[float, ...]) -> tuple[float, float, float, float]:

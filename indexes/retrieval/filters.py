@@ -35,6 +35,13 @@ class Filters:
     lifetimes: tuple[tuple[str, float], ...] = ()
     categories: tuple[str, ...] = ()
 
+    @property
+    def narrow(self) -> bool:
+        """Whether the filter keeps a chosen part of the documents (a scope, folders,
+        tags) rather than nearly all of them (statuses, expiry): ranking then applies it
+        as it goes instead of ranking everything first."""
+        return bool(self.scope is not None or self.category or self.categories or self.tags)
+
     def sql(self) -> tuple[str, list]:
         """A SQL condition over table alias ``d`` and its parameters."""
         clauses: list[str] = []

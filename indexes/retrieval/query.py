@@ -159,17 +159,23 @@ def phrase(word: str) -> str:
     return quote(code_tokens(word))
 
 
-def match_expression(query: str) -> str:
-    """FTS5 MATCH expression for the unicode61 table: quoted words joined by ``OR``. A
-    slashed word holding a code-like name (``C/C++``, ``C#/F#``) also searches each of
-    its parts: as one phrase (``c c cplusplus``) it matches only pages that spell the pair
-    the same way, so a page about C++ alone was not found at all."""
+def match_phrases(query: str) -> list[str]:
+    """The distinct FTS5 phrases of ``query``'s words, in query order. A slashed word
+    holding a code-like name (``C/C++``, ``C#/F#``) also gives each of its parts: as one
+    phrase (``c c cplusplus``) it matches only pages that spell the pair the same way, so
+    a page about C++ alone was not found at all."""
     phrases: list[str] = []
     for word in query_words(query):
         phrases.append(phrase(word))
         if "/" in word and code_tokens(word) != word:
             phrases += [phrase(part) for part in word.split("/") if has_token(part)]
-    return " OR ".join(dict.fromkeys(phrases))
+    return list(dict.fromkeys(phrases))
+
+
+def match_expression(query: str) -> str:
+    """FTS5 MATCH expression for the unicode61 table: :func:`match_phrases` joined by
+    ``OR``."""
+    return " OR ".join(match_phrases(query))
 
 
 def substring_terms(query: str, *, include_latin: bool) -> list[str]:

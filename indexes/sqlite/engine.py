@@ -17,15 +17,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from indexes.backend import CheckMark
-from indexes.documents import Document, Hit, hits_from_rows, scored_hits, with_leg
+from indexes.documents import Document, Hit, scored_hits, with_leg
 from indexes.errors import IndexBusyError, IndexSchemaError
 from indexes.retrieval.filters import Filters
 from indexes.retrieval.fusion import rrf
 from indexes.retrieval.graph import expand
 from indexes.retrieval.names import replace_names, search_names
-from indexes.retrieval.query import match_expression, normalize, phrase
+from indexes.retrieval.query import match_phrases, normalize, phrase
 from indexes.retrieval.text import no_space_runs
 from indexes.sqlite import checkmark
+from indexes.sqlite.bm25 import search_bm25
 from indexes.sqlite.fts_triggers import fts_text
 from indexes.sqlite.marks import mark_sources, marks
 from indexes.sqlite.rows import DocRows, keys_json
@@ -237,28 +238,13 @@ class SearchIndex:
     # -- search ------------------------------------------------------------------------
     def search_bm25(self, query: str, *, limit: int = 10,
                     filters: Filters | None = None) -> list[Hit]:
-        """BM25 over the weighted columns; raises ``EmptyQueryError`` for an empty query.
-
-        FTS5 ranks its matches alone first (the best ``max(4 * limit, 200)``), and only those
-        are joined with the documents and filtered; when fewer than ``limit`` survive the
-        filters, the whole match set is filtered instead. Same result, without joining every
-        match of a common word (2-3x faster on SciFact's long queries)."""
-        where, params = (filters or Filters()).sql()
-        weights = ", ".join(str(float(w)) for w in self.weights)
-        columns = "d.key, d.doc_id, d.title, d.summary, d.category, d.status"
-        match = match_expression(query)
-        prefetch = (f"SELECT rowid, bm25(docs_fts, {weights}) AS s FROM docs_fts "
-                    "WHERE docs_fts MATCH ? ORDER BY s LIMIT ?")
-        rows = self.conn.execute(
-            f"SELECT {columns}, f.s FROM ({prefetch}) f JOIN docs d ON d.rowid = f.rowid "
-            f"WHERE {where} ORDER BY f.s LIMIT ?",
-            [match, max(4 * limit, 200), *params, limit]).fetchall()
-        if len(rows) < limit:
-            rows = self.conn.execute(
-                f"SELECT {columns}, bm25(docs_fts, {weights}) AS s FROM docs_fts CROSS JOIN docs d "
-                f"ON d.rowid = docs_fts.rowid WHERE docs_fts MATCH ? AND {where} "
-                "ORDER BY s LIMIT ?", [match, *params, limit]).fetchall()
-        return hits_from_rows(rows, negate=True)
+        """BM25 over the weighted columns, exact top ``limit`` without scoring every match
+        of a common word (:mod:`indexes.sqlite.bm25`); raises ``EmptyQueryError`` for an
+        empty query."""
+        filters = filters or Filters()
+        where, params = filters.sql()
+        return search_bm25(self.conn, match_phrases(query), where, params,
+                           weights=self.weights, limit=limit, narrow=filters.narrow)
 
     def search_trigram(self, query: str, *, limit: int = 10, filters: Filters | None = None,
                        include_latin: bool = False) -> list[Hit]:

@@ -1,0 +1,130 @@
+"""The SQLite BM25 leg's MaxScore top k (indexes/sqlite/bm25.py) returns exactly what
+the whole OR query returns: same documents, same order, same scores, under every filter.
+
+One real SQLite index of 700 documents whose words follow a Zipf law, so queries mix
+phrases held by most documents (idf clamped), by more than 5 % (common) and by a few."""
+
+from __future__ import annotations
+
+import random
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexes.documents import Document
+from indexes.retrieval.filters import Filters
+from indexes.retrieval.maxscore import (
+    K1,
+    first_split,
+    fts5_idf,
+    largest_contribution,
+    split_under,
+)
+from indexes.retrieval.query import match_expression
+from indexes.sqlite.engine import SearchIndex
+
+VOCABULARY = [f"w{i:03d}" for i in range(300)]
+FILTERS = [Filters(), Filters(statuses=None), Filters(scope="s1"), Filters(category="c2"),
+           Filters(tags=("t1",)), Filters(scope="s3", category="c0")]
+
+
+def _corpus(seed: int = 7, size: int = 700) -> list[Document]:
+    """Documents of Zipf-distributed words in every column, some superseded, in five
+    scopes, four folders and with tags."""
+    rng = random.Random(seed)
+    weights = [1 / (rank + 1) ** 1.1 for rank in range(len(VOCABULARY))]
+
+    def words(count: int) -> str:
+        return " ".join(rng.choices(VOCABULARY, weights, k=count))
+
+    return [Document(f"c{i % 4}/d{i}.md", f"d{i}", words(rng.randint(1, 6)),
+                     summary=words(rng.randint(0, 12)), body=words(rng.randint(5, 120)),
+                     aliases=(words(2),) if i % 9 == 0 else (),
+                     tags=("t1",) if i % 3 == 0 else ("t2",),
+                     status="superseded" if i % 11 == 0 else "active",
+                     category=f"c{i % 4}", scope=f"s{i % 5}")
+            for i in range(size)]
+
+
+_FOLDER = tempfile.mkdtemp(prefix="wiki-bm25-topk-")
+_INDEX: list[SearchIndex] = []
+
+
+def _index() -> SearchIndex:
+    """One index for the module, built once (hypothesis runs many examples)."""
+    if not _INDEX:
+        index = SearchIndex(Path(_FOLDER) / "topk.sqlite")
+        with index.transaction():
+            index.upsert(_corpus())
+        _INDEX.append(index)
+    return _INDEX[0]
+
+
+def _whole_query(index: SearchIndex, query: str, limit: int,
+                 filters: Filters) -> list[tuple[str, float]]:
+    """The definition: every match of the OR query scored, filtered, best first."""
+    where, params = filters.sql()
+    weights = ", ".join(str(float(w)) for w in index.weights)
+    rows = index.conn.execute(
+        f"SELECT d.key, -bm25(docs_fts, {weights}) AS s FROM docs_fts CROSS JOIN docs d "
+        f"ON d.rowid = docs_fts.rowid WHERE docs_fts MATCH ? AND {where} "
+        "ORDER BY s DESC, d.rowid LIMIT ?", [match_expression(query), *params, limit])
+    return [(key, round(score, 9)) for key, score in rows]
+
+
+def _pruned(index: SearchIndex, query: str, limit: int,
+            filters: Filters) -> list[tuple[str, float]]:
+    return [(h.key, round(h.score, 9))
+            for h in index.search_bm25(query, limit=limit, filters=filters)]
+
+
+@settings(max_examples=150)
+@given(st.lists(st.integers(0, len(VOCABULARY) - 1), min_size=1, max_size=9),
+       st.sampled_from([1, 3, 10, 50]), st.sampled_from(FILTERS))
+def test_the_top_k_is_the_whole_querys(ranks: list[int], limit: int,
+                                       filters: Filters) -> None:
+    query = " ".join(VOCABULARY[r] for r in ranks)
+    index = _index()
+    assert _pruned(index, query, limit, filters) == _whole_query(index, query, limit, filters)
+
+
+def test_every_path_runs_and_agrees() -> None:
+    """Over 300 seeded queries each path runs (first split proven, second split, whole
+    query) and every answer equals the definition's; the statements are read from
+    SQLite's own trace."""
+    index = _index()
+    statements: list[str] = []
+    index.conn.set_trace_callback(statements.append)
+    rng = random.Random(3)
+    paths = {"split": 0, "second split": 0, "whole": 0}
+    try:
+        for _ in range(300):
+            words = rng.choice([VOCABULARY[:40], VOCABULARY, VOCABULARY[100:]])
+            query = " ".join(rng.choice(words) for _ in range(rng.randint(2, 8)))
+            filters, limit = rng.choice(FILTERS), rng.choice([3, 10, 50])
+            statements.clear()
+            pruned = _pruned(index, query, limit, filters)
+            splits = {m for s in statements for m in re.findall(r"'\(([^']*)\) NOT \(", s)}
+            paths[["whole", "split", "second split"][len(splits)]] += 1
+            assert pruned == _whole_query(index, query, limit, filters), query
+    finally:
+        index.conn.set_trace_callback(None)
+    assert min(paths.values()) >= 10, paths
+
+
+def test_a_split_moves_the_most_frequent_phrases_while_allowed() -> None:
+    frequencies = {'"a"': 600, '"b"': 90, '"c"': 40, '"d"': 3}
+    split = first_split(frequencies, 1000, fraction=0.05)
+    assert split.common == ('"a"', '"b"') and split.rare == ('"c"', '"d"')
+    assert split.bound == pytest.approx((fts5_idf(600, 1000) + fts5_idf(90, 1000)) * (K1 + 1))
+    assert fts5_idf(600, 1000) == 1e-6  # held by most documents: FTS5's floor
+    # under a threshold: only what fits below it, most frequent first
+    assert split_under(frequencies, 1000, largest_contribution(90, 1000)).common == ('"a"',)
+    assert split_under(frequencies, 1000, 1e-7) is None
+    # one phrase always stays rare
+    assert first_split({'"a"': 900, '"b"': 800}, 1000).rare == ('"b"',)
+    assert first_split({'"a"': 900}, 1000) is None
