@@ -14,6 +14,7 @@ import re
 import sys
 import urllib.parse
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -25,6 +26,12 @@ from indexes.retrieval.filters import Filters
 
 def _nothing() -> None:
     return None
+
+
+def resolved(query_vector):
+    """``query_vector`` itself, or its value when it is a
+    :class:`~concurrent.futures.Future` (waited for; its exception raised)."""
+    return query_vector.result() if isinstance(query_vector, Future) else query_vector
 
 
 @dataclass(frozen=True)
@@ -47,8 +54,10 @@ class IndexBackend(Protocol):
     ``(document frequency, found in key)`` of one query word as the engine's own full text
     matches it (the input of :func:`indexes.retrieval.coverage.coverage`); ``hits_for(keys,
     filters)``, ``key -> (key, doc_id, title, summary, category, status)`` of the ``keys``
-    passing ``filters``; ``check_mark(fact)``, a :class:`CheckMark` (an engine without
-    files never holds one)."""
+    passing ``filters``; ``start_vector(...)``, the vector leg begun (on another thread
+    where the engine can) and the call that returns its hits, ``query_vector`` a vector or
+    a :class:`~concurrent.futures.Future` of one; ``check_mark(fact)``, a
+    :class:`CheckMark` (an engine without files never holds one)."""
 
     docs: Any
     vectors: Any
@@ -84,6 +93,8 @@ class IndexBackend(Protocol):
                      filters: Filters | None = None) -> list[Hit]: ...
     def search_vector(self, query_vector, model: str, *, limit: int = 10,
                       filters: Filters | None = None) -> list[Hit]: ...
+    def start_vector(self, query_vector, model: str, *, limit: int = 10,
+                     filters: Filters | None = None) -> Callable[[], list[Hit]]: ...
     def search_lexical(self, query: str, *, limit: int = 10,
                        filters: Filters | None = None) -> list[Hit]: ...
     def word_matches(self, word: str, key: str | None = None) -> tuple[int, bool]: ...

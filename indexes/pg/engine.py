@@ -9,13 +9,13 @@ spaces are never blocked. Batches go through ``executemany`` (pipelined by psyco
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 import psycopg
 from pgvector.psycopg import register_vector
 
-from indexes.backend import CheckMark, redacted, scrubbed
+from indexes.backend import CheckMark, redacted, resolved, scrubbed
 from indexes.documents import Document, Hit, scored_hits, with_leg
 from indexes.errors import IndexSchemaError, IndexUnavailableError
 from indexes.pg import ranking
@@ -317,6 +317,13 @@ class PgIndex:
         found = self.vectors.search(query_vector, model, where=where, params=params,
                                     limit=limit)
         return scored_hits(found, self.docs.hits(k for k, _ in found))
+
+    def start_vector(self, query_vector, model: str, *, limit: int = 10,
+                     filters: Filters | None = None) -> Callable[[], list[Hit]]:
+        """The vector leg deferred: the returned call waits for ``query_vector`` (a
+        vector or a Future of one) and runs :meth:`search_vector` on this connection."""
+        return lambda: self.search_vector(resolved(query_vector), model, limit=limit,
+                                          filters=filters)
 
     def search_lexical(self, query: str, *, limit: int = 10,
                        filters: Filters | None = None) -> list[Hit]:

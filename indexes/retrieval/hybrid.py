@@ -78,22 +78,22 @@ def run_legs(index: SearchIndex, query: str, config: FusionConfig, *,
     Raises ``EmptyQueryError`` for an empty query when a lexical leg runs."""
     out: dict[str, list[Hit]] = {}
     skipped: dict[str, str] = {}
+    vector_hits = None
+    if "vector" in config.legs and query_vector is not None and model:
+        vector_hits = index.start_vector(query_vector, model, limit=config.window,
+                                         filters=filters)  # ranks while the others run
     for leg in config.legs:
         if leg == "alias":
             out[leg] = index.search_names(query, limit=config.window, filters=filters)
         elif leg == "bm25":
             out[leg] = index.search_lexical(query, limit=config.window, filters=filters)
-    if "vector" in config.legs and query_vector is not None and model:
+    if vector_hits is not None:
         try:
-            vector = query_vector.result() if isinstance(query_vector, Future) \
-                else query_vector
+            out["vector"] = vector_hits()
         except IndexesError as exc:
             if not lenient:
                 raise
             skipped["vector"] = str(exc)
-        else:
-            out["vector"] = index.search_vector(vector, model, limit=config.window,
-                                                filters=filters)
     return LegRun({leg: out[leg] for leg in config.legs if leg in out}, skipped)
 
 

@@ -10,6 +10,7 @@ ms. :func:`search_bm25` scores the documents holding a rare phrase only, by MaxS
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from indexes.documents import Hit, hits_from_rows
 from indexes.retrieval.maxscore import Split, first_split, split_under
@@ -17,14 +18,15 @@ from indexes.retrieval.maxscore import Split, first_split, split_under
 HIT_COLUMNS = "d.key, d.doc_id, d.title, d.summary, d.category, d.status"
 
 
-def document_frequencies(conn: sqlite3.Connection, phrases: list[str]) -> dict[str, int]:
-    """``phrase -> number of documents FTS5 matches it in`` (the df of its idf)."""
-    return {p: conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?",
-                            [p]).fetchone()[0] for p in phrases}
+def document_frequency(conn: sqlite3.Connection, match: str) -> int:
+    """The number of documents FTS5 matches ``match`` in (a phrase's df)."""
+    return conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?",
+                        [match]).fetchone()[0]
 
 
 def search_bm25(conn: sqlite3.Connection, phrases: list[str], where: str, params: list, *,
-                weights: tuple[float, ...], limit: int, narrow: bool = False) -> list[Hit]:
+                weights: tuple[float, ...], limit: int, narrow: bool = False,
+                frequency: Callable[[str], int] | None = None) -> list[Hit]:
     """The ``limit`` best documents matching any of ``phrases`` (FTS5 strings) and the
     filter condition ``where`` over alias ``d`` (with ``params``), by ``bm25()`` with the
     column ``weights``, ties by rowid: the same list as the whole OR query gives.
@@ -36,11 +38,13 @@ def search_bm25(conn: sqlite3.Connection, phrases: list[str], where: str, params
     split, under that k-th score, is exact by construction; when no phrase fits under it,
     the whole OR query runs. ``narrow``: the filter keeps a small part of the documents
     (a scope, a folder, tags), so the statements apply it as they rank rather than
-    ranking unfiltered first."""
+    ranking unfiltered first. ``frequency``: a phrase's df (default
+    :func:`document_frequency`; the engine passes its memo of it)."""
     weight_list = ", ".join(str(float(w)) for w in weights)
     if len(phrases) > 1 and min(weights) >= 0:
         n_docs = conn.execute("SELECT count(*) FROM docs_fts_docsize").fetchone()[0]
-        frequencies = document_frequencies(conn, phrases)
+        frequencies = {p: (frequency(p) if frequency else document_frequency(conn, p))
+                       for p in phrases}
         split = first_split(frequencies, n_docs)
         if split is not None:
             rows = _ranked_rows(conn, _statements(split), where, params, weight_list, limit,

@@ -9,10 +9,13 @@ lock, in WAL mode, so concurrent readers and writers never see "database is lock
 
 from __future__ import annotations
 
+import contextvars
 import json
 import sqlite3
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,10 +32,18 @@ from indexes.sqlite import checkmark
 from indexes.sqlite.bm25 import search_bm25
 from indexes.sqlite.fts_triggers import fts_text
 from indexes.sqlite.marks import mark_sources, marks
+from indexes.sqlite.memo import StateMemo
 from indexes.sqlite.rows import DocRows, keys_json
 from indexes.sqlite.schema import MIGRATIONS, statements
 from indexes.sqlite.substrings import search_substrings
-from indexes.sqlite.vectors import CHUNK_WORDS, OVERLAP_WORDS, RowFilter, VectorStore, chunk_texts
+from indexes.sqlite.vectors import (
+    CHUNK_WORDS,
+    OVERLAP_WORDS,
+    RowFilter,
+    VectorStore,
+    chunk_texts,
+    rank_vector,
+)
 
 __all__ = ["MIGRATIONS", "Filters", "SearchIndex"]
 
@@ -44,6 +55,30 @@ DEFAULT_WEIGHTS = (8.0, 6.0, 3.0, 3.0, 1.0)
 FEW_LEFT_OUT = 4096
 """Below this many documents left out by a filter, the vector leg is given those (the
 default filter leaves out only superseded entries); at or above it, the ones kept."""
+
+VECTOR_WORKERS = 8
+"""Vector legs ranked at once per process (a server's parallel reads each start one)."""
+_WORKERS: ThreadPoolExecutor | None = None
+_WORKERS_MADE = threading.Lock()
+
+
+def _vector_workers() -> ThreadPoolExecutor:
+    """The process's pool for :meth:`SearchIndex.start_vector` (threads start as calls
+    need them). Making it limits numpy's OpenBLAS to one thread for the rest of the
+    process (``threadpoolctl``): the vector leg then ranks on one core while SQLite ranks
+    on the other; with OpenBLAS's two spinning threads on the same two cores, the legs
+    together took 33.8 ms p50 at 100,000 entries against 23.8 ms on one thread each
+    (docs/decisions.md, "Legs in parallel"). PyTorch and ONNX Runtime keep their own
+    threads."""
+    global _WORKERS
+    with _WORKERS_MADE:
+        if _WORKERS is None:
+            from threadpoolctl import ThreadpoolController
+
+            ThreadpoolController().select(internal_api="openblas").limit(limits=1)
+            _WORKERS = ThreadPoolExecutor(max_workers=VECTOR_WORKERS,
+                                          thread_name_prefix="wiki-vector")
+    return _WORKERS
 
 
 class SearchIndex:
@@ -69,6 +104,10 @@ class SearchIndex:
         conn.execute("PRAGMA recursive_triggers = on")  # as every index was opened so far
         self.conn = conn
         self._migrate()
+        self.memo = StateMemo(conn)
+        """Values read from the database, kept until it changes
+        (:class:`indexes.sqlite.memo.StateMemo`): filters' rowids, words' document
+        frequencies, the document count."""
         self.vectors = VectorStore(conn, self.get_meta, self.set_meta)
         self.docs = DocRows(conn)
         """Typed reads of the documents' rows (:class:`indexes.sqlite.rows.DocRows`)."""
@@ -165,7 +204,8 @@ class SearchIndex:
     def count(self, filters: Filters | None = None) -> int:
         """Number of documents (matching ``filters`` when given)."""
         where, params = (filters or Filters(statuses=None)).sql()
-        return self.conn.execute(f"SELECT count(*) FROM docs d WHERE {where}", params).fetchone()[0]
+        return self.memo.get(("count", where, *params), lambda: self.conn.execute(
+            f"SELECT count(*) FROM docs d WHERE {where}", params).fetchone()[0])
 
     def upsert(self, documents: Iterable[Document]) -> int:
         """Insert or replace documents by ``key`` (with their names and vector chunks);
@@ -244,7 +284,15 @@ class SearchIndex:
         filters = filters or Filters()
         where, params = filters.sql()
         return search_bm25(self.conn, match_phrases(query), where, params,
-                           weights=self.weights, limit=limit, narrow=filters.narrow)
+                           weights=self.weights, limit=limit, narrow=filters.narrow,
+                           frequency=self._document_frequency)
+
+    def _document_frequency(self, match: str) -> int:
+        """How many documents the FTS5 expression ``match`` matches (a phrase's df), kept
+        in :attr:`memo` until the database changes: the BM25 leg and the evidence-gap
+        coverage of one question ask for the same words."""
+        return self.memo.get(("df", match), lambda: self.conn.execute(
+            "SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", [match]).fetchone()[0])
 
     def search_trigram(self, query: str, *, limit: int = 10, filters: Filters | None = None,
                        include_latin: bool = False) -> list[Hit]:
@@ -279,7 +327,9 @@ class SearchIndex:
             base, params = f"SELECT d.rowid FROM docs d WHERE {condition}", list(runs)
         else:  # the FTS table alone: its rowids are the docs' rowids
             base, params = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?", [phrase(word)]
-        df = self.conn.execute(f"SELECT count(*) FROM ({base})", params).fetchone()[0]
+        df = (self.memo.get(("substrings", *runs), lambda: self.conn.execute(
+            f"SELECT count(*) FROM ({base})", params).fetchone()[0]) if runs
+            else self._document_frequency(params[0]))
         found = key is not None and self.conn.execute(
             f"SELECT 1 FROM ({base}) WHERE rowid = (SELECT rowid FROM docs WHERE key = ?)",
             [*params, key]).fetchone() is not None
@@ -317,9 +367,39 @@ class SearchIndex:
         keep (checked again on the hits found, so no ranking path can return one the
         filters leave out)."""
         found = self.vectors.search(query_vector, model, rows=self._row_filter(filters),
-                                    limit=limit,
-                                    path=None if str(self.path) == ":memory:"
-                                    else str(self.path.resolve()))
+                                    limit=limit, path=self._file())
+        return self._vector_hits(found, filters)
+
+    def start_vector(self, query_vector, model: str, *, limit: int = 10,
+                     filters: Filters | None = None) -> Callable[[], list[Hit]]:
+        """The vector leg begun on a worker thread, so it ranks while the lexical legs
+        run on this one; the returned call waits for it and gives :meth:`search_vector`'s
+        hits. ``query_vector``: a vector or a Future of one (its exception is raised by the
+        returned call). The worker runs no SQL (this connection stays the caller's): the
+        filter's rowids, the stamp and the matrix are read here first; the worker waits
+        for the vector and ranks it in numpy or in the embedding server
+        (:func:`indexes.sqlite.vectors.rank_vector`). When the matrix is not read yet or
+        the server cannot answer, the returned call ranks on this thread."""
+        rows = self._row_filter(filters)
+        path, stamp = self._file(), self.vectors.stamp()
+        matrix = self.vectors.current(model)
+        work = _vector_workers().submit(
+            contextvars.copy_context().run, rank_vector, query_vector, model,
+            rows=rows, limit=limit, path=path, stamp=stamp, matrix=matrix)
+
+        def hits() -> list[Hit]:
+            found, vector = work.result()
+            if found is None:
+                found = self.vectors.rank_here(vector, model, rows=rows, limit=limit)
+            return self._vector_hits(found, filters)
+
+        return hits
+
+    def _file(self) -> str | None:
+        return None if str(self.path) == ":memory:" else str(self.path.resolve())
+
+    def _vector_hits(self, found: list[tuple[str, float]],
+                     filters: Filters | None) -> list[Hit]:
         if not found:
             return []
         kept = self.hits_for([k for k, _ in found], filters)
@@ -332,8 +412,13 @@ class SearchIndex:
         (the default filter: superseded entries), else the rowids kept (a scope, a
         category). A filter on status, scope, category or lifetimes reads the covering
         ``docs_filter`` index (schema migration 9), not the rows; a tags filter reads the
-        rows. ``None`` when nothing is left out."""
+        rows. ``None`` when nothing is left out. Kept in :attr:`memo` until the database
+        changes (5 ms for the default filter at 100,000 entries)."""
         where, params = (filters or Filters()).sql()
+        return self.memo.get(("rows", where, *params),
+                             lambda: self._read_row_filter(where, params))
+
+    def _read_row_filter(self, where: str, params: list) -> RowFilter | None:
         left_out = [r[0] for r in self.conn.execute(
             f"SELECT d.rowid FROM docs d WHERE NOT coalesce(({where}), 0) LIMIT ?",
             [*params, FEW_LEFT_OUT])]

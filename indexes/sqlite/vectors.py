@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from indexes.backend import resolved
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -311,12 +313,22 @@ class VectorStore:
             "AND e.model = ?", (model,)).fetchone()[0]
         return total, done
 
+    def _version(self, model: str) -> str:
+        return f"{self.stamp() or self.get_meta(VERSION_KEY) or 0}:{model}"  # nonce too
+
+    def current(self, model: str) -> Matrix | None:
+        """The matrix of ``model`` already read and still current (the vector store has
+        not changed since), else ``None``; reads two ``meta`` rows, never the vectors."""
+        cached = self._matrix.get(model)
+        return cached if cached is not None and cached.version == self._version(model) \
+            else None
+
     def matrix(self, model: str, dim: int) -> Matrix:
         """Every chunk vector of ``model``, grouped by document; cached until the
         vector store changes. Raises ``ValueError`` if a stored vector has another dimension."""
         import numpy as np
 
-        version = f"{self.stamp() or self.get_meta(VERSION_KEY) or 0}:{model}"  # nonce too
+        version = self._version(model)
         cached = self._matrix.get(model)
         if cached is not None and cached.version == version:
             return cached
@@ -354,16 +366,52 @@ class VectorStore:
         given, is searched by that server over its cached matrix of the file when the
         server's copy has this :meth:`stamp` (and the file has one); otherwise (no server,
         another stamp, a failed or malformed reply) here, the same :func:`nearest`."""
-        searcher = getattr(query_vector, "searcher", None)
-        if searcher is not None and path is not None and (stamp := self.stamp()) is not None:
-            found = searcher.nearest(query_vector, path, stamp, model, limit=limit, rows=rows)
+        if getattr(query_vector, "searcher", None) is not None and path is not None:
+            found = ask_server(query_vector, model, rows=rows, limit=limit, path=path,
+                               stamp=self.stamp())
             if found is not None:
                 return found
+        return self.rank_here(query_vector, model, rows=rows, limit=limit)
+
+    def rank_here(self, query_vector, model: str, *, rows: RowFilter | None,
+                  limit: int) -> list[tuple[str, float]]:
+        """:meth:`search` in this process, never asking the embedding server."""
         import numpy as np
 
         query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         return nearest(self.matrix(model, int(query.shape[0])), query, rows=rows,
                        limit=limit)
+
+
+def ask_server(query_vector, model: str, *, rows: RowFilter | None, limit: int,
+               path: str | None, stamp: str | None) -> list[tuple[str, float]] | None:
+    """The embedding server's :func:`nearest` over its cached matrix of the file at
+    ``path`` with ``stamp``, when ``query_vector`` came from a server; ``None`` when it
+    did not, the file has no path or stamp, or the server could not answer."""
+    searcher = getattr(query_vector, "searcher", None)
+    if searcher is None or path is None or stamp is None:
+        return None
+    return searcher.nearest(query_vector, path, stamp, model, limit=limit, rows=rows)
+
+
+def rank_vector(query_vector, model: str, *, rows: RowFilter | None, limit: int,
+                path: str | None, stamp: str | None, matrix: Matrix | None):
+    """The vector leg's work that needs no database, for a worker thread: waits for
+    ``query_vector`` (a vector or a Future of one, whose exception it raises), asks the
+    embedding server (:func:`ask_server`), else ranks over ``matrix`` (:func:`nearest`).
+    Returns ``(found, vector)``; ``found`` is ``None`` when neither could rank (no
+    matrix read yet, or one of another dimension): the caller then ranks with
+    :meth:`VectorStore.rank_here`."""
+    vector = resolved(query_vector)
+    found = ask_server(vector, model, rows=rows, limit=limit, path=path, stamp=stamp)
+    if found is not None or matrix is None:
+        return found, vector
+    import numpy as np  # here: a client the server ranks for never imports numpy
+
+    query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if query.shape[0] != matrix.vectors.shape[1]:
+        return None, vector
+    return nearest(matrix, query, rows=rows, limit=limit), vector
 
 
 def nearest(matrix: Matrix, query: np.ndarray, *, rows: RowFilter | None,

@@ -1,0 +1,91 @@
+"""What the SQLite engine keeps between searches (``index.memo``) never outlives a write,
+and the vector leg ranked on a worker thread (``start_vector``) equals the one ranked in
+line (``search_vector``)."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexes.documents import Document
+from indexes.errors import IndexesError
+from indexes.retrieval.coverage import coverage
+from indexes.retrieval.filters import Filters
+from indexes.sqlite.engine import SearchIndex
+
+
+def doc(key: str, body: str, scope: str = "") -> Document:
+    return Document(key=key, doc_id=key, title=key, body=body, scope=scope)
+
+
+def test_a_write_by_another_connection_is_seen_by_the_next_search(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    with SearchIndex(path) as reader, SearchIndex(path) as writer:
+        writer.upsert([doc(f"d{i}", "alpha beta gamma" if i < 3 else "beta gamma")
+                       for i in range(8)])
+        before = [h.key for h in reader.search_bm25("alpha beta", limit=20)]
+        assert before and set(before) == {f"d{i}" for i in range(8)}
+        assert reader.count(Filters(scope="team")) == 0
+        assert coverage(reader, "alpha delta", "d0") == pytest.approx(
+            coverage(reader, "alpha delta", "d0"))
+        gap_before = coverage(reader, "alpha delta", "d0")
+
+        writer.upsert([doc("new", "alpha delta delta", scope="team")])
+
+        assert "new" in [h.key for h in reader.search_bm25("alpha beta", limit=20)]
+        assert reader.count(Filters(scope="team")) == 1
+        assert coverage(reader, "alpha delta", "d0") != gap_before  # df of delta moved
+        assert [h.key for h in reader.search_bm25("delta", limit=5,
+                                                   filters=Filters(scope="team"))] == ["new"]
+
+
+def test_a_write_on_the_same_connection_is_seen_too(tmp_path: Path) -> None:
+    with SearchIndex(tmp_path / "index.sqlite") as index:
+        index.upsert([doc("a", "alpha beta"), doc("b", "beta")])
+        assert index.count() == 2
+        assert [h.key for h in index.search_bm25("alpha", limit=5)] == ["a"]
+        index.delete(["a"])
+        assert index.count() == 1
+        assert index.search_bm25("alpha", limit=5) == []
+
+
+def _indexed_with_vectors(path: Path) -> SearchIndex:
+    index = SearchIndex(path)
+    index.upsert([doc(f"d{i}", f"word{i} shared text", scope="s" if i % 3 == 0 else "")
+                  for i in range(30)])
+    index.vectors.prepare_model("m", 8)
+    pending = index.vectors.pending("m")
+    vectors = np.random.default_rng(7).normal(size=(len(pending), 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index.vectors.save("m", [h for h, _ in pending], vectors)
+    return index
+
+
+@pytest.mark.parametrize("filters", [None, Filters(scope="s")])
+def test_the_vector_leg_on_a_worker_equals_the_leg_in_line(tmp_path: Path, filters) -> None:
+    with _indexed_with_vectors(tmp_path / "index.sqlite") as index:
+        query = np.random.default_rng(3).normal(size=8).astype(np.float32)
+        query /= np.linalg.norm(query)
+        first = index.start_vector(query, "m", limit=7, filters=filters)()  # no matrix yet
+        inline = index.search_vector(query, "m", limit=7, filters=filters)
+        pending: Future = Future()
+        pending.set_result(query)
+        worker = index.start_vector(pending, "m", limit=7, filters=filters)()  # matrix read
+        expect = [(h.key, h.score) for h in inline]
+        assert len(expect) == 7
+        assert [(h.key, h.score) for h in first] == expect
+        assert [(h.key, h.score) for h in worker] == expect
+        if filters:
+            assert {h.key for h in worker} <= {f"d{i}" for i in range(0, 30, 3)}
+
+
+def test_a_failed_query_vector_is_raised_by_the_call_that_waits(tmp_path: Path) -> None:
+    with _indexed_with_vectors(tmp_path / "index.sqlite") as index:
+        failed: Future = Future()
+        failed.set_exception(IndexesError("no model"))
+        hits = index.start_vector(failed, "m", limit=3)
+        with pytest.raises(IndexesError, match="no model"):
+            hits()
