@@ -385,7 +385,8 @@ class SearchIndex:
         matrix = self.vectors.current(model)
         work = _vector_workers().submit(
             contextvars.copy_context().run, rank_vector, query_vector, model,
-            rows=rows, limit=limit, path=path, stamp=stamp, matrix=matrix)
+            rows=rows, limit=limit, path=path, stamp=stamp, matrix=matrix,
+            sign_bits=self.vectors.sign_bits)
 
         def hits() -> list[Hit]:
             found, vector = work.result()
