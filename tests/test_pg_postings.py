@@ -10,6 +10,7 @@ import psycopg
 from indexes.documents import Document
 from indexes.pg import vectors as pg_vectors
 from indexes.pg.engine import PgIndex
+from indexes.pg.schema import VERSION
 from indexes.retrieval.filters import Filters
 from indexes.sqlite.engine import SearchIndex
 
@@ -67,7 +68,7 @@ def test_a_schema_1_database_gets_its_postings_on_open(pg_database) -> None:
     with PgIndex(pg_database, "s") as index:
         assert _ranked(index, "travel voucher") == before
     with psycopg.connect(pg_database) as conn:
-        assert conn.execute("SELECT max(version) FROM wiki_schema").fetchone()[0] == 2
+        assert conn.execute("SELECT max(version) FROM wiki_schema").fetchone()[0] == VERSION
 
 
 def _vectors(index: PgIndex) -> np.ndarray:

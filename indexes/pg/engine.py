@@ -18,6 +18,7 @@ from pgvector.psycopg import register_vector
 from indexes.backend import CheckMark, redacted, resolved, scrubbed
 from indexes.documents import Document, Hit, scored_hits, with_leg
 from indexes.errors import IndexSchemaError, IndexUnavailableError
+from indexes.pg import bm25 as pg_bm25
 from indexes.pg import ranking
 from indexes.pg.filters import pg_sql
 from indexes.pg.rows import HIT_COLUMNS, PgDocRows
@@ -25,7 +26,10 @@ from indexes.pg.schema import (
     BACKFILL,
     LOCK_SCHEMA,
     POSTINGS,
+    POSTINGS_COVERED,
     SPACE_TABLES,
+    STATS_FILL,
+    STATS_TRIGGERS,
     VERSION,
     statements,
 )
@@ -73,6 +77,7 @@ class PgIndex:
         self.url, self.space = url, space
         self.path = f"{redacted(url)} [{space}]"
         self.weights, self.chunk_words, self.rank = weights, chunk_words, rank
+        self._df_version, self._df = -1, {}
         self.conn = conn or connect(url)
         self._depth = 0
         self._ensure_schema()
@@ -87,13 +92,21 @@ class PgIndex:
                 for statement in statements():
                     self.conn.execute(statement)
                 found = self.conn.execute("SELECT max(version) FROM wiki_schema").fetchone()[0]
-                if found is None:
-                    self.conn.execute("INSERT INTO wiki_schema VALUES (%s)", (VERSION,))
-                elif found > VERSION:
+                if found is not None and found > VERSION:
                     raise IndexSchemaError(f"{self.path}: schema version {found} is newer "
                                            f"than this wiki ({VERSION}); upgrade wiki")
-                elif found < VERSION:  # 1 -> 2: the postings BM25 reads
+                if found is not None and found < 2:  # 1 -> 2: the postings BM25 reads
                     self.conn.execute(BACKFILL)
+                if found is not None and found < 3:  # 2 -> 3: postings read from the index
+                    for statement in POSTINGS_COVERED:
+                        self.conn.execute(statement)
+                if found is None or found < 3:  # 2 -> 3: the space statistics
+                    for statement in STATS_TRIGGERS:
+                        self.conn.execute(statement)
+                    self.conn.execute(STATS_FILL)
+                if found is None:
+                    self.conn.execute("INSERT INTO wiki_schema VALUES (%s)", (VERSION,))
+                elif found < VERSION:
                     self.conn.execute("UPDATE wiki_schema SET version = %s", (VERSION,))
         except psycopg.Error as exc:
             self.conn.close()
@@ -145,6 +158,8 @@ class PgIndex:
 
     def count(self, filters: Filters | None = None) -> int:
         """Number of documents (matching ``filters`` when given)."""
+        if filters is None or filters == Filters(statuses=None):  # kept in wiki_stats
+            return pg_bm25.space_stats(self.conn, self.space).docs
         where, params = pg_sql(filters, default_active=False)
         return self.conn.execute(f"SELECT count(*) FROM wiki_docs d WHERE d.space = %s AND "
                                  f"{where}", [self.space, *params]).fetchone()[0]
@@ -279,7 +294,27 @@ class PgIndex:
         raises ``EmptyQueryError`` for an empty query."""
         where, params = pg_sql(filters)
         return ranking.search_fulltext(self.conn, self.space, query, where, params,
-                                       limit=limit, weights=self.weights, rank=self.rank)
+                                       limit=limit, weights=self.weights, rank=self.rank,
+                                       frequencies=self._frequencies,
+                                       narrow=(filters or Filters()).narrow)
+
+    def _frequencies(self, version: int) -> Callable[[list[str]], dict[str, int]]:
+        """The document frequencies of lexemes for the space at write counter ``version``
+        (``wiki_stats``), kept while it stays there: a question asks for a word's df in the
+        BM25 leg and again for the evidence-gap coverage, the next one for many of the
+        same words."""
+        if self._df_version != version:
+            self._df_version, self._df = version, {}
+
+        def lookup(terms: list[str]) -> dict[str, int]:
+            missing = [t for t in terms if t not in self._df]
+            if missing:
+                if len(self._df) > 100_000:
+                    self._df = {}
+                self._df.update(pg_bm25.document_frequencies(self.conn, self.space, missing))
+            return {t: self._df[t] for t in terms}
+
+        return lookup
 
     def search_trigram(self, query: str, *, limit: int = 10, filters: Filters | None = None,
                        include_latin: bool = False) -> list[Hit]:
@@ -343,7 +378,9 @@ class PgIndex:
     def word_matches(self, word: str, key: str | None = None) -> tuple[int, bool]:
         """``(document frequency, found in document key)`` of one query word
         (:func:`indexes.pg.ranking.word_matches`)."""
-        return ranking.word_matches(self.conn, self.space, word, key)
+        return ranking.word_matches(
+            self.conn, self.space, word, key,
+            self._frequencies(pg_bm25.space_stats(self.conn, self.space).version))
 
     def hits_for(self, keys: list[str], filters: Filters | None) -> dict[str, tuple]:
         """``key -> (key, doc_id, title, summary, category, status)`` of ``keys`` passing

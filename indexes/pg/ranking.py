@@ -15,10 +15,12 @@ flags ``N``. The choice is measured in evals/results/backends.md.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 
 from indexes.documents import Hit, hits_from_rows, in_order
+from indexes.pg import bm25 as pg_bm25
 from indexes.pg.text import TS_CONFIG, fts_input, websearch_text
-from indexes.retrieval.maxscore import K1, B, fts5_idf
 from indexes.retrieval.names import fold_name, spans
 from indexes.retrieval.query import substring_terms
 
@@ -43,44 +45,31 @@ def lexemes(conn, query: str) -> tuple[str, list[str]]:
     return row[0], list(row[1])
 
 
-def document_frequencies(conn, space: str, terms: list[str]) -> dict[str, int]:
-    """``lexeme -> number of documents of the space holding it`` (from the postings)."""
-    if not terms:
-        return {}
-    return dict(conn.execute(
-        "SELECT lexeme, count(*) FROM wiki_terms WHERE space = %s AND lexeme = ANY(%s) "
-        "GROUP BY lexeme", (space, terms)).fetchall())
-
-
 def search_fulltext(conn, space: str, query: str, where: str, params: list, *, limit: int,
-                    weights: tuple[float, ...], rank: str = "bm25") -> list[Hit]:
+                    weights: tuple[float, ...], rank: str = "bm25",
+                    frequencies: Callable[[int], Callable[[list[str]], dict[str, int]]]
+                    | None = None, narrow: bool = False) -> list[Hit]:
     """Documents matching any query word, best first (raises ``EmptyQueryError``).
 
-    ``bm25`` reads the postings of the query's lexemes (``wiki_terms``) and sums
-    ``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len / avg_len))`` per document, ``f``
-    the weighted occurrences; a query holding a phrase (two words as one, ``<->``) also
-    requires the document to match the phrase, as FTS5's MATCH does."""
+    ``bm25`` (:func:`indexes.pg.bm25.search_bm25`) reads the postings of the query's
+    lexemes (``wiki_terms``) and sums ``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len /
+    avg_len))`` per document, ``f`` the weighted occurrences, with the space's count and
+    average length from ``wiki_stats``; a query holding a phrase (two words as one,
+    ``<->``) also requires the document to match the phrase, as FTS5's MATCH does.
+    ``frequencies(version)``: the lexemes' document frequencies at the space's write
+    counter (the engine keeps them); default: counted for each query. ``narrow``: the
+    filter keeps a small part of the space (:attr:`Filters.narrow`)."""
     tsquery, terms = lexemes(conn, query)
     if not tsquery:
         return []
     a, b, c, d = class_weights(weights)
     if rank == "bm25":
-        n_docs, avg_len = conn.execute(
-            "SELECT count(*), coalesce(avg(doc_len), 0) FROM wiki_docs WHERE space = %s",
-            (space,)).fetchone()
-        df = document_frequencies(conn, space, terms)
-        idfs = [fts5_idf(df.get(t, 0), int(n_docs)) for t in terms]
-        phrase = " AND d.fts @@ %s::tsquery" if "<->" in tsquery else ""
-        rows = conn.execute(
-            f"SELECT {HIT}, s.score FROM (SELECT t.key, sum(i.w * t.f * %s / (t.f + %s * "
-            "(1 - %s + %s * t.doc_len / %s))) AS score FROM (SELECT key, lexeme, doc_len, "
-            "fa * %s + fb * %s + fc * %s + fd * %s AS f FROM wiki_terms WHERE space = %s AND "
-            "lexeme = ANY(%s)) t JOIN unnest(%s::text[], %s::float8[]) AS i(lex, w) ON "
-            "i.lex = t.lexeme GROUP BY t.key) s JOIN wiki_docs d ON d.space = %s AND "
-            f"d.key = s.key WHERE {where}{phrase} ORDER BY s.score DESC, d.key LIMIT %s",
-            [K1 + 1, K1, B, B, max(float(avg_len), 1.0), a, b, c, d, space, terms, terms,
-             idfs, space, *params, *([tsquery] if phrase else []), limit]).fetchall()
-        return hits_from_rows(rows, negate=False)
+        stats = pg_bm25.space_stats(conn, space)
+        lookup = frequencies(stats.version) if frequencies else \
+            (lambda words: pg_bm25.document_frequencies(conn, space, words))
+        return pg_bm25.search_bm25(conn, space, terms, tsquery, where, params, limit=limit,
+                                   classes=(a, b, c, d), stats=stats, frequencies=lookup,
+                                   narrow=narrow)
     function, _, flags = rank.partition(":")
     if function not in ("ts_rank", "ts_rank_cd"):
         raise ValueError(f"unknown full-text ranking {rank!r}")
@@ -132,8 +121,27 @@ def search_substrings(conn, space: str, query: str, where: str, params: list, *,
     return hits_from_rows(rows, negate=False)
 
 
-def word_matches(conn, space: str, word: str, key: str | None) -> tuple[int, bool]:
-    """``(documents of the space holding word, whether document key does)``."""
+_ONE_LEXEME = re.compile(r"'((?:[^']|'')*)'")
+
+
+def word_matches(conn, space: str, word: str, key: str | None,
+                 frequencies: Callable[[list[str]], dict[str, int]] | None = None
+                 ) -> tuple[int, bool]:
+    """``(documents of the space holding word, whether document key does)``. A word that
+    is one lexeme is looked up in the postings (its df from ``frequencies`` when given,
+    the engine's kept counts; whether ``key`` holds it by the postings' primary key); a
+    word of several (``state-of-the-art``) is matched as a phrase over the documents."""
+    tsquery = conn.execute("SELECT phraseto_tsquery(%s::regconfig, %s)::text",
+                           (TS_CONFIG, fts_input(word))).fetchone()[0]
+    single = _ONE_LEXEME.fullmatch(tsquery or "")
+    if single:
+        lexeme = single.group(1).replace("''", "'")
+        df = (frequencies or (lambda t: pg_bm25.document_frequencies(conn, space, t)))(
+            [lexeme])[lexeme]
+        found = key is not None and df > 0 and conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM wiki_terms WHERE space = %s AND lexeme = %s AND "
+            "key = %s)", (space, lexeme, key)).fetchone()[0]
+        return int(df), bool(found)
     row = conn.execute(
         "SELECT count(*), coalesce(bool_or(key = %s), false) FROM wiki_docs WHERE space = %s "
         "AND fts @@ phraseto_tsquery(%s::regconfig, %s)",

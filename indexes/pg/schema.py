@@ -9,7 +9,7 @@ SQLite cache): a space reaches them only through its own chunks and sentences.
 
 from __future__ import annotations
 
-VERSION = 2
+VERSION = 3
 LOCK_SCHEMA = 0x77696B69  # advisory lock key held while creating the schema ("wiki")
 
 DDL = """
@@ -27,6 +27,8 @@ CREATE TABLE IF NOT EXISTS wiki_docs (
     PRIMARY KEY (space, key));
 CREATE INDEX IF NOT EXISTS wiki_docs_fts ON wiki_docs USING gin (fts);
 CREATE INDEX IF NOT EXISTS wiki_docs_doc_id ON wiki_docs (space, doc_id);
+CREATE INDEX IF NOT EXISTS wiki_docs_filter ON wiki_docs (space, key)
+    INCLUDE (status, scope, category, doc_type, dated, valid_until);
 CREATE TABLE IF NOT EXISTS wiki_names (
     space TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
     PRIMARY KEY (space, key, name, kind));
@@ -45,7 +47,11 @@ CREATE TABLE IF NOT EXISTS wiki_embeddings (
 CREATE TABLE IF NOT EXISTS wiki_terms (
     space TEXT NOT NULL, key TEXT NOT NULL, lexeme TEXT NOT NULL,
     fa REAL NOT NULL, fb REAL NOT NULL, fc REAL NOT NULL, fd REAL NOT NULL,
-    doc_len INTEGER NOT NULL, PRIMARY KEY (space, lexeme, key));
+    doc_len INTEGER NOT NULL,
+    PRIMARY KEY (space, lexeme, key) INCLUDE (fa, fb, fc, fd, doc_len));
+CREATE TABLE IF NOT EXISTS wiki_stats (
+    space TEXT PRIMARY KEY, docs BIGINT NOT NULL, total_len BIGINT NOT NULL,
+    version BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS wiki_revalidate (
     space TEXT NOT NULL, key TEXT NOT NULL, uri TEXT NOT NULL, commit_sha TEXT NOT NULL,
     marked_at TEXT NOT NULL, PRIMARY KEY (space, key, uri));
@@ -74,6 +80,49 @@ FTS5 keeps one) instead of every matching document's whole tsvector."""
 
 BACKFILL = _POSTINGS_OF.format(where="", conflict="ON CONFLICT DO NOTHING")
 """The postings of every document (a schema 1 database, which had none)."""
+
+
+STATS_TRIGGERS = [
+    "CREATE OR REPLACE FUNCTION wiki_stats_add() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN INSERT INTO wiki_stats AS s (space, docs, total_len, version) SELECT space, "
+    "count(*), coalesce(sum(doc_len), 0), 1 FROM new_rows GROUP BY space ON CONFLICT "
+    "(space) DO UPDATE SET docs = s.docs + excluded.docs, total_len = s.total_len + "
+    "excluded.total_len, version = s.version + 1; RETURN NULL; END $$",
+    "CREATE OR REPLACE FUNCTION wiki_stats_remove() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN INSERT INTO wiki_stats AS s (space, docs, total_len, version) SELECT space, "
+    "-count(*), -coalesce(sum(doc_len), 0), 1 FROM old_rows GROUP BY space ON CONFLICT "
+    "(space) DO UPDATE SET docs = s.docs + excluded.docs, total_len = s.total_len + "
+    "excluded.total_len, version = s.version + 1; RETURN NULL; END $$",
+    "CREATE OR REPLACE TRIGGER wiki_stats_insert AFTER INSERT ON wiki_docs REFERENCING "
+    "NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION wiki_stats_add()",
+    "CREATE OR REPLACE TRIGGER wiki_stats_delete AFTER DELETE ON wiki_docs REFERENCING "
+    "OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION wiki_stats_remove()",
+    "CREATE OR REPLACE TRIGGER wiki_stats_update_old AFTER UPDATE ON wiki_docs REFERENCING "
+    "OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION wiki_stats_remove()",
+    "CREATE OR REPLACE TRIGGER wiki_stats_update_new AFTER UPDATE ON wiki_docs REFERENCING "
+    "NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION wiki_stats_add()",
+]
+"""Schema 3: ``wiki_stats`` keeps each space's document count and total length (what
+BM25's idf and length normalisation need) and a write counter, in the transaction of every
+statement that writes ``wiki_docs`` (statement-level triggers over the transition tables,
+so a batch costs one update of the row), whoever writes: no query aggregates them."""
+
+POSTINGS_COVERED = [
+    "ALTER TABLE wiki_terms DROP CONSTRAINT wiki_terms_pkey",
+    "ALTER TABLE wiki_terms ADD CONSTRAINT wiki_terms_pkey PRIMARY KEY (space, lexeme, key) "
+    "INCLUDE (fa, fb, fc, fd, doc_len)",
+]
+"""Schema 3 on a schema 2 database: the postings' primary key carries the columns BM25
+reads, so a lexeme's postings are read from the index alone (an index-only scan) rather
+than from heap rows scattered over the table; ``wiki_docs_filter`` (in :data:`DDL`) does
+the same for the filter columns of documents looked up by key."""
+
+STATS_FILL = (
+    "INSERT INTO wiki_stats AS s (space, docs, total_len, version) SELECT space, count(*), "
+    "coalesce(sum(doc_len), 0), 1 FROM wiki_docs GROUP BY space ON CONFLICT (space) DO "
+    "UPDATE SET docs = excluded.docs, total_len = excluded.total_len, "
+    "version = s.version + 1")
+"""Counts a schema 2 database's spaces once, when its triggers are made."""
 
 
 def statements() -> list[str]:

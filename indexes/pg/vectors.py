@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from psycopg import sql
 
+from indexes.pg.bm25 import space_stats
 from indexes.sqlite.vectors import MAX_SENTENCES, MODEL_KEY, VERSION_KEY, Matrix, text_hash
 
 EF_SEARCH = 200
@@ -40,6 +41,7 @@ class PgVectorStore:
         self.conn, self.space = conn, space
         self.get_meta, self.set_meta = get_meta, set_meta
         self._matrix: dict[str, Matrix] = {}
+        self._counted: dict[tuple, tuple[int, int]] = {}
 
     def _bump(self) -> None:
         self.set_meta(VERSION_KEY, str(int(self.get_meta(VERSION_KEY) or 0) + 1))
@@ -217,6 +219,19 @@ class PgVectorStore:
         self._matrix = {model: matrix}
         return matrix
 
+    def _reachable(self, where: str, params: list) -> int:
+        """How many of the space's documents pass ``where``: counted once per write
+        counter of the space (``wiki_stats.version``), not for every query."""
+        version = space_stats(self.conn, self.space).version
+        key = (where, repr(params))
+        if self._counted.get(key, (None, 0))[0] != version:
+            if len(self._counted) > 256:
+                self._counted = {}
+            self._counted[key] = (version, self.conn.execute(
+                "SELECT count(*) FROM wiki_docs d WHERE d.space = %s AND " + where,
+                [self.space, *params]).fetchone()[0])
+        return self._counted[key][1]
+
     def search(self, query_vector, model: str, *, where: str, params: list,
                limit: int) -> list[tuple[str, float]]:
         """``(key, cosine of the best chunk)`` of the ``limit`` nearest documents of this
@@ -231,9 +246,7 @@ class PgVectorStore:
         query_vector = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         dim = int(query_vector.shape[0])
         wanted = max(limit * CHUNKS_PER_DOC, 100)
-        reachable = self.conn.execute(
-            "SELECT count(*) FROM wiki_docs d WHERE d.space = %s AND " + where,
-            [self.space, *params]).fetchone()[0]
+        reachable = self._reachable(where, params)
         stored = self.conn.execute(
             "SELECT greatest(reltuples, 0) FROM pg_class WHERE relname = 'wiki_embeddings'"
         ).fetchone()

@@ -1,0 +1,184 @@
+"""The BM25 leg on PostgreSQL: exact top k from the postings without summing every
+posting of a common word.
+
+The whole query (:func:`whole_query`) reads every posting of every query lexeme
+(``wiki_terms``), sums the scores per document in a hash aggregate and joins the documents:
+at 100,000 entries a SciFact claim's common words bring tens of thousands of postings and
+the leg took hundreds of milliseconds. :func:`search_bm25` scores from the rare lexemes'
+postings first and adds the common lexemes' contributions only to the documents that can
+still reach the top k, by MaxScore (:mod:`indexes.retrieval.maxscore`): the result is the
+whole query's, proven so or computed by it.
+
+The space's document count and total length are kept by triggers in ``wiki_stats``
+(:mod:`indexes.pg.schema`), never aggregated per query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from indexes.documents import Hit, hits_from_rows
+from indexes.retrieval.maxscore import K1, B, Split, first_split, fts5_idf
+
+HIT = "d.key, d.doc_id, d.title, d.summary, d.category, d.status"
+
+WHOLE_QUERY = "/* bm25 whole query */"
+"""Marks the statement of :func:`whole_query` (tests tell the paths apart by it)."""
+
+CHECKED_FIRST = 4
+"""The best ``CHECKED_FIRST * limit`` documents by their rare lexemes' score are checked
+against the filter first, to find a k-th score that prunes."""
+
+@dataclass(frozen=True)
+class SpaceStats:
+    """A space's document count, average length in tokens and the write counter
+    (``version``: moves with every statement that writes its documents)."""
+
+    docs: int
+    avg_len: float
+    version: int
+
+
+def space_stats(conn, space: str) -> SpaceStats:
+    """The space's row of ``wiki_stats`` (zeros when it has no documents yet)."""
+    row = conn.execute("SELECT docs, total_len, version FROM wiki_stats WHERE space = %s",
+                       (space,)).fetchone()
+    if row is None or row[0] <= 0:
+        return SpaceStats(0, 0.0, row[2] if row else 0)
+    return SpaceStats(int(row[0]), float(row[1]) / float(row[0]), int(row[2]))
+
+
+def document_frequencies(conn, space: str, terms: list[str]) -> dict[str, int]:
+    """``lexeme -> number of documents of the space holding it`` (from the postings)."""
+    if not terms:
+        return {}
+    found = dict(conn.execute(
+        "SELECT lexeme, count(*) FROM wiki_terms WHERE space = %s AND lexeme = ANY(%s) "
+        "GROUP BY lexeme", (space, terms)).fetchall())
+    return {t: int(found.get(t, 0)) for t in terms}
+
+
+_SCORE = ("i.w * t.f * %s / (t.f + %s * (1 - %s + %s * t.doc_len / %s))")
+_POSTINGS = ("SELECT key, lexeme, doc_len, fa * %s + fb * %s + fc * %s + fd * %s AS f "
+             "FROM wiki_terms WHERE space = %s AND lexeme = ANY(%s){keys}")
+
+
+def _scores_sql(keys: bool) -> str:
+    """Per document the summed BM25 of the given lexemes' postings (``key, score``);
+    parameters as :func:`_scores_params` lists them."""
+    postings = _POSTINGS.format(keys=" AND key = ANY(%s)" if keys else "")
+    return (f"SELECT t.key, sum({_SCORE}) AS score FROM ({postings}) t JOIN "
+            "unnest(%s::text[], %s::float8[]) AS i(lex, w) ON i.lex = t.lexeme "
+            "GROUP BY t.key")
+
+
+def _scores_params(stats: SpaceStats, classes, space: str, terms: list[str],
+                   idfs: list[float], keys: list[str] | None) -> list:
+    return [K1 + 1, K1, B, B, max(stats.avg_len, 1.0), *classes, space, terms,
+            *([keys] if keys is not None else []), terms, idfs]
+
+
+def search_bm25(conn, space: str, terms: list[str], tsquery: str, where: str, params: list,
+                *, limit: int, classes: tuple[float, float, float, float],
+                stats: SpaceStats, frequencies: Callable[[list[str]], dict[str, int]],
+                narrow: bool = False) -> list[Hit]:
+    """The ``limit`` best documents of ``space`` holding any of ``terms`` (lexemes) that
+    pass ``where`` over ``wiki_docs d`` (with ``params``), by FTS5's bm25() over the weight
+    ``classes`` (A, B, C, D), ties by key; a ``tsquery`` holding a phrase (``<->``) must
+    also match. The whole query's list (:func:`whole_query`).
+
+    MaxScore: lexemes held by more than 5 % of the space are common. The documents
+    holding a rare one are scored on the rare lexemes (a lower bound of their score;
+    ``narrow``: only those passing the filter, joined as they are scored). The best
+    ``CHECKED_FIRST * limit`` of them that pass the filter are scored on every lexeme; the
+    k-th of those, ``theta``, is a score the top k reaches. Only a document whose rare
+    score plus the common lexemes' bound reaches ``theta`` can be in the top k: those are
+    scored on every lexeme too. With ``theta`` above that bound no document holding
+    common lexemes alone can be either, so the result is exact; otherwise (or with fewer
+    than ``limit`` candidates) the whole query runs."""
+    df = frequencies(terms)
+    idf = {t: fts5_idf(df.get(t, 0), stats.docs) for t in terms}
+    split = first_split({t: df.get(t, 0) for t in terms}, stats.docs) \
+        if len(terms) > 1 and min(classes) >= 0 else None
+    phrase = " AND d.fts @@ %s::tsquery" if "<->" in tsquery else ""
+    condition = (where + phrase, [*params, *([tsquery] if phrase else [])])
+    if split is not None and stats.docs:
+        found = _pruned(conn, space, terms, idf, split, condition, limit=limit,
+                        classes=classes, stats=stats, narrow=narrow)
+        if found is not None:
+            return found
+    return whole_query(conn, space, terms, idf, *condition, limit=limit, classes=classes,
+                       stats=stats)
+
+
+def _pruned(conn, space: str, terms: list[str], idf: dict[str, float], split: Split,
+            condition: tuple[str, list], *, limit: int, classes,
+            stats: SpaceStats, narrow: bool) -> list[Hit] | None:
+    """:func:`search_bm25`'s MaxScore path; ``None`` when it cannot prove its top k
+    (fewer than ``limit`` candidates pass the filter, or ``theta`` is not above the common
+    lexemes' bound)."""
+
+    def candidates(rare: list[str]) -> list[tuple[str, float]]:
+        """Documents holding a rare lexeme, by their score on the rare ones, best first
+        (``narrow``: only those passing the filter, all checked at once)."""
+        found = conn.execute(_scores_sql(False) + " ORDER BY score DESC, key",
+                             _scores_params(stats, classes, space, rare,
+                                            [idf[t] for t in rare], None)).fetchall()
+        if narrow:
+            passing = _passing(conn, space, [k for k, _ in found], condition)
+            found = [(k, s) for k, s in found if k in passing]
+        return found
+
+    partial = candidates(list(split.rare))
+    first = [k for k, _ in partial[:CHECKED_FIRST * limit]]
+    if not narrow:
+        passing = _passing(conn, space, first, condition)
+        first = [k for k in first if k in passing]
+    scored = _full_scores(conn, space, first, terms, idf, stats, classes)
+    if len(scored) < limit:
+        return None
+    theta = sorted(scored.values(), reverse=True)[limit - 1]
+    if theta <= split.bound:  # documents holding common lexemes alone could rank
+        return None
+    needed = [k for k, s in partial if s + split.bound >= theta and k not in scored]
+    if needed and not narrow:
+        passing = _passing(conn, space, needed, condition)
+        needed = [k for k in needed if k in passing]
+    scored.update(_full_scores(conn, space, needed, terms, idf, stats, classes))
+    best = sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:limit]
+    rows = {r[0]: r for r in conn.execute(
+        f"SELECT {HIT} FROM wiki_docs d WHERE d.space = %s AND d.key = ANY(%s)",
+        [space, [k for k, _ in best]])}
+    return hits_from_rows([(*rows[k], score) for k, score in best], negate=False)
+
+
+def _passing(conn, space: str, keys: list[str], condition: tuple[str, list]) -> set[str]:
+    """The ``keys`` whose documents pass the filter (and the phrase)."""
+    if not keys:
+        return set()
+    return {r[0] for r in conn.execute(
+        f"SELECT d.key FROM wiki_docs d WHERE d.space = %s AND d.key = ANY(%s) AND "
+        f"{condition[0]}", [space, keys, *condition[1]])}
+
+
+def _full_scores(conn, space: str, keys: list[str], terms: list[str], idf: dict[str, float],
+                 stats: SpaceStats, classes) -> dict[str, float]:
+    """``key -> score on every lexeme`` of ``keys``."""
+    if not keys:
+        return {}
+    return dict(conn.execute(_scores_sql(True), _scores_params(
+        stats, classes, space, terms, [idf[t] for t in terms], keys)).fetchall())
+
+
+def whole_query(conn, space: str, terms: list[str], idf: dict[str, float], where: str,
+                params: list, *, limit: int, classes, stats: SpaceStats) -> list[Hit]:
+    """Every posting of every lexeme summed per document, joined with the documents and
+    filtered by ``where`` (with ``params``): the definition :func:`search_bm25` keeps to."""
+    rows = conn.execute(
+        f"{WHOLE_QUERY} SELECT {HIT}, s.score FROM ({_scores_sql(False)}) s JOIN wiki_docs d "
+        f"ON d.space = %s AND d.key = s.key WHERE {where} ORDER BY s.score DESC, "
+        "d.key LIMIT %s",
+        [*_scores_params(stats, classes, space, terms, [idf[t] for t in terms], None),
+         space, *params, limit]).fetchall()
+    return hits_from_rows(rows, negate=False)
