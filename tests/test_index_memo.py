@@ -89,3 +89,25 @@ def test_a_failed_query_vector_is_raised_by_the_call_that_waits(tmp_path: Path) 
         hits = index.start_vector(failed, "m", limit=3)
         with pytest.raises(IndexesError, match="no model"):
             hits()
+
+
+def test_nothing_read_inside_a_rolled_back_write_is_kept(tmp_path: Path) -> None:
+    """A rollback moves neither counter the memo watches, so what a transaction reads is
+    never kept (it saw rows that then vanished)."""
+    with SearchIndex(tmp_path / "index.sqlite") as index:
+        index.upsert([doc("a", "alpha beta"), doc("b", "beta")])
+        with pytest.raises(RuntimeError), index.transaction():
+            index.upsert([doc("c", "alpha gamma", scope="team")])
+            assert index.count() == 3
+            assert index.count(Filters(scope="team")) == 1
+            assert len(index.search_bm25("alpha", limit=5)) == 2
+            raise RuntimeError("abandon the write")
+        assert index.count() == 2
+        assert index.count(Filters(scope="team")) == 0
+        assert [h.key for h in index.search_bm25("alpha gamma", limit=5)] == ["a"]
+
+
+def test_a_limit_of_zero_ranks_nothing(tmp_path: Path) -> None:
+    with SearchIndex(tmp_path / "index.sqlite") as index:
+        index.upsert([doc("a", "alpha beta"), doc("b", "beta gamma")])
+        assert index.search_bm25("alpha beta gamma", limit=0) == []

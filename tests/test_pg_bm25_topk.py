@@ -149,3 +149,28 @@ def test_word_matches_from_the_postings_equal_the_documents_and_follow_writes(
         index.upsert([Document("y.md", "y", "Travel again")])
         assert index.word_matches("travel", "x.md") == (before[0] + 1, True)
         assert index.count() == 62
+
+
+def test_a_full_df_cache_keeps_answering(pg_database) -> None:
+    """The kept document frequencies start afresh when full; a query whose words were
+    partly kept still gets every word's df (it raised KeyError)."""
+    with PgIndex(pg_database, "s") as index:
+        index.upsert(_corpus(size=40))
+        expected = [h.key for h in index.search_bm25("w000 w001 w002", limit=5)]
+        version = pg_bm25.space_stats(index.conn, "s").version
+        lookup = index._frequencies(version)
+        lookup(["w000", "w001"])
+        index._df.update({f"filler{i}": 0 for i in range(100_001)})
+        assert set(lookup(["w000", "w001", "w002"])) == {"w000", "w001", "w002"}
+        assert [h.key for h in index.search_bm25("w000 w001 w002", limit=5)] == expected
+
+
+def test_nothing_counted_inside_a_write_is_kept(pg_database) -> None:
+    with PgIndex(pg_database, "s") as index:
+        index.upsert(_corpus(size=20))
+        with pytest.raises(RuntimeError), index.transaction():
+            index.upsert([Document("new.md", "n", "w299 w299 w299")])
+            assert index.word_matches("w299", "new.md")[1]
+            raise RuntimeError("abandon the write")
+        assert index.word_matches("w299", "new.md") == _matched(index, "w299", "new.md")
+        assert not index.word_matches("w299", "new.md")[1]

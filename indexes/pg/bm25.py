@@ -85,7 +85,8 @@ def search_bm25(conn, space: str, terms: list[str], tsquery: str, where: str, pa
                 narrow: bool = False) -> list[Hit]:
     """The ``limit`` best documents of ``space`` holding any of ``terms`` (lexemes) that
     pass ``where`` over ``wiki_docs d`` (with ``params``), by FTS5's bm25() over the weight
-    ``classes`` (A, B, C, D), ties by key; a ``tsquery`` holding a phrase (``<->``) must
+    ``classes`` (A, B, C, D), ties by key (code point order, ``COLLATE "C"``, as Python
+    sorts); a ``tsquery`` holding a phrase (``<->``) must
     also match. The whole query's list (:func:`whole_query`).
 
     MaxScore: lexemes held by more than 5 % of the space are common. The documents
@@ -122,7 +123,7 @@ def _pruned(conn, space: str, terms: list[str], idf: dict[str, float], split: Sp
     def candidates(rare: list[str]) -> list[tuple[str, float]]:
         """Documents holding a rare lexeme, by their score on the rare ones, best first
         (``narrow``: only those passing the filter, all checked at once)."""
-        found = conn.execute(_scores_sql(False) + " ORDER BY score DESC, key",
+        found = conn.execute(_scores_sql(False) + ' ORDER BY score DESC, key COLLATE "C"',
                              _scores_params(stats, classes, space, rare,
                                             [idf[t] for t in rare], None)).fetchall()
         if narrow:
@@ -150,7 +151,9 @@ def _pruned(conn, space: str, terms: list[str], idf: dict[str, float], split: Sp
     rows = {r[0]: r for r in conn.execute(
         f"SELECT {HIT} FROM wiki_docs d WHERE d.space = %s AND d.key = ANY(%s)",
         [space, [k for k, _ in best]])}
-    return hits_from_rows([(*rows[k], score) for k, score in best], negate=False)
+    # a document deleted meanwhile (each statement reads its own snapshot) is left out
+    return hits_from_rows([(*rows[k], score) for k, score in best if k in rows],
+                          negate=False)
 
 
 def _passing(conn, space: str, keys: list[str], condition: tuple[str, list]) -> set[str]:
@@ -178,7 +181,7 @@ def whole_query(conn, space: str, terms: list[str], idf: dict[str, float], where
     rows = conn.execute(
         f"{WHOLE_QUERY} SELECT {HIT}, s.score FROM ({_scores_sql(False)}) s JOIN wiki_docs d "
         f"ON d.space = %s AND d.key = s.key WHERE {where} ORDER BY s.score DESC, "
-        "d.key LIMIT %s",
+        'd.key COLLATE "C" LIMIT %s',
         [*_scores_params(stats, classes, space, terms, [idf[t] for t in terms], None),
          space, *params, limit]).fetchall()
     return hits_from_rows(rows, negate=False)

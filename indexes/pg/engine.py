@@ -97,13 +97,13 @@ class PgIndex:
                                            f"than this wiki ({VERSION}); upgrade wiki")
                 if found is not None and found < 2:  # 1 -> 2: the postings BM25 reads
                     self.conn.execute(BACKFILL)
+                if found is None or found < 3:  # 2 -> 3: the space statistics
+                    for statement in STATS_TRIGGERS:  # wiki_docs first, as writers lock
+                        self.conn.execute(statement)
+                    self.conn.execute(STATS_FILL)
                 if found is not None and found < 3:  # 2 -> 3: postings read from the index
                     for statement in POSTINGS_COVERED:
                         self.conn.execute(statement)
-                if found is None or found < 3:  # 2 -> 3: the space statistics
-                    for statement in STATS_TRIGGERS:
-                        self.conn.execute(statement)
-                    self.conn.execute(STATS_FILL)
                 if found is None:
                     self.conn.execute("INSERT INTO wiki_schema VALUES (%s)", (VERSION,))
                 elif found < VERSION:
@@ -307,12 +307,16 @@ class PgIndex:
             self._df_version, self._df = version, {}
 
         def lookup(terms: list[str]) -> dict[str, int]:
-            missing = [t for t in terms if t not in self._df]
+            if self._depth:  # inside a write: what it reads may be rolled back
+                return pg_bm25.document_frequencies(self.conn, self.space, terms)
+            known = {t: self._df[t] for t in terms if t in self._df}
+            missing = [t for t in terms if t not in known]
             if missing:
+                known.update(pg_bm25.document_frequencies(self.conn, self.space, missing))
                 if len(self._df) > 100_000:
                     self._df = {}
-                self._df.update(pg_bm25.document_frequencies(self.conn, self.space, missing))
-            return {t: self._df[t] for t in terms}
+                self._df.update({t: known[t] for t in missing})
+            return known
 
         return lookup
 

@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+import psycopg
 from psycopg import sql
 
 from indexes.pg.bm25 import space_stats
@@ -222,6 +223,10 @@ class PgVectorStore:
     def _reachable(self, where: str, params: list) -> int:
         """How many of the space's documents pass ``where``: counted once per write
         counter of the space (``wiki_stats.version``), not for every query."""
+        if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            return self.conn.execute(  # inside a write: what it reads may be rolled back
+                "SELECT count(*) FROM wiki_docs d WHERE d.space = %s AND " + where,
+                [self.space, *params]).fetchone()[0]
         version = space_stats(self.conn, self.space).version
         key = (where, repr(params))
         if self._counted.get(key, (None, 0))[0] != version:

@@ -40,6 +40,8 @@ def search_bm25(conn: sqlite3.Connection, phrases: list[str], where: str, params
     (a scope, a folder, tags), so the statements apply it as they rank rather than
     ranking unfiltered first. ``frequency``: a phrase's df (default
     :func:`document_frequency`; the engine passes its memo of it)."""
+    if limit <= 0:
+        return []
     weight_list = ", ".join(str(float(w)) for w in weights)
     if len(phrases) > 1 and min(weights) >= 0:
         n_docs = conn.execute("SELECT count(*) FROM docs_fts_docsize").fetchone()[0]

@@ -64,18 +64,10 @@ _WORKERS_MADE = threading.Lock()
 
 def _vector_workers() -> ThreadPoolExecutor:
     """The process's pool for :meth:`SearchIndex.start_vector` (threads start as calls
-    need them). Making it limits numpy's OpenBLAS to one thread for the rest of the
-    process (``threadpoolctl``): the vector leg then ranks on one core while SQLite ranks
-    on the other; with OpenBLAS's two spinning threads on the same two cores, the legs
-    together took 33.8 ms p50 at 100,000 entries against 23.8 ms on one thread each
-    (docs/decisions.md, "Legs in parallel"). PyTorch and ONNX Runtime keep their own
-    threads."""
+    need them)."""
     global _WORKERS
     with _WORKERS_MADE:
         if _WORKERS is None:
-            from threadpoolctl import ThreadpoolController
-
-            ThreadpoolController().select(internal_api="openblas").limit(limits=1)
             _WORKERS = ThreadPoolExecutor(max_workers=VECTOR_WORKERS,
                                           thread_name_prefix="wiki-vector")
     return _WORKERS

@@ -39,7 +39,10 @@ class StateMemo:
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The value kept for ``key`` in the database's present state, else
         ``compute()`` (kept for next time). The state is read before ``compute`` runs, so
-        a value computed across a write is dropped at the next call."""
+        a value computed across a write is dropped at the next call. Inside a transaction
+        nothing is kept or served: a rollback lowers neither counter."""
+        if self.conn.in_transaction:
+            return compute()
         state = self.state()
         with self._lock:
             if state != self._state or len(self._values) >= LIMIT:

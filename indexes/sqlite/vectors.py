@@ -19,6 +19,7 @@ import hashlib
 import json
 import secrets
 import sqlite3
+import threading
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -414,6 +415,25 @@ def ask_server(query_vector, model: str, *, rows: RowFilter | None, limit: int,
     return searcher.nearest(query_vector, path, stamp, model, limit=limit, rows=rows)
 
 
+_BLAS_LIMITED: list[bool] = []
+_BLAS_LOCK = threading.Lock()
+
+
+def one_blas_thread() -> None:
+    """Limit numpy's OpenBLAS to one thread for the rest of the process (``threadpoolctl``),
+    once: called where a worker ranks the vector leg beside the lexical legs, so it ranks
+    on one core while SQLite ranks on the other. With OpenBLAS's two spinning threads on
+    the same two cores the legs together took 33.8 ms p50 at 100,000 entries, against 23.8
+    ms on one thread each (docs/decisions.md, "Hybrid search at 100,000 entries").
+    PyTorch and ONNX Runtime keep their own threads."""
+    with _BLAS_LOCK:
+        if not _BLAS_LIMITED:
+            from threadpoolctl import ThreadpoolController
+
+            ThreadpoolController().select(internal_api="openblas").limit(limits=1)
+            _BLAS_LIMITED.append(True)
+
+
 def rank_vector(query_vector, model: str, *, rows: RowFilter | None, limit: int,
                 path: str | None, stamp: str | None, matrix: Matrix | None,
                 sign_bits: SignBits | None = None):
@@ -430,6 +450,7 @@ def rank_vector(query_vector, model: str, *, rows: RowFilter | None, limit: int,
         return found, vector
     import numpy as np  # here: a client the server ranks for never imports numpy
 
+    one_blas_thread()
     query = np.asarray(vector, dtype=np.float32).reshape(-1)
     if query.shape[0] != matrix.vectors.shape[1]:
         return None, vector
