@@ -32,13 +32,12 @@ def _stats(samples: list[float]) -> dict:
 
 
 def fresh_question(index) -> None:
-    """Forget the words' document frequencies the SQLite engine keeps while the index is
-    unchanged (:class:`indexes.sqlite.memo.StateMemo`), so each timed call pays for its
-    question's words as a new question would; what does not depend on the question (a
-    filter's rowids, the document count, the vector matrix) stays warm, as in a server."""
-    memo = getattr(index, "memo", None)
-    if memo is not None:
-        memo.forget("df")
+    """Forget the words' document frequencies both engines keep while the index is
+    unchanged (``index.memo``: :class:`indexes.sqlite.memo.StateMemo`,
+    :class:`indexes.pg.bm25.KeptFrequencies`), so each timed call pays for its question's
+    words as a new question would; what does not depend on the question (a filter's
+    rowids, the document count, the vector matrix) stays warm, as in a server."""
+    index.memo.forget("df")
 
 
 def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,

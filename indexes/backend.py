@@ -61,6 +61,9 @@ class IndexBackend(Protocol):
 
     docs: Any
     vectors: Any
+    memo: Any
+    """Values the engine keeps between searches until the index changes; ``forget(kind)``
+    drops one kind (``"df"``: the words' document frequencies)."""
     weights: tuple[float, ...]
     path: Any
 

@@ -160,7 +160,7 @@ def test_a_full_df_cache_keeps_answering(pg_database) -> None:
         version = pg_bm25.space_stats(index.conn, "s").version
         lookup = index._frequencies(version)
         lookup(["w000", "w001"])
-        index._df.update({f"filler{i}": 0 for i in range(100_001)})
+        index.memo.values.update({f"filler{i}": 0 for i in range(100_001)})
         assert set(lookup(["w000", "w001", "w002"])) == {"w000", "w001", "w002"}
         assert [h.key for h in index.search_bm25("w000 w001 w002", limit=5)] == expected
 

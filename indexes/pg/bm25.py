@@ -59,6 +59,43 @@ def document_frequencies(conn, space: str, terms: list[str]) -> dict[str, int]:
     return {t: int(found.get(t, 0)) for t in terms}
 
 
+class KeptFrequencies:
+    """The document frequencies of lexemes in one space, kept while the space's write
+    counter (``wiki_stats.version``) stays where it was when they were counted: a question
+    asks for a word's df in the BM25 leg and again for the evidence-gap coverage, the next
+    question for many of the same words. ``forget("df")`` drops them (a benchmark timing a
+    new question; the same call as the SQLite engine's ``memo``)."""
+
+    LIMIT = 100_000
+    """Lexemes kept at most; the store starts afresh beyond it."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.values: dict[str, int] = {}
+
+    def lookup(self, conn, space: str, version: int, terms: list[str], *,
+               in_write: bool) -> dict[str, int]:
+        """``lexeme -> df`` of ``terms`` at write counter ``version``; inside a write
+        (``in_write``) counted and never kept, as a rollback would leave them wrong."""
+        if in_write:
+            return document_frequencies(conn, space, terms)
+        if self.version != version:
+            self.version, self.values = version, {}
+        known = {t: self.values[t] for t in terms if t in self.values}
+        missing = [t for t in terms if t not in known]
+        if missing:
+            known.update(document_frequencies(conn, space, missing))
+            if len(self.values) > self.LIMIT:
+                self.values = {}
+            self.values.update({t: known[t] for t in missing})
+        return known
+
+    def forget(self, kind: str) -> None:
+        """Drop the kept values of ``kind`` (``"df"``, the only kind kept here)."""
+        if kind == "df":
+            self.version, self.values = -1, {}
+
+
 _SCORE = ("i.w * t.f * %s / (t.f + %s * (1 - %s + %s * t.doc_len / %s))")
 _POSTINGS = ("SELECT key, lexeme, doc_len, fa * %s + fb * %s + fc * %s + fd * %s AS f "
              "FROM wiki_terms WHERE space = %s AND lexeme = ANY(%s){keys}")
@@ -91,7 +128,7 @@ def search_bm25(conn, space: str, terms: list[str], tsquery: str, where: str, pa
 
     MaxScore: lexemes held by more than 5 % of the space are common. The documents
     holding a rare one are scored on the rare lexemes (a lower bound of their score;
-    ``narrow``: only those passing the filter, joined as they are scored). The best
+    ``narrow``: only those passing the filter, all checked in one statement). The best
     ``CHECKED_FIRST * limit`` of them that pass the filter are scored on every lexeme; the
     k-th of those, ``theta``, is a score the top k reaches. Only a document whose rare
     score plus the common lexemes' bound reaches ``theta`` can be in the top k: those are

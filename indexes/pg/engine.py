@@ -77,7 +77,9 @@ class PgIndex:
         self.url, self.space = url, space
         self.path = f"{redacted(url)} [{space}]"
         self.weights, self.chunk_words, self.rank = weights, chunk_words, rank
-        self._df_version, self._df = -1, {}
+        self.memo = pg_bm25.KeptFrequencies()
+        """The lexemes' document frequencies kept per write counter
+        (:class:`indexes.pg.bm25.KeptFrequencies`)."""
         self.conn = conn or connect(url)
         self._depth = 0
         self._ensure_schema()
@@ -299,26 +301,10 @@ class PgIndex:
                                        narrow=(filters or Filters()).narrow)
 
     def _frequencies(self, version: int) -> Callable[[list[str]], dict[str, int]]:
-        """The document frequencies of lexemes for the space at write counter ``version``
-        (``wiki_stats``), kept while it stays there: a question asks for a word's df in the
-        BM25 leg and again for the evidence-gap coverage, the next one for many of the
-        same words."""
-        if self._df_version != version:
-            self._df_version, self._df = version, {}
-
-        def lookup(terms: list[str]) -> dict[str, int]:
-            if self._depth:  # inside a write: what it reads may be rolled back
-                return pg_bm25.document_frequencies(self.conn, self.space, terms)
-            known = {t: self._df[t] for t in terms if t in self._df}
-            missing = [t for t in terms if t not in known]
-            if missing:
-                known.update(pg_bm25.document_frequencies(self.conn, self.space, missing))
-                if len(self._df) > 100_000:
-                    self._df = {}
-                self._df.update({t: known[t] for t in missing})
-            return known
-
-        return lookup
+        """The lexemes' document frequencies at the space's write counter ``version``, from
+        :attr:`memo`."""
+        return lambda terms: self.memo.lookup(self.conn, self.space, version, terms,
+                                              in_write=bool(self._depth))
 
     def search_trigram(self, query: str, *, limit: int = 10, filters: Filters | None = None,
                        include_latin: bool = False) -> list[Hit]:

@@ -223,18 +223,19 @@ class PgVectorStore:
     def _reachable(self, where: str, params: list) -> int:
         """How many of the space's documents pass ``where``: counted once per write
         counter of the space (``wiki_stats.version``), not for every query."""
-        if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            return self.conn.execute(  # inside a write: what it reads may be rolled back
+        def count() -> int:
+            return self.conn.execute(
                 "SELECT count(*) FROM wiki_docs d WHERE d.space = %s AND " + where,
                 [self.space, *params]).fetchone()[0]
+
+        if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            return count()  # inside a write: what it reads may be rolled back
         version = space_stats(self.conn, self.space).version
         key = (where, repr(params))
         if self._counted.get(key, (None, 0))[0] != version:
             if len(self._counted) > 256:
                 self._counted = {}
-            self._counted[key] = (version, self.conn.execute(
-                "SELECT count(*) FROM wiki_docs d WHERE d.space = %s AND " + where,
-                [self.space, *params]).fetchone()[0])
+            self._counted[key] = (version, count())
         return self._counted[key][1]
 
     def search(self, query_vector, model: str, *, where: str, params: list,
