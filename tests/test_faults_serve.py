@@ -367,3 +367,39 @@ def test_a_repository_deleted_while_serving_is_listed_with_its_error(two: Path,
         assert listed["handbook"]["head"] and "error" not in listed["handbook"]
         assert listed["ops"]["head"] is None and listed["ops"]["error"]
         assert httpx.get(f"{url}/health", timeout=30).status_code == 200
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_accepted_connections_send_without_waiting_for_acks(host: str) -> None:
+    """The listening socket says TCP, so asyncio sets TCP_NODELAY on every connection it
+    accepts (with proto 0 it did not, and each response waited ~40 ms for the client's
+    delayed ACK: /health took 44 ms instead of 1)."""
+    import asyncio
+    import socket
+
+    from wiki_cli.serve_guard import listening_socket
+
+    try:
+        sock = listening_socket(host, 0)
+    except ConfigError:
+        pytest.skip(f"{host} is not configured on this machine")
+    port = sock.getsockname()[1]
+    seen: list[int] = []
+
+    async def main() -> None:
+        def accepted(reader, writer) -> None:
+            conn = writer.get_extra_info("socket")
+            seen.append(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(accepted, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(host, port)
+            for _ in range(100):
+                if seen:
+                    break
+                await asyncio.sleep(0.01)
+            writer.close()
+
+    asyncio.run(main())
+    assert seen and seen[0] != 0, seen
