@@ -188,6 +188,9 @@ def run_case(case: str, source: Path, tmp: Path, url: str | None, questions: lis
     (labelled) and each server's peak RSS in KiB."""
     repo = tmp / case / "repo"
     shutil.copytree(source, repo, symlinks=True)
+    # a copy's git index holds the original's file stats, so `git diff-files` would call
+    # every file changed; a served checkout's index matches its work tree
+    subprocess.run(["git", "-C", str(repo), "update-index", "-q", "--refresh"], check=False)
     replicas = 2 if case == "postgres" else 1
     if case == "postgres":
         log(f"postgres: syncing the index and copying vectors into {url.split('?')[0]}")

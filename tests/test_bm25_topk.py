@@ -25,6 +25,7 @@ from indexes.retrieval.maxscore import (
     split_under,
 )
 from indexes.retrieval.query import match_expression
+from indexes.sqlite.bm25 import MAXSCORE_FROM
 from indexes.sqlite.engine import SearchIndex
 
 VOCABULARY = [f"w{i:03d}" for i in range(300)]
@@ -58,6 +59,7 @@ def _index() -> SearchIndex:
     """One index for the module, built once (hypothesis runs many examples)."""
     if not _INDEX:
         index = SearchIndex(Path(_FOLDER) / "topk.sqlite")
+        index.maxscore_from = 0  # prune at any size: the paths are what is tested
         with index.transaction():
             index.upsert(_corpus())
         _INDEX.append(index)
@@ -128,3 +130,22 @@ def test_a_split_moves_the_most_frequent_phrases_while_allowed() -> None:
     # one phrase always stays rare
     assert first_split({'"a"': 900, '"b"': 800}, 1000).rare == ('"b"',)
     assert first_split({'"a"': 900}, 1000) is None
+
+
+def test_a_small_index_runs_the_whole_query_once(tmp_path: Path) -> None:
+    """Below :data:`MAXSCORE_FROM` documents one statement ranks the whole OR query (no
+    df counts, no split): faster at the handbook's and SciFact's sizes."""
+    index = SearchIndex(tmp_path / "small.sqlite")
+    with index.transaction():
+        index.upsert(_corpus(size=300))
+    statements: list[str] = []
+    index.conn.set_trace_callback(statements.append)
+    try:
+        hits = _pruned(index, "w000 w001 w150", 10, Filters())
+    finally:
+        index.conn.set_trace_callback(None)
+    assert hits == _whole_query(index, "w000 w001 w150", 10, Filters())
+    assert index.maxscore_from == MAXSCORE_FROM > 300
+    ranked = [s for s in statements if "bm25(" in s]
+    assert len(ranked) == 1 and " NOT " not in ranked[0], statements
+    assert not [s for s in statements if "count(*) FROM docs_fts WHERE" in s], statements

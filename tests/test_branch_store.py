@@ -140,3 +140,53 @@ def test_read_many_reads_blobs_in_one_batch(wiki: Wiki) -> None:
     found = store.read_many([*shas, missing])
     assert [found[sha] for sha in shas] == blobs and missing not in found
     assert store.read_many([]) == {}
+
+
+def test_a_threads_repository_is_reused_and_reopened_when_replaced(wiki: Wiki, repo: Path,
+                                                                   tmp_path: Path) -> None:
+    """``ThreadRepos`` (a server's per-thread ``git.Repo``): the same object on the same
+    thread, another on another thread, a new one once the repository was replaced at the
+    same path, and ``NotARepositoryError`` once it is gone; every Wiki over it sees the
+    branch move."""
+    import shutil
+
+    from wiki.errors import NotARepositoryError
+    from wiki.store.gitrepo import ThreadRepos
+
+    repos = ThreadRepos()
+    first, common = repos.get(repo)
+    assert repos.get(repo)[0] is first and common == (repo / ".git").resolve()
+    elsewhere: list = []
+    thread = threading.Thread(target=lambda: elsewhere.append(repos.get(repo)[0]))
+    thread.start()
+    thread.join()
+    assert elsewhere[0] is not first
+    head = Wiki(repo, repos=repos).require_head()
+    moved = write_commit(Snapshot(wiki.store, head), {"notes.md": b"# moved\n"}, "move",
+                         author=ALICE)
+    wiki.store.update_ref(wiki.ref, moved, head, "move")
+    assert Wiki(repo, repos=repos).require_head() == moved
+    assert "notes.md" in Wiki(repo, repos=repos).snapshot().files
+
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)
+    shutil.rmtree(repo)
+    shutil.copytree(copy, repo, symlinks=True)  # replaced: another git dir, same path
+    again, _ = repos.get(repo)
+    assert again is not first and Wiki(repo, repos=repos).require_head() == moved
+    shutil.rmtree(repo)
+    with pytest.raises(NotARepositoryError):
+        repos.get(repo)
+
+
+def test_a_commits_file_list_is_kept_and_never_shared_for_writing(wiki: Wiki) -> None:
+    """``BranchStore.files`` keeps a commit's list (its tree never changes) and hands out
+    a copy: a caller changing it changes no later answer."""
+    from wiki.store.branch import _TREE_FILES
+
+    head = wiki.require_head()
+    files = wiki.store.files(head)
+    assert _TREE_FILES.get(head) == files
+    files["spurious.md"] = files["wiki.toml"]
+    assert "spurious.md" not in wiki.store.files(head)
+    assert "spurious.md" not in BranchStore(wiki.repo).files(head)

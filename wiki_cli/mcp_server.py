@@ -147,15 +147,18 @@ class WikiTools:
         says is acting); ``lock``: shared with other tools objects of the same repository
         (``wiki serve`` has one per token with its own author)."""
         from wiki.answering.embed_settings import resolve_spec
+        from wiki.store.gitrepo import ThreadRepos
 
         self.repo, self.branch, self.author = repo, branch, author
         self.spec = spec or resolve_spec()  # the embedder settings, read once
         self.lock = lock or RepoLock()
+        self.repos = ThreadRepos()  # each worker thread's git.Repo, opened once
 
     def wiki(self):
-        """A fresh :class:`Wiki` per call (cheap; sees branch moves made by others)."""
+        """A fresh :class:`Wiki` per call (sees branch moves made by others) over the
+        calling thread's repository, opened once (:class:`wiki.store.gitrepo.ThreadRepos`)."""
         from wiki.store.workspace import Wiki
-        return Wiki(self.repo, self.branch)
+        return Wiki(self.repo, self.branch, repos=self.repos)
 
     def warm_up(self) -> None:
         """Load the embedding model now, so the first search does not wait for it."""

@@ -29,7 +29,7 @@ from indexes.retrieval.names import replace_names, search_names
 from indexes.retrieval.query import match_phrases, normalize, phrase
 from indexes.retrieval.text import no_space_runs
 from indexes.sqlite import checkmark
-from indexes.sqlite.bm25 import search_bm25
+from indexes.sqlite.bm25 import MAXSCORE_FROM, search_bm25
 from indexes.sqlite.fts_triggers import fts_text
 from indexes.sqlite.marks import mark_sources, marks
 from indexes.sqlite.memo import StateMemo
@@ -84,6 +84,9 @@ class SearchIndex:
                  chunk_words: int = CHUNK_WORDS, busy_timeout_ms: int = BUSY_TIMEOUT_MS):
         self.path = Path(path)
         self.weights = weights
+        self.maxscore_from = MAXSCORE_FROM
+        """Documents from which the BM25 leg prunes by MaxScore
+        (:data:`indexes.sqlite.bm25.MAXSCORE_FROM`; a test sets its own)."""
         self.chunk_words = chunk_words
         self.busy_timeout_ms = busy_timeout_ms
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -277,7 +280,8 @@ class SearchIndex:
         where, params = filters.sql()
         return search_bm25(self.conn, match_phrases(query), where, params,
                            weights=self.weights, limit=limit, narrow=filters.narrow,
-                           frequency=self._document_frequency)
+                           frequency=self._document_frequency,
+                           maxscore_from=self.maxscore_from)
 
     def _document_frequency(self, match: str) -> int:
         """How many documents the FTS5 expression ``match`` matches (a phrase's df), kept

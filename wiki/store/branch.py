@@ -9,9 +9,12 @@ race gets :class:`RefMovedError` and nothing is overwritten.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from io import BytesIO
@@ -38,6 +41,42 @@ class TreeFile:
 
     sha: str
     mode: int = FILE_MODE
+
+
+class KeptTreeFiles:
+    """The file lists of the last :attr:`SIZE` commits read, by full commit id, shared by
+    every :class:`BranchStore` of the process (ids are content hashes, so one id names one
+    tree in any repository). Thread-safe; a value is never changed once kept."""
+
+    SIZE = 8
+    """Commits kept: the wiki head, a proposal's base and tip, a few landed meanwhile (a
+    100,000-entry tree's list is ~15 MB)."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[str, dict[str, TreeFile]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, commit: str) -> dict[str, TreeFile] | None:
+        """The kept list of ``commit`` (do not change it), or ``None``."""
+        with self._lock:
+            files = self._kept.get(commit)
+            if files is not None:
+                self._kept.move_to_end(commit)
+            return files
+
+    def put(self, commit: str, files: dict[str, TreeFile]) -> None:
+        """Keep ``files`` for ``commit`` when it is a full id (a ref name can move)."""
+        if not _FULL_ID.fullmatch(commit):
+            return
+        with self._lock:
+            self._kept[commit] = files
+            self._kept.move_to_end(commit)
+            while len(self._kept) > self.SIZE:
+                self._kept.popitem(last=False)
+
+
+_FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_TREE_FILES = KeptTreeFiles()
 
 
 class BranchStore:
@@ -123,17 +162,25 @@ class BranchStore:
 
     # -- reading -----------------------------------------------------------------------
     def files(self, commit: str | None) -> dict[str, TreeFile]:
-        """Every file of ``commit``'s tree as ``path -> TreeFile`` (empty for ``None``).
+        """Every file of ``commit``'s tree as ``path -> TreeFile`` (empty for ``None``), a
+        new dict the caller may change. Kept per commit id in this process
+        (:class:`KeptTreeFiles`): a commit's tree never changes, and walking it costs one
+        ``cat-file`` round trip per folder (a third of a ``wiki serve`` ask on the handbook).
         A tree GitPython refuses to read (a ``.git`` name, which only a branch made by hand
         can hold) is listed by ``git ls-tree`` instead, so the review check can flag it."""
         if commit is None:
             return {}
+        kept = _TREE_FILES.get(commit)
+        if kept is not None:
+            return dict(kept)
         tree = self.repo.commit(commit).tree
         try:
-            return {item.path: TreeFile(item.hexsha, item.mode)
-                    for item in tree.traverse() if item.type == "blob"}
+            files = {item.path: TreeFile(item.hexsha, item.mode)
+                     for item in tree.traverse() if item.type == "blob"}
         except ValueError:
-            return self._listed_files(commit)
+            files = self._listed_files(commit)
+        _TREE_FILES.put(commit, files)
+        return dict(files)
 
     def _listed_files(self, commit: str) -> dict[str, TreeFile]:
         """:meth:`files` through ``git ls-tree -r -z`` (names that are not UTF-8 keep their

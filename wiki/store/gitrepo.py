@@ -50,6 +50,49 @@ def open_repository(path: Path | str) -> git.Repo:
         ) from exc
 
 
+class ThreadRepos:
+    """GitPython repositories opened once per thread and kept for that thread's later calls
+    (a long-lived process: ``wiki serve``, the MCP server). A fresh ``git.Repo`` per call
+    cost a third of a served search or ask: its ``git cat-file`` helper processes are
+    started again on first use. A kept repository is reused while its git dir is still the
+    same directory (device and inode); one deleted or replaced is opened again, which
+    raises :class:`NotARepositoryError` when it is gone. A repository is never shared
+    between threads (GitPython's helper processes are not thread-safe)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._local = threading.local()
+
+    def get(self, path: Path | str) -> tuple[git.Repo, Path]:
+        """This thread's repository containing ``path`` and its common git dir (symbolic
+        links resolved, as :func:`common_dir`). Raises :class:`NotARepositoryError`."""
+        kept: dict[str, tuple[git.Repo, Path, tuple[int, int]]] = self._local.__dict__.setdefault(
+            "kept", {})
+        key = str(Path(path).absolute())
+        found = kept.get(key)
+        if found is not None:
+            repo, common, stamp = found
+            try:
+                same = _stamp(repo.git_dir) == stamp
+            except OSError:
+                same = False
+            if same:
+                return repo, common
+            del kept[key]
+            repo.close()
+        repo = open_repository(key)
+        common = common_dir(repo)
+        kept[key] = (repo, common, _stamp(repo.git_dir))
+        return repo, common
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    """Device and inode of ``path``; raises ``OSError`` when it is gone."""
+    info = os.stat(path)
+    return info.st_dev, info.st_ino
+
+
 def common_dir(repo: git.Repo) -> Path:
     """The git dir shared by all worktrees (``git rev-parse --git-common-dir``)."""
     return Path(repo.common_dir).resolve()

@@ -14,7 +14,13 @@ from wiki.config_template import TEMPLATE
 from wiki.errors import AlreadyInitializedError, ConfigError, NotInitializedError
 from wiki.store import gitcli
 from wiki.store.gitcli import GitUnclear, Location
-from wiki.store.gitrepo import clean_environment, common_dir, current_identity, open_repository
+from wiki.store.gitrepo import (
+    ThreadRepos,
+    clean_environment,
+    common_dir,
+    current_identity,
+    open_repository,
+)
 
 if TYPE_CHECKING:
     import git
@@ -23,6 +29,9 @@ if TYPE_CHECKING:
     from wiki.store.snapshot import Snapshot
 
 DEFAULT_BRANCH = "wiki"
+_WIKI_COMMITS: set[str] = set()
+"""Commits seen to hold ``wiki.toml`` in this process (a commit's tree never changes, so a
+server checks each head once, not once per call); cleared at 4,096."""
 _SIMPLE_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
@@ -51,17 +60,22 @@ class Wiki:
     GitPython's :attr:`repo` is opened on first use (reading entries, writing); it is
     opened at once when GitPython is loaded already or git does not answer plainly. Raises
     :class:`NotARepositoryError` when ``path`` is in no repository, ``ConfigError`` for an
-    invalid branch name.
+    invalid branch name. ``repos`` (a long-lived process's :class:`ThreadRepos`): the
+    calling thread's repository, opened once and reused.
     """
 
-    def __init__(self, path: Path | str = ".", branch: str | None = None):
+    def __init__(self, path: Path | str = ".", branch: str | None = None, *,
+                 repos: ThreadRepos | None = None):
         clean_environment()
         self._path = Path(path).absolute()  # a later `cd` must not change the repository
         self._repo: git.Repo | None = None
         self._store: BranchStore | None = None
         self._wiki_settings: dict[str, str] | None = None
         found = None
-        if "git" not in sys.modules:  # loaded already (a server): it answers, no process
+        if repos is not None:  # a long-lived process: this thread's repository, reused
+            self._repo, common = repos.get(self._path)
+            found = Location(Path(self._repo.git_dir), common)
+        elif "git" not in sys.modules:  # loaded already (a server): it answers, no process
             with contextlib.suppress(GitUnclear):
                 found = gitcli.locate(self._path)
         if found is None:  # NotARepositoryError as before
@@ -147,11 +161,14 @@ class Wiki:
         if head is None:
             raise NotInitializedError(
                 f"no wiki branch '{self.branch}' in {self.repo.common_dir}: run `wiki init`")
-        if head not in self._checked_heads:
+        if head not in self._checked_heads and head not in _WIKI_COMMITS:
             if not self._has_config(head):
                 raise NotInitializedError(
                     f"branch '{self.branch}' is not a wiki (it has no {CONFIG_PATH}); pick "
                     "another --branch, or `wiki --branch NAME init` a new one")
+            if len(_WIKI_COMMITS) >= 4096:
+                _WIKI_COMMITS.clear()
+            _WIKI_COMMITS.add(head)
             self._checked_heads.add(head)
         return head
 
