@@ -56,9 +56,10 @@ def free_port() -> int:
 
 
 def start_server(repo: Path, tmp: Path, index_url: str | None,
-                 name: str = "server") -> tuple[subprocess.Popen, str]:
-    """``wiki serve`` over ``repo`` as a child process; returns it and its base URL once
-    ``/health`` answers (its config and log are ``tmp/<name>.toml`` and ``.log``)."""
+                 name: str = "server", workers: int = 1) -> tuple[subprocess.Popen, str]:
+    """``wiki serve`` over ``repo`` as a child process of ``workers`` worker processes;
+    returns it and its base URL once ``/health`` answers (its config and log are
+    ``tmp/<name>.toml`` and ``.log``)."""
     import httpx
 
     from wiki.serve.config import token_hash
@@ -66,6 +67,7 @@ def start_server(repo: Path, tmp: Path, index_url: str | None,
     port = free_port()
     config = tmp / f"{name}.toml"
     config.write_text(f'[server]\nport = {port}\nfetch_interval = 0\nrequest_timeout = 300\n'
+                      f'workers = {workers}\n'
                       f'[repos.handbook]\npath = "{repo}"\n'
                       f'[[tokens]]\nname = "bench"\nhash = "{token_hash(TOKEN)}"\n'
                       f'repos = ["*"]\n', encoding="utf-8")
@@ -86,7 +88,10 @@ def start_server(repo: Path, tmp: Path, index_url: str | None,
             pass
         time.sleep(0.1)
     # the status call waits for the warm-up (model loaded, index synced) to finish
-    httpx.get(f"{base}/v1/repos/handbook/status", headers=_auth(), timeout=600)
+    # one call per fresh connection; the kernel spreads connections over the workers, so
+    # 8 calls per worker reach each (and wait for its warm-up) all but surely
+    for _ in range(8 * workers):
+        httpx.get(f"{base}/v1/repos/handbook/status", headers=_auth(), timeout=600)
     return child, base
 
 
@@ -147,13 +152,20 @@ async def load(bases: list[str], calls: list[tuple[str, dict]], clients: int) ->
 
 
 def peak_rss_kib(pid: int) -> int | None:
+    """Peak resident KiB of process ``pid`` and its worker processes together."""
+    total = None
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
-        return None
-    return None
+        children = []
+    for each in [pid, *map(int, children)]:
+        try:
+            for line in Path(f"/proc/{each}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total = (total or 0) + int(line.split()[1])
+        except OSError:
+            continue
+    return total
 
 
 def prepare_postgres(repo: Path, url: str) -> int:
@@ -195,7 +207,9 @@ def run_case(case: str, source: Path, tmp: Path, url: str | None, questions: lis
     if case == "postgres":
         log(f"postgres: syncing the index and copying vectors into {url.split('?')[0]}")
         log(f"postgres: {prepare_postgres(repo, url)} vectors copied")
-    servers = [start_server(repo, tmp / case, url, f"server-{n}") for n in range(replicas)]
+    workers = args.workers if case == "sqlite" else 1
+    servers = [start_server(repo, tmp / case, url, f"server-{n}", workers)
+               for n in range(replicas)]
     try:
         bases = [base for _, base in servers]
         log(f"{case}: {replicas} server(s) up at {', '.join(bases)}; 1 client, "
@@ -209,7 +223,8 @@ def run_case(case: str, source: Path, tmp: Path, url: str | None, questions: lis
             child.terminate()
         for child, _ in servers:
             child.wait(60)
-    label = "SQLite, 1 server" if case == "sqlite" else f"PostgreSQL, {replicas} replicas"
+    label = (f"SQLite, 1 server, {workers} worker{'s' if workers > 1 else ''}"
+             if case == "sqlite" else f"PostgreSQL, {replicas} replicas")
     for row in (single, many):
         row["case"] = label
     many["ratio"] = many["throughput_rps"] / single["throughput_rps"]
@@ -225,6 +240,9 @@ def main() -> None:
                         help="the PostgreSQL of the postgres case (default: a temporary one)")
     parser.add_argument("--cases", default="sqlite,postgres")
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)),
+                        help="worker processes of the SQLite case's server (default: "
+                             "the CPUs this process may use)")
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--single", type=int, default=60, help="calls of the 1-client phase")
     parser.add_argument("--out", type=Path, default=Path("evals/results"))
@@ -259,7 +277,8 @@ def main() -> None:
              "embedding model": os.environ.get("WIKI_EMBED_MODEL", "default"),
              "machine": f"{os.cpu_count()} CPUs, shared with the load generator; load "
                         f"average {', '.join(loads)}",
-             "server peak RSS": f"{peak / 1024:.0f} MiB (largest server)" if peak else "n/a",
+             "server peak RSS": f"{peak / 1024:.0f} MiB (largest server, its workers "
+                                f"together)" if peak else "n/a",
              "calls": "REST search (limit 10) and ask, alternating, over the handbook dev "
                       "questions"}
     table = md_table(
@@ -270,8 +289,9 @@ def main() -> None:
           r.get("ask_p95_ms")] for r in rows])
     markdown = "\n\n".join([
         header("wiki serve: concurrent clients", facts), table,
-        "Read calls of one repository run side by side (up to 4 at once per server, more "
-        "wait for a slot without a thread); proposals run alone. 'x one client' is the "
+        "Read calls of one repository run side by side (up to 4 at once per worker "
+        "process, more wait for a slot without a thread); proposals run alone. The SQLite "
+        "server runs `workers` processes on its port (docs/serve.md). 'x one client' is the "
         "throughput of the many-client phase over the one-client phase of the same case, "
         "in this run. The PostgreSQL case is two server processes over one clone and one "
         "index, clients split between them as a load balancer would; see docs/serve.md."])

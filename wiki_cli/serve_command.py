@@ -30,6 +30,9 @@ def serve(
         help="Address to listen on (default: the file's, else 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(
         help="Port to listen on (default: the file's, else 8765).")] = None,
+    workers: Annotated[int | None, typer.Option(
+        min=1, max=64, help="Server processes on the port, e.g. one per core (default: "
+                            "the file's, else 1).")] = None,
 ) -> None:
     """Serve the configured repositories: the MCP tools over streamable HTTP at
     /v1/repos/NAME/mcp and the same JSON as --json under /v1/repos/NAME/... Tokens can
@@ -47,7 +50,8 @@ def serve(
                          "docs/serve.md has an example")
     settings = load_config(config)
     settings = replace(settings, host=host or settings.host,
-                       port=settings.port if port is None else port)
+                       port=settings.port if port is None else port,
+                       workers=workers or settings.workers)
     check_repositories(settings)
     if not settings.tokens:
         report(f"warning: {config} has no [[tokens]]: every request will be refused (401); "
@@ -56,8 +60,9 @@ def serve(
         report(f"warning: listening on {settings.host}, beyond this machine: put TLS in "
                "front (a reverse proxy) so tokens do not cross the network in clear")
     count = len(settings.repos)
+    processes = f", {settings.workers} worker processes" if settings.workers > 1 else ""
     report(f"wiki serve: {count} {'repository' if count == 1 else 'repositories'} on "
-           f"http://{settings.host}:{settings.port} (Ctrl-C stops)")
+           f"http://{settings.host}:{settings.port}{processes} (Ctrl-C stops)")
     run(settings)
 
 

@@ -213,9 +213,10 @@ async def in_turn(turn, work):
         raise
 
 
-def listening_socket(host: str, port: int):
+def listening_socket(host: str, port: int, *, shared: bool = False):
     """A TCP socket bound to ``host``:``port`` (IPv4 or IPv6, as the address is; its proto
-    ``IPPROTO_TCP`` so that every accepted connection gets ``TCP_NODELAY``). Raises
+    ``IPPROTO_TCP`` so that every accepted connection gets ``TCP_NODELAY``); ``shared``:
+    with ``SO_REUSEPORT``, for a server's worker processes to bind it each. Raises
     :class:`ConfigError` naming the address when it cannot be had (in use, not this
     machine's, a port below 1024 without the right), before any model is loaded."""
     import socket
@@ -232,6 +233,8 @@ def listening_socket(host: str, port: int):
         raise ConfigError(f"cannot listen on {host}:{port}: {exc}") from None
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if shared:  # the server's workers each bind the port (wiki_cli.serve_workers)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
     except OSError as exc:
         sock.close()

@@ -38,7 +38,7 @@ from starlette.routing import Route
 from indexes.errors import IndexUnavailableError
 from wiki.errors import RefMovedError, UsageError
 from wiki.serve.config import RepoSpec, ServeConfig, TokenSpec
-from wiki_cli import __version__
+from wiki_cli import __version__, serve_workers
 from wiki_cli.errors import (
     CONFLICT,
     FINDINGS,
@@ -52,7 +52,7 @@ from wiki_cli.errors import (
 )
 from wiki_cli.inert import mask_secrets
 from wiki_cli.mcp_server import WikiTools, build_server, review_refusal
-from wiki_cli.serve_guard import Guard, Turns, in_turn, listening_socket, problem
+from wiki_cli.serve_guard import Guard, Turns, in_turn, problem
 from wiki_cli.serve_log import AccessLog
 from wiki_cli.tool_calls import WRITES, ToolFailure, run_tool
 
@@ -85,13 +85,13 @@ class Served:
         return self.writers.get(token.name, self.tools) if token.may_propose else self.tools
 
 
-def build_app(config: ServeConfig, spec=None, *, warm: bool = True):
+def build_app(config: ServeConfig, spec=None, *, warm: bool = True, write=report):
     """The ASGI app serving ``config``'s repositories (``spec``: the embedder settings of
     every call, default the environment's). With ``warm``, the embedding model is loaded
     and each index synced in the background at start. Returns the app (the request log
     around the guard in front of a Starlette app whose lifespan runs the MCP session
-    managers and the fetch loop); each request's line goes to ``report`` (stderr, none with
-    ``--quiet``)."""
+    managers and the fetch loop); each request's line goes to ``write`` (default
+    ``report``: stderr, none with ``--quiet``)."""
     served = {name: _served(repo, config, spec) for name, repo in config.repos.items()}
     rest = partial(_rest, served, config.limits.request_timeout)
     routes = [
@@ -122,7 +122,7 @@ def build_app(config: ServeConfig, spec=None, *, warm: bool = True):
 
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={404: _not_found, 405: _not_allowed})
-    return AccessLog(Guard(_Dispatch(app, served), config), report)
+    return AccessLog(Guard(_Dispatch(app, served), config), write)
 
 
 def _served(repo: RepoSpec, config: ServeConfig, spec) -> Served:
@@ -379,22 +379,30 @@ def check_repositories(config: ServeConfig) -> None:
 
 def run(config: ServeConfig) -> None:
     """Serve ``config`` until interrupted (Ctrl-C or SIGTERM: uvicorn stops taking
-    requests and lets the running ones finish). The embedding model is loaded in this
-    process, as ``wiki mcp`` does. Requests are logged by :class:`AccessLog`, not by
-    uvicorn (its access log goes to stdout and keeps the query string)."""
+    requests and lets the running ones finish), in ``config.workers`` processes
+    (:mod:`wiki_cli.serve_workers`; each request line then ends with its worker's number).
+    The embedding model is loaded in each process, as ``wiki mcp`` does. Requests are
+    logged by :class:`AccessLog`, not by uvicorn (its access log goes to stdout and keeps
+    the query string)."""
     from dataclasses import replace
 
     import uvicorn
 
     from wiki.answering.embed_settings import resolve_spec
 
-    sock = listening_socket(config.host, config.port)
+    workers = serve_workers.start(config.host, config.port, config.workers)
+    if not workers.parent:  # the first process alone fetches remotes
+        config = replace(config, fetch_interval=0)
     spec = replace(resolve_spec(notify=lambda line: log.info("%s", line)), server="off")
     level = "warning" if talk.level < 0 else "info"  # --quiet: uvicorn's warnings only
-    settings = uvicorn.Config(build_app(config, spec), host=config.host, port=config.port,
-                              log_level=level, access_log=False, timeout_keep_alive=5,
-                              h11_max_incomplete_event_size=16384, server_header=False)
+    write = report if config.workers == 1 else (
+        lambda line, n=workers.number: report(f"{line} worker {n}"))
+    settings = uvicorn.Config(build_app(config, spec, write=write), host=config.host,
+                              port=config.port, log_level=level, access_log=False,
+                              timeout_keep_alive=5, h11_max_incomplete_event_size=16384,
+                              server_header=False)
     try:
-        uvicorn.Server(settings).run(sockets=[sock])
+        with workers.supervising():
+            uvicorn.Server(settings).run(sockets=[workers.sock])
     finally:
-        sock.close()
+        workers.sock.close()

@@ -78,15 +78,22 @@ class Limits:
     request_timeout: float = 60.0
 
 
+MAX_WORKERS = 64
+"""Most ``[server] workers``: each loads its own model (~300 MB resident)."""
+
+
 @dataclass(frozen=True)
 class ServeConfig:
     """The whole file: where to listen, how often to fetch (seconds; 0: never), limits,
-    repositories by name and tokens."""
+    worker processes, repositories by name and tokens."""
 
     host: str = "127.0.0.1"
     port: int = 8765
     fetch_interval: float = 300.0
     limits: Limits = field(default_factory=Limits)
+    workers: int = 1
+    """Server processes sharing the port (each with its own model and index handles; the
+    kernel spreads connections over them); at most :data:`MAX_WORKERS`."""
     repos: dict[str, RepoSpec] = field(default_factory=dict)
     tokens: tuple[TokenSpec, ...] = ()
 
@@ -141,7 +148,7 @@ def load_config(path: Path) -> ServeConfig:
     _known(data, {"server", "repos", "tokens"}, str(path))
     server = _table(data, "server", path)
     _known(server, {"host", "port", "fetch_interval", "max_body_bytes", "body_timeout",
-                    "request_timeout"}, f"{path}: [server]")
+                    "request_timeout", "workers"}, f"{path}: [server]")
     limits = Limits(
         max_body_bytes=_number(server, "max_body_bytes", Limits.max_body_bytes, path, int),
         body_timeout=_number(server, "body_timeout", Limits.body_timeout, path),
@@ -158,7 +165,10 @@ def load_config(path: Path) -> ServeConfig:
     port = _number(server, "port", 8765, path, int)
     if not 0 <= port <= 65535:
         raise ConfigError(f"{path}: [server] port {port} is not a TCP port")
-    return ServeConfig(host=host, port=port,
+    workers = _number(server, "workers", 1, path, int, minimum=1)
+    if workers > MAX_WORKERS:
+        raise ConfigError(f"{path}: [server] workers = {workers} is more than {MAX_WORKERS}")
+    return ServeConfig(host=host, port=port, workers=workers,
                        fetch_interval=_number(server, "fetch_interval", 300.0, path,
                                               minimum=0),
                        limits=limits, repos=repos,
