@@ -99,12 +99,14 @@ def inline_plain(line: str) -> str:
     return re.sub(r"\s+", " ", line).strip()
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=1024)
 def _parsed(markdown: str) -> tuple[mb.Block, ...]:
     """The leaf blocks of ``markdown`` (templates and comments masked), kept for the last
-    32 documents: indexing an entry reads its blocks twice (:func:`plain_text` for the
-    body column, :func:`sentences` for its answer sentences), and the parse was half of a
-    sync's time (810 handbook entries: 2.3 of 4.7 s, cProfile)."""
+    1,024 documents (a few MB): indexing an entry reads its blocks twice
+    (:func:`plain_text` for the body column, :func:`sentences` for its answer sentences),
+    and the parse was half of a sync's time (810 handbook entries: 2.3 of 4.7 s,
+    cProfile); a server's asks read the same entries' sentences again and again (with 32
+    kept, parsing was 7 % of a served ask's samples on the handbook)."""
     return tuple(mb.parse(_masked(markdown)))
 
 
