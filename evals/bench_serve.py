@@ -16,7 +16,11 @@ build of :mod:`evals.datasets`), so the bench never writes into the original:
   index is synced and given the SQLite copy's vectors before the servers start.
 
 Each client is its own HTTP connection pool (httpx) with a read token; requests alternate
-REST ``search`` and ``ask`` over the handbook dev questions. Phases: one client (the
+REST ``search`` and ``ask`` over the handbook dev questions. Both cases serve a complete
+index, as after ``wiki index``: every chunk vector (from the shared store of
+:mod:`evals.embedcache`, embedded once), and each question is asked once per server before
+the clock starts, so the answer-sentence vectors an ask embeds on first reading an entry
+are kept (the steady state of a served wiki, not its first minutes). Phases: one client (the
 service time of one call), then ``--clients`` at once. An error is any status other than
 200 or a failed connection. The ratio that matters is within one run: the throughput of
 ``--clients`` clients over that of one (the machine is shared; its load is reported).
@@ -168,6 +172,15 @@ def peak_rss_kib(pid: int) -> int | None:
     return total
 
 
+def _seed(repo: Path) -> int:
+    """Embed the chunks of ``repo``'s SQLite index (:func:`evals.embedcache.seed_wiki`);
+    how many needed the model."""
+    from evals import embedcache
+    from wiki.store.workspace import Wiki
+
+    return embedcache.seed_wiki(Wiki(repo), log=log)
+
+
 def prepare_postgres(repo: Path, url: str) -> int:
     """Sync ``repo``'s wiki into its space at ``url`` and give it the vectors its SQLite
     index holds (what is missing is embedded), so the servers start on a full index.
@@ -204,6 +217,9 @@ def run_case(case: str, source: Path, tmp: Path, url: str | None, questions: lis
     # every file changed; a served checkout's index matches its work tree
     subprocess.run(["git", "-C", str(repo), "update-index", "-q", "--refresh"], check=False)
     replicas = 2 if case == "postgres" else 1
+    # every chunk vector, as after `wiki index` (vectors from the shared store of
+    # evals/.cache when it holds them): without, a search answers from the lexical legs
+    log(f"{case}: {_seed(repo)} chunk vectors embedded (the rest from the store)")
     if case == "postgres":
         log(f"postgres: syncing the index and copying vectors into {url.split('?')[0]}")
         log(f"postgres: {prepare_postgres(repo, url)} vectors copied")
@@ -212,6 +228,9 @@ def run_case(case: str, source: Path, tmp: Path, url: str | None, questions: lis
                for n in range(replicas)]
     try:
         bases = [base for _, base in servers]
+        log(f"{case}: warming up: each question asked once per server, not timed")
+        for base in bases:
+            asyncio.run(load([base], [("ask", {"question": q}) for q in questions], 1))
         log(f"{case}: {replicas} server(s) up at {', '.join(bases)}; 1 client, "
             f"{args.single} calls")
         single = asyncio.run(load(bases, requests_for(questions, args.single), 1))

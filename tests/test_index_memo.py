@@ -111,3 +111,48 @@ def test_a_limit_of_zero_ranks_nothing(tmp_path: Path) -> None:
     with SearchIndex(tmp_path / "index.sqlite") as index:
         index.upsert([doc("a", "alpha beta"), doc("b", "beta gamma")])
         assert index.search_bm25("alpha beta gamma", limit=0) == []
+
+
+def test_the_matrix_is_shared_by_later_opens_of_the_file_until_it_changes(
+        tmp_path: Path) -> None:
+    """A server opens the index anew for each call: the matrix read by one open is the
+    next open's (same object), until a write (by any connection) renews the stamp; a file
+    replaced at the same path never gets the old file's matrix."""
+    import shutil
+
+    path = tmp_path / "index.sqlite"
+    _indexed_with_vectors(path).close()
+    with SearchIndex(path) as first:
+        kept = first.vectors.matrix("m", 8)
+    with SearchIndex(path) as second:
+        assert second.vectors.current("m") is kept
+        assert second.vectors.matrix("m", 8) is kept
+        second.upsert([doc("late", "late words")])
+        late = np.ones((1, 8), dtype=np.float32) / np.sqrt(8)
+        second.vectors.save("m", [h for h, _ in second.vectors.pending("m")], late)
+    with SearchIndex(path) as third:
+        assert third.vectors.current("m") is None
+        renewed = third.vectors.matrix("m", 8)
+        assert renewed is not kept and "late" in renewed.keys
+    copy = tmp_path / "copy.sqlite"
+    shutil.copyfile(path, copy)
+    path.unlink()
+    copy.rename(path)  # another file at the same path, same stamp
+    with SearchIndex(path) as replaced:
+        assert replaced.vectors.current("m") is None
+        assert replaced.vectors.matrix("m", 8) is not renewed
+
+
+def test_a_matrix_read_inside_a_rolled_back_write_is_never_shared(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    _indexed_with_vectors(path).close()
+    with SearchIndex(path) as index, index.transaction():
+        index.upsert([doc("never", "rolled back")])
+        index.vectors.save("m", [h for h, _ in index.vectors.pending("m")],
+                           np.ones((1, 8), dtype=np.float32) / np.sqrt(8))
+        inside = index.vectors.matrix("m", 8)
+        assert "never" in inside.keys
+        index.conn.execute("ROLLBACK")
+        index.conn.execute("BEGIN")
+    with SearchIndex(path) as other:
+        assert "never" not in other.vectors.matrix("m", 8).keys

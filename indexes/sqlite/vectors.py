@@ -160,6 +160,40 @@ class RowFilter:
         return found if self.keep else ~found
 
 
+class SharedMatrices:
+    """The last matrix read of each database file and model, shared by every
+    :class:`VectorStore` of the process: a server opens the index anew for each call, and
+    reading the matrix again was its largest cost (2.5 MB of vectors per call on the
+    handbook). A matrix is used only while the file (device, inode) and its :meth:`stamp`
+    (a nonce renewed by every change) are the ones it was read under; a file without a
+    nonce shares nothing, and nothing read inside a transaction is kept. At most
+    :attr:`FILES` files (each matrix is ``chunks x dim x 4`` bytes: 232 MB at 151,449
+    chunks). Thread-safe; a kept matrix is only read."""
+
+    FILES = 8
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple, Matrix] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple, version: str) -> Matrix | None:
+        """The kept matrix of ``key`` when it is at ``version``, else ``None``."""
+        with self._lock:
+            found = self._kept.get(key)
+        return found if found is not None and found.version == version else None
+
+    def put(self, key: tuple, matrix: Matrix) -> None:
+        """Keep ``matrix`` for ``key`` (replacing that file's older one)."""
+        with self._lock:
+            self._kept.pop(key, None)
+            self._kept[key] = matrix
+            while len(self._kept) > self.FILES:
+                self._kept.pop(next(iter(self._kept)))
+
+
+SHARED_MATRICES = SharedMatrices()
+
+
 class VectorStore:
     """Chunks and embeddings stored in the search database's connection ``conn``."""
 
@@ -340,19 +374,43 @@ class VectorStore:
     def current(self, model: str) -> Matrix | None:
         """The matrix of ``model`` already read and still current (the vector store has
         not changed since), else ``None``; reads two ``meta`` rows, never the vectors."""
+        version = self._version(model)
         cached = self._matrix.get(model)
-        return cached if cached is not None and cached.version == self._version(model) \
-            else None
+        if cached is not None and cached.version == version:
+            return cached
+        shared = self._shared_key(model)
+        return SHARED_MATRICES.get(shared, version) if shared is not None else None
+
+    def _shared_key(self, model: str) -> tuple | None:
+        """The key of this file's matrix of ``model`` in :data:`SHARED_MATRICES`, or
+        ``None`` when it may not be shared (no nonce, an in-memory or vanished file)."""
+        import os
+
+        if self.stamp() is None:
+            return None
+        try:
+            path = next((row[2] for row in self.conn.execute("PRAGMA database_list")
+                         if row[1] == "main"), "")
+            info = os.stat(path) if path else None
+        except OSError:
+            return None
+        return None if info is None else (info.st_dev, info.st_ino, model)
 
     def matrix(self, model: str, dim: int) -> Matrix:
         """Every chunk vector of ``model``, grouped by document; cached until the
-        vector store changes. Raises ``ValueError`` if a stored vector has another dimension."""
+        vector store changes, in this store and for the process (:class:`SharedMatrices`).
+        Raises ``ValueError`` if a stored vector has another dimension."""
         import numpy as np
 
         version = self._version(model)
         cached = self._matrix.get(model)
         if cached is not None and cached.version == version:
             return cached
+        shared = self._shared_key(model)
+        kept = SHARED_MATRICES.get(shared, version) if shared is not None else None
+        if kept is not None:
+            self._matrix = {model: kept}
+            return kept
         rows = self.conn.execute(
             "SELECT c.key, e.dim, e.vector FROM chunks c JOIN embeddings e "
             "ON e.text_hash = c.text_hash AND e.model = ? ORDER BY c.key, c.chunk",
@@ -376,6 +434,8 @@ class VectorStore:
         matrix = Matrix(keys, np.array(starts + [len(blobs)], dtype=np.int64), vectors,
                         version, rowids)
         self._matrix = {model: matrix}
+        if shared is not None and not self.conn.in_transaction:
+            SHARED_MATRICES.put(shared, matrix)
         return matrix
 
     def search(self, query_vector, model: str, *, rows: RowFilter | None, limit: int,
