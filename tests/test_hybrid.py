@@ -260,3 +260,21 @@ def test_bm25_prefetch_falls_back_when_filters_drop_the_best_matches(tmp_path) -
         assert [h.key for h in found] == [f"b/{i}.md" for i in range(5)]
         everything = index.search_bm25("falcon", limit=10, filters=Filters())
         assert all(h.key.startswith("a/") for h in everything) and len(everything) == 10
+
+
+def test_a_query_encoded_once_is_not_encoded_again(wiki: Wiki, fake_model) -> None:
+    """The search-then-ask of one question (and a question asked again) encodes it once
+    per embedder; the kept vector is read-only and ranks exactly as a fresh one."""
+    from wiki.answering.embedding import QUERY_VECTORS
+
+    _seed(wiki, ENTRIES)
+    first = search_for(wiki, "computer onboarding laptops")
+    calls = fake_model.calls
+    again = search_for(wiki, "computer onboarding laptops")
+    assert fake_model.calls == calls
+    assert [(h.key, h.score) for h in again.hits] == [(h.key, h.score) for h in first.hits]
+    kept = QUERY_VECTORS.get(fake_model, "computer onboarding laptops")
+    assert kept is not None and not kept.flags.writeable
+    search_for(wiki, "voucher laptops")
+    assert fake_model.calls == calls + 1
+    assert QUERY_VECTORS.get(HashingEmbedder(), "computer onboarding laptops") is None

@@ -31,6 +31,48 @@ def get_embedder(name: str, spec: EmbedderSpec | None = None) -> embedders.Embed
     return embed_server.get_embedder(name, spec or current_spec())
 
 
+class KeptQueryVectors:
+    """The vectors of the last :attr:`SIZE` queries each embedder (the object: a model
+    loaded once per process) encoded, by query text: an agent searches and then asks the
+    same words, a team asks the same question again, and each encoding is ~5 ms of CPU
+    (MiniLM, ONNX). Thread-safe; a kept vector is read-only (``writeable`` off); an
+    embedder's vectors go with it."""
+
+    SIZE = 1024
+    """Queries kept per embedder (1.5 MB at 384 dimensions)."""
+
+    def __init__(self) -> None:
+        import threading
+        import weakref
+
+        self._kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def get(self, embedder, query: str):
+        """The kept ``(dim,)`` float32 vector of ``query`` by ``embedder``, or ``None``."""
+        with self._lock:
+            kept = self._kept.get(embedder)
+            found = kept.get(query) if kept is not None else None
+            if found is not None:
+                kept.move_to_end(query)
+            return found
+
+    def keep(self, embedder, query: str, vector):
+        """Keep ``vector`` (made read-only) and return it."""
+        from collections import OrderedDict
+
+        vector.flags.writeable = False
+        with self._lock:
+            kept = self._kept.setdefault(embedder, OrderedDict())
+            kept[query] = vector
+            while len(kept) > self.SIZE:
+                kept.popitem(last=False)
+        return vector
+
+
+QUERY_VECTORS = KeptQueryVectors()
+
+
 TOP_UP = 16
 """A read embeds at most this many pending chunk texts itself (the entries landed since the
 last build: tens of milliseconds); a larger backlog is a build, which ``wiki index`` (or

@@ -20,7 +20,14 @@ from indexes.sqlite.faults import OperationalError
 from indexes.sqlite.vectors import Progress
 from wiki.answering import memory_rescoring
 from wiki.answering.embed_settings import current_spec, validate
-from wiki.answering.embedding import TOP_UP, get_embedder, model_name, pending_note, top_up_vectors
+from wiki.answering.embedding import (
+    QUERY_VECTORS,
+    TOP_UP,
+    get_embedder,
+    model_name,
+    pending_note,
+    top_up_vectors,
+)
 from wiki.answering.filters import check_filters, filters_for
 from wiki.answering.leg_check import require_llm, require_vector
 from wiki.answering.routing import apply as apply_route
@@ -420,7 +427,14 @@ def _query_vector(index: IndexBackend, query: str, name: str | None,
         if pending:
             return _Encoded(skipped={"vector": pending_note(pending)}, pending=pending)
         # the server's QueryVector: that server also ranks the vectors (no numpy here)
-        encode = getattr(embedder, "encode_query", None) or (lambda q: embedder.encode([q])[0])
+        encode = getattr(embedder, "encode_query", None)
+        if encode is None:  # in process: a query encoded before is not encoded again
+            kept = QUERY_VECTORS.get(embedder, query)
+            if kept is not None:
+                return _Encoded(kept, embedder.name)
+
+            def encode(text: str):
+                return QUERY_VECTORS.keep(embedder, text, embedder.encode([text])[0])
         return _Encoded(encode_in_background(encode, query), embedder.name)
     except EmbedderUnavailableError as exc:
         return _Encoded(skipped={"vector": str(exc)})
