@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 import psycopg
-from pgvector.psycopg import register_vector
 
 from indexes.backend import CheckMark, redacted, resolved, scrubbed
 from indexes.documents import Document, Hit, scored_hits, with_leg
@@ -21,6 +20,7 @@ from indexes.errors import IndexSchemaError, IndexUnavailableError
 from indexes.pg import bm25 as pg_bm25
 from indexes.pg import ranking
 from indexes.pg.filters import pg_sql
+from indexes.pg.prepared import PREPARED
 from indexes.pg.rows import HIT_COLUMNS, PgDocRows
 from indexes.pg.schema import (
     BACKFILL,
@@ -82,8 +82,15 @@ class PgIndex:
         (:class:`indexes.pg.bm25.KeptFrequencies`)."""
         self.conn = conn or connect(url)
         self._depth = 0
-        self._ensure_schema()
-        register_vector(self.conn)  # numpy arrays in and out of vector columns
+        # the schema prepared and numpy arrays in and out of vector columns; both once per
+        # process and URL, one check statement on later opens
+        try:
+            PREPARED.prepare(self.conn, url, self._ensure_schema)
+        except psycopg.Error as exc:
+            self.conn.close()
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise IndexUnavailableError(f"{self.path}: cannot prepare the connection: "
+                                        f"{scrubbed(first, self.url)}") from None
         self.vectors = PgVectorStore(self.conn, space, self.get_meta, self.set_meta)
         self.docs = PgDocRows(self.conn, space)
 
