@@ -122,6 +122,18 @@ def open_backend(url: str, space: str, **options) -> IndexBackend:
     return PgIndex(url, space, **options)
 
 
+def keep_connections(size: int) -> None:
+    """For a long-running process (``wiki serve``): keep up to ``size`` idle connections
+    per index database URL between opens instead of connecting for every call
+    (PostgreSQL: :mod:`indexes.pg.connections`; the SQLite file needs none). Nothing
+    happens where psycopg is not installed."""
+    try:
+        from indexes.pg.connections import KEPT
+    except ImportError:
+        return
+    KEPT.keep(size)
+
+
 def redacted(url: str) -> str:
     """``url`` without its password (``postgresql://user:***@host/db``, and a
     ``password=`` query parameter as ``password=***``), for messages."""

@@ -35,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from indexes.backend import keep_connections
 from indexes.errors import IndexUnavailableError
 from wiki.errors import RefMovedError, UsageError
 from wiki.serve.config import RepoSpec, ServeConfig, TokenSpec
@@ -52,7 +53,7 @@ from wiki_cli.errors import (
 )
 from wiki_cli.inert import mask_secrets
 from wiki_cli.mcp_server import WikiTools, build_server, review_refusal
-from wiki_cli.serve_guard import Guard, Turns, in_turn, problem
+from wiki_cli.serve_guard import READERS, Guard, Turns, in_turn, problem
 from wiki_cli.serve_log import AccessLog
 from wiki_cli.tool_calls import WRITES, ToolFailure, run_tool
 
@@ -394,6 +395,8 @@ def run(config: ServeConfig) -> None:
     if not workers.parent:  # the first process alone fetches remotes
         config = replace(config, fetch_interval=0)
     spec = replace(resolve_spec(notify=lambda line: log.info("%s", line)), server="off")
+    # a PostgreSQL index's connections stay open between calls: as many as can run at once
+    keep_connections((READERS + 1) * max(1, len(config.repos)))
     level = "warning" if talk.level < 0 else "info"  # --quiet: uvicorn's warnings only
     write = report if config.workers == 1 else (
         lambda line, n=workers.number: report(f"{line} worker {n}"))

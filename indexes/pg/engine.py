@@ -19,6 +19,7 @@ from indexes.documents import Document, Hit, scored_hits, with_leg
 from indexes.errors import IndexSchemaError, IndexUnavailableError
 from indexes.pg import bm25 as pg_bm25
 from indexes.pg import ranking
+from indexes.pg.connections import KEPT
 from indexes.pg.filters import pg_sql
 from indexes.pg.prepared import PREPARED
 from indexes.pg.rows import HIT_COLUMNS, PgDocRows
@@ -42,7 +43,7 @@ from indexes.retrieval.names import fold_name
 from indexes.retrieval.query import normalize
 from indexes.retrieval.text import no_space_runs
 from indexes.sqlite.engine import DEFAULT_WEIGHTS
-from indexes.sqlite.vectors import CHUNK_WORDS, OVERLAP_WORDS, chunk_texts
+from indexes.sqlite.vectors import CHUNK_WORDS, OVERLAP_WORDS, VERSION_KEY, chunk_texts
 
 FTS_VALUE = ("setweight(to_tsvector(%(cfg)s::regconfig, %(title)s), 'A') || "
              "setweight(to_tsvector(%(cfg)s::regconfig, %(aliases_fts)s), 'B') || "
@@ -54,8 +55,17 @@ COLUMNS = ("space", "key", "doc_id", "title", "aliases", "tags", "summary", "bod
            "tag_list", "doc_len")
 
 
+MARK_PREFIX = "checked:"
+"""``wiki_meta`` keys of :meth:`PgIndex.check_mark`'s marks."""
+
+_STAMP = ("(coalesce((SELECT version FROM wiki_stats WHERE space = %(space)s), 0) || ':' || "
+          "coalesce((SELECT value FROM wiki_meta WHERE space = %(space)s AND "
+          "key = %(vkey)s), '0'))")
+"""A space's stamp in SQL: its documents' write counter and its vector store's version."""
+
+
 def connect(url: str):
-    """A psycopg connection to ``url`` (autocommit; :meth:`PgIndex.transaction` groups
+    """A new psycopg connection to ``url`` (autocommit; :meth:`PgIndex.transaction` groups
     writes). Raises :class:`IndexUnavailableError` when it cannot connect."""
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=10)
@@ -80,7 +90,10 @@ class PgIndex:
         self.memo = pg_bm25.KeptFrequencies()
         """The lexemes' document frequencies kept per write counter
         (:class:`indexes.pg.bm25.KeptFrequencies`)."""
-        self.conn = conn or connect(url)
+        self._kept = conn is None
+        """The connection came from (and goes back to) the process's kept connections
+        (:mod:`indexes.pg.connections`; a plain new one unless ``wiki serve`` keeps them)."""
+        self.conn = conn or KEPT.take(url, connect)
         self._depth = 0
         # the schema prepared and numpy arrays in and out of vector columns; both once per
         # process and URL, one check statement on later opens
@@ -124,8 +137,12 @@ class PgIndex:
                                         f"{scrubbed(first, self.url)}") from None
 
     def close(self) -> None:
-        """Close the connection."""
-        self.conn.close()
+        """Close the connection, or hand it back to be kept (idle and open only; see
+        :mod:`indexes.pg.connections`)."""
+        if self._kept:
+            KEPT.give_back(self.url, self.conn)
+        else:
+            self.conn.close()
 
     def __enter__(self) -> PgIndex:
         return self
@@ -388,9 +405,27 @@ class PgIndex:
             f"AND {where}", [self.space, keys, *params])}
 
     def check_mark(self, fact: str) -> CheckMark:
-        """Never held: a shared database has no file whose identity says it is unchanged,
-        so every check runs (``record()`` does nothing)."""
-        return CheckMark(False)
+        """Whether ``fact`` was recorded for this space as it is now: the mark
+        (``checked:<fact>`` in ``wiki_meta``, shared by every process and replica) holds
+        the space's stamp when it was recorded, the write counter of its documents
+        (``wiki_stats.version``, moved by triggers whoever writes) and of its chunks and
+        vectors (the vector store's version). ``record()`` stores the stamp read here, and
+        only while the space still has it, so a mark never speaks for a later state. One
+        statement each."""
+        key = MARK_PREFIX + fact
+        stamp, recorded = self.conn.execute(
+            f"SELECT {_STAMP}, (SELECT value FROM wiki_meta WHERE space = %(space)s AND "
+            "key = %(key)s)", {"space": self.space, "key": key, "vkey": VERSION_KEY}
+        ).fetchone()
+
+        def record() -> None:
+            self.conn.execute(
+                "INSERT INTO wiki_meta(space, key, value) SELECT %(space)s, %(key)s, "
+                f"%(stamp)s WHERE {_STAMP} = %(stamp)s ON CONFLICT (space, key) DO UPDATE "
+                "SET value = excluded.value",
+                {"space": self.space, "key": key, "vkey": VERSION_KEY, "stamp": stamp})
+
+        return CheckMark(recorded == stamp, record)
 
 
 def _names(row: dict) -> list[tuple[str, str]]:

@@ -93,7 +93,7 @@ class PgVectorStore:
         rows = self.conn.execute(
             "SELECT DISTINCT s.text_hash, e.vector FROM wiki_sentences s JOIN "
             "wiki_embeddings e ON e.text_hash = s.text_hash AND e.model = %s "
-            "WHERE s.space = %s AND s.key = ANY(%s)", (model, self.space, keys))
+            "WHERE s.space = %s AND s.key = ANY(%s)", (model, self.space, keys), binary=True)
         return {h: as_array(v) for h, v in rows}
 
     def delete(self, keys: Iterable[str]) -> None:
@@ -203,7 +203,7 @@ class PgVectorStore:
         rows = self.conn.execute(
             "SELECT c.key, e.dim, e.vector FROM wiki_chunks c JOIN wiki_embeddings e "
             "ON e.text_hash = c.text_hash AND e.model = %s WHERE c.space = %s "
-            "ORDER BY c.key, c.chunk", (model, self.space)).fetchall()
+            "ORDER BY c.key, c.chunk", (model, self.space), binary=True).fetchall()
         keys: list[str] = []
         starts: list[int] = []
         vectors = []
