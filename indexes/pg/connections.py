@@ -9,10 +9,13 @@ see docs/decisions.md, "PostgreSQL under wiki serve".
 Once :meth:`KeptConnections.keep` is called (``wiki serve`` does), a closed index hands its
 connection back instead of closing it, and the next open takes the most recently returned
 one. A connection is kept only when it is open and idle (no transaction left open, none
-failed); one that waited longer than :data:`MAX_IDLE_S` is closed, and one the server
-dropped while it waited (a restart, ``pg_terminate_backend``) fails its check and is
-replaced by a new one, so the caller never sees it. Connections belong to the process
-that made them: a forked worker never takes its parent's.
+failed); one idle longer than :data:`MAX_IDLE_S` is closed; before reuse a connection must
+answer an empty query within :data:`CHECK_TIMEOUT_S` (one the server dropped, or a server
+gone silent, is replaced by a new connection, so the caller never waits on it). A
+connection whose type adapters predate a change of its database (the ``vector`` extension
+made again) is replaced too (:class:`indexes.pg.prepared.StaleConnection`). Connections
+belong to the process that made them: a forked worker never takes, closes or drops its
+parent's.
 
 Not ``psycopg_pool``: its ``getconn`` waits for a background thread to connect, so an
 unreachable server becomes a timeout after the wait instead of the server's own error at
@@ -24,6 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -32,7 +37,15 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 MAX_IDLE_S = 60.0
-"""A connection idle longer than this (seconds) is closed rather than reused."""
+"""A connection idle longer than this (seconds) is closed rather than reused; the oldest
+are closed first, on every take and give back."""
+CHECK_TIMEOUT_S = 5.0
+"""A check's round trip that has no answer within this (seconds) fails: the socket is shut
+down, so the check never waits for TCP's own timeouts (minutes) on a silent network."""
+MAX_KEPT = 8
+"""At most this many idle connections per URL and process, whatever :meth:`keep` asks:
+``wiki serve`` runs workers and replicas, each keeping its own (PostgreSQL allows 100
+connections by default)."""
 
 
 class KeptConnections:
@@ -45,57 +58,102 @@ class KeptConnections:
         self._lock = threading.Lock()
 
     def keep(self, size: int) -> None:
-        """Keep up to ``size`` idle connections per URL from now on (0 stops keeping and
-        closes those kept)."""
-        self.size = max(0, size)
-        if not self.size:
-            self.clear()
+        """Keep up to ``size`` (at most :data:`MAX_KEPT`) idle connections per URL from now
+        on; 0 stops keeping. Kept connections over the new size are closed."""
+        self.size = min(max(0, size), MAX_KEPT)
+        closing = []
+        with self._lock:
+            for (pid, _url), idle in self._idle.items():
+                while pid == os.getpid() and len(idle) > self.size:
+                    closing.append(idle.pop(0)[1])
+        for conn in closing:
+            _close(conn)
 
     def take(self, url: str, connect: Callable[[str], psycopg.Connection]) -> psycopg.Connection:
-        """An open, idle connection to ``url``: a kept one that still answers, else
-        ``connect(url)`` (which raises as it does)."""
+        """An open, idle connection to ``url``: the most recently kept one that still
+        answers, else ``connect(url)`` (which raises as it does)."""
         key = (os.getpid(), url)
         while True:
             with self._lock:
+                closing = self._expired(key)
                 idle = self._idle.get(key)
-                if not idle:
-                    break
-                since, conn = idle.pop()
-            if time.monotonic() - since > MAX_IDLE_S or not _answers(conn):
+                taken = idle.pop() if idle else None
+            for conn in closing:
                 _close(conn)
-                continue
-            return conn
-        return connect(url)
+            if taken is None:
+                return connect(url)
+            _since, conn = taken
+            if _answers(conn):
+                return conn
+            _close(conn)
 
     def give_back(self, url: str, conn: psycopg.Connection) -> None:
         """Keep ``conn`` for a later :meth:`take` if keeping is on, it is idle and there is
         room; close it otherwise."""
+        key = (os.getpid(), url)
+        closing = [conn]
         if (self.size and not conn.closed
                 and conn.info.transaction_status == TransactionStatus.IDLE):
-            key = (os.getpid(), url)
             with self._lock:
+                closing = self._expired(key)
                 idle = self._idle.setdefault(key, [])
                 if len(idle) < self.size:
                     idle.append((time.monotonic(), conn))
-                    return
-        _close(conn)
+                else:
+                    closing.append(conn)
+        for each in closing:
+            _close(each)
+
+    def _expired(self, key: tuple[int, str]) -> list[psycopg.Connection]:
+        """Take the connections of ``key`` idle longer than :data:`MAX_IDLE_S` off its
+        stack (the oldest are at the bottom); the caller closes them outside the lock."""
+        idle = self._idle.get(key)
+        if not idle:
+            return []
+        now, expired = time.monotonic(), []
+        while idle and now - idle[0][0] > MAX_IDLE_S:
+            expired.append(idle.pop(0)[1])
+        return expired
 
     def clear(self) -> None:
-        """Close every kept connection of this process (and forget other processes')."""
+        """Close every kept connection of this process. Those a forked process inherited
+        from its parent are left alone and kept referenced: closing one, or letting it be
+        collected (libpq then says goodbye on the shared socket), would end the parent's."""
         with self._lock:
-            kept, self._idle = self._idle, {}
-        for (pid, _url), idle in kept.items():
-            if pid == os.getpid():
-                for _since, conn in idle:
-                    _close(conn)
+            mine = [key for key in self._idle if key[0] == os.getpid()]
+            closing = [conn for key in mine for _since, conn in self._idle.pop(key)]
+        for conn in closing:
+            _close(conn)
 
 
 def _answers(conn: psycopg.Connection) -> bool:
+    """Whether a kept ``conn`` is fit to reuse: still open and idle, its socket silent (a
+    server that closed it, or sent anything while it was idle, makes it readable), and an
+    empty query answered within :data:`CHECK_TIMEOUT_S` (a server gone silent fails the
+    check, and the caller connects anew under ``connect_timeout``, as without keeping)."""
+    if conn.closed or conn.info.transaction_status != TransactionStatus.IDLE:
+        return False
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+    if readable:
+        return False
+    deadline = threading.Timer(CHECK_TIMEOUT_S, _shut, (conn,))
+    deadline.start()
     try:
         conn.execute("")  # an empty query: one round trip, no parsing
     except psycopg.Error:
         return False
+    finally:
+        deadline.cancel()
     return conn.info.transaction_status == TransactionStatus.IDLE
+
+
+def _shut(conn: psycopg.Connection) -> None:
+    """End a silent connection's socket, so the round trip waiting on it fails at once."""
+    with contextlib.suppress(OSError, ValueError, psycopg.Error):
+        socket.socket(fileno=os.dup(conn.fileno())).shutdown(socket.SHUT_RDWR)
 
 
 def _close(conn: psycopg.Connection) -> None:

@@ -9,6 +9,7 @@ spaces are never blocked. Batches go through ``executemany`` (pipelined by psyco
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
@@ -21,7 +22,7 @@ from indexes.pg import bm25 as pg_bm25
 from indexes.pg import ranking
 from indexes.pg.connections import KEPT
 from indexes.pg.filters import pg_sql
-from indexes.pg.prepared import PREPARED
+from indexes.pg.prepared import PREPARED, StaleConnection
 from indexes.pg.rows import HIT_COLUMNS, PgDocRows
 from indexes.pg.schema import (
     BACKFILL,
@@ -35,15 +36,21 @@ from indexes.pg.schema import (
     statements,
 )
 from indexes.pg.text import TS_CONFIG, fts_input, word_count
-from indexes.pg.vectors import PgVectorStore
+from indexes.pg.vectors import DROPPED_KEY, SHARED_SPACE, PgVectorStore
 from indexes.retrieval.filters import Filters
 from indexes.retrieval.fusion import rrf
 from indexes.retrieval.graph import expand
 from indexes.retrieval.names import fold_name
 from indexes.retrieval.query import normalize
 from indexes.retrieval.text import no_space_runs
-from indexes.sqlite.engine import DEFAULT_WEIGHTS
-from indexes.sqlite.vectors import CHUNK_WORDS, OVERLAP_WORDS, VERSION_KEY, chunk_texts
+from indexes.sqlite.engine import DEFAULT_WEIGHTS, vector_workers
+from indexes.sqlite.vectors import (
+    CHUNK_WORDS,
+    OVERLAP_WORDS,
+    VERSION_KEY,
+    chunk_texts,
+    rank_vector,
+)
 
 FTS_VALUE = ("setweight(to_tsvector(%(cfg)s::regconfig, %(title)s), 'A') || "
              "setweight(to_tsvector(%(cfg)s::regconfig, %(aliases_fts)s), 'B') || "
@@ -60,8 +67,14 @@ MARK_PREFIX = "checked:"
 
 _STAMP = ("(coalesce((SELECT version FROM wiki_stats WHERE space = %(space)s), 0) || ':' || "
           "coalesce((SELECT value FROM wiki_meta WHERE space = %(space)s AND "
-          "key = %(vkey)s), '0'))")
-"""A space's stamp in SQL: its documents' write counter and its vector store's version."""
+          "key = %(vkey)s), '0') || ':' || coalesce((SELECT value FROM wiki_meta WHERE "
+          "space = %(shared)s AND key = %(dropped)s), '0'))")
+"""A space's stamp in SQL: its documents' write counter, its vector store's version, and
+the database's count of embedding deletions (the embeddings table is shared by every
+space: :meth:`indexes.pg.vectors.PgVectorStore.drop_damaged` of another space can take
+vectors this one uses)."""
+MARK_WAIT_MS = 50
+"""How long recording a mark may wait for a row lock before it gives up (ms)."""
 
 
 def connect(url: str):
@@ -98,13 +111,19 @@ class PgIndex:
         # the schema prepared and numpy arrays in and out of vector columns; both once per
         # process and URL, one check statement on later opens
         try:
-            PREPARED.prepare(self.conn, url, self._ensure_schema)
+            try:
+                PREPARED.prepare(self.conn, url, self._ensure_schema)
+            except StaleConnection:  # kept from before the database changed under it
+                self.conn.close()
+                self.conn = connect(url)
+                PREPARED.prepare(self.conn, url, self._ensure_schema)
         except psycopg.Error as exc:
             self.conn.close()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise IndexUnavailableError(f"{self.path}: cannot prepare the connection: "
                                         f"{scrubbed(first, self.url)}") from None
-        self.vectors = PgVectorStore(self.conn, space, self.get_meta, self.set_meta)
+        self.vectors = PgVectorStore(self.conn, space, self.get_meta, self.set_meta,
+                                     kept=(url,) if KEPT.size else None)
         self.docs = PgDocRows(self.conn, space)
 
     def _ensure_schema(self) -> None:
@@ -361,7 +380,9 @@ class PgIndex:
 
     def search_vector(self, query_vector, model: str, *, limit: int = 10,
                       filters: Filters | None = None) -> list[Hit]:
-        """Documents by the cosine of their best chunk to ``query_vector`` (HNSW)."""
+        """Documents by the cosine of their best chunk to ``query_vector``
+        (:meth:`indexes.pg.vectors.PgVectorStore.search`: HNSW or exact in the database,
+        or over the kept matrix in a long-running process)."""
         where, params = pg_sql(filters)
         found = self.vectors.search(query_vector, model, where=where, params=params,
                                     limit=limit)
@@ -369,10 +390,29 @@ class PgIndex:
 
     def start_vector(self, query_vector, model: str, *, limit: int = 10,
                      filters: Filters | None = None) -> Callable[[], list[Hit]]:
-        """The vector leg deferred: the returned call waits for ``query_vector`` (a
-        vector or a Future of one) and runs :meth:`search_vector` on this connection."""
-        return lambda: self.search_vector(resolved(query_vector), model, limit=limit,
-                                          filters=filters)
+        """The vector leg begun: in a long-running process with this space's matrix kept
+        (:meth:`indexes.pg.vectors.PgVectorStore.current`), the filter's documents are read
+        here and a worker thread ranks (:func:`indexes.sqlite.vectors.rank_vector`, no
+        SQL: the connection stays this thread's) while the lexical legs run; otherwise the
+        leg is deferred. The returned call waits for ``query_vector`` (a vector or a
+        Future of one, whose exception it raises) and gives :meth:`search_vector`'s hits."""
+        matrix = self.vectors.current(model)
+        if matrix is None:
+            return lambda: self.search_vector(resolved(query_vector), model, limit=limit,
+                                              filters=filters)
+        where, params = pg_sql(filters)
+        rows = self.vectors.row_filter(matrix, where, params)
+        work = vector_workers().submit(
+            contextvars.copy_context().run, rank_vector, query_vector, model, rows=rows,
+            limit=limit, path=None, stamp=None, matrix=matrix)
+
+        def hits() -> list[Hit]:
+            found, vector = work.result()
+            if found is None:  # a vector of another dimension: the database path says so
+                return self.search_vector(vector, model, limit=limit, filters=filters)
+            return scored_hits(found, self.docs.hits(k for k, _ in found))
+
+        return hits
 
     def search_lexical(self, query: str, *, limit: int = 10,
                        filters: Filters | None = None) -> list[Hit]:
@@ -415,15 +455,27 @@ class PgIndex:
         key = MARK_PREFIX + fact
         stamp, recorded = self.conn.execute(
             f"SELECT {_STAMP}, (SELECT value FROM wiki_meta WHERE space = %(space)s AND "
-            "key = %(key)s)", {"space": self.space, "key": key, "vkey": VERSION_KEY}
+            "key = %(key)s)", {"space": self.space, "key": key, "vkey": VERSION_KEY,
+                               "shared": SHARED_SPACE, "dropped": DROPPED_KEY}
         ).fetchone()
 
         def record() -> None:
-            self.conn.execute(
-                "INSERT INTO wiki_meta(space, key, value) SELECT %(space)s, %(key)s, "
-                f"%(stamp)s WHERE {_STAMP} = %(stamp)s ON CONFLICT (space, key) DO UPDATE "
-                "SET value = excluded.value",
-                {"space": self.space, "key": key, "vkey": VERSION_KEY, "stamp": stamp})
+            # a mark is a cache written by reads: it never waits for a writer that holds
+            # its row (a rebuild's transaction) and never fails the read; inside a
+            # transaction it is left for the next read
+            if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                return
+            try:
+                with self.conn.transaction():
+                    self.conn.execute(f"SET LOCAL lock_timeout = '{MARK_WAIT_MS}ms'")
+                    self.conn.execute(
+                        "INSERT INTO wiki_meta(space, key, value) SELECT %(space)s, %(key)s, "
+                        f"%(stamp)s WHERE {_STAMP} = %(stamp)s ON CONFLICT (space, key) DO "
+                        "UPDATE SET value = excluded.value",
+                        {"space": self.space, "key": key, "vkey": VERSION_KEY,
+                         "shared": SHARED_SPACE, "dropped": DROPPED_KEY, "stamp": stamp})
+            except psycopg.Error:
+                return
 
         return CheckMark(recorded == stamp, record)
 

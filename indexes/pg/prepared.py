@@ -14,6 +14,7 @@ recreated extension or a dropped table takes the full path again.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,31 +44,48 @@ class _Seen:
     types: tuple[tuple[Callable[[Any, TypeInfo], None], TypeInfo], ...]
 
 
+class StaleConnection(Exception):
+    """A kept connection whose type adapters were registered under an earlier state of its
+    database (the ``vector`` type made again has a new oid, which psycopg's cached dumpers
+    would keep sending): close it and open a new one."""
+
+
 class PreparedDatabases:
     """Per database URL: the :data:`CHECK` row seen once the schema was prepared, and the
-    vector types' information. Thread-safe."""
+    vector types' information; per connection, the state its adapters were registered
+    under. Thread-safe."""
 
     def __init__(self) -> None:
         self._seen: dict[str, _Seen] = {}
+        self._registered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def prepare(self, conn: psycopg.Connection, url: str,
                 ensure_schema: Callable[[], None]) -> None:
         """Make ``conn`` ready: the schema prepared (``ensure_schema()``, which raises as
         it does, unless this process saw this URL's schema at the same version and
-        ``vector`` type) and pgvector's adapters registered. Raises ``psycopg.Error`` from
-        the type lookups."""
+        ``vector`` type) and pgvector's adapters registered (once per connection and
+        state). Raises :class:`StaleConnection` for a connection registered under another
+        state than the database now has, ``psycopg.Error`` from the type lookups."""
         with self._lock:
             seen = self._seen.get(url)
+            registered = self._registered.get(conn)
         if seen is not None:
             try:
                 check = tuple(conn.execute(CHECK).fetchone())
             except psycopg.Error:
                 check = None
             if check == seen.check:
-                for register, info in seen.types:
-                    register(conn, info)
+                if registered is not None and registered != seen.check:
+                    raise StaleConnection(url)
+                if registered is None:
+                    for register, info in seen.types:
+                        register(conn, info)
+                    with self._lock:
+                        self._registered[conn] = seen.check
                 return
+        if registered is not None:
+            raise StaleConnection(url)
         ensure_schema()
         types = []
         for name, register in _TYPES:
@@ -78,6 +96,7 @@ class PreparedDatabases:
         check = tuple(conn.execute(CHECK).fetchone())
         with self._lock:
             self._seen[url] = _Seen(check, tuple(types))
+            self._registered[conn] = check
 
 
 PREPARED = PreparedDatabases()

@@ -2,11 +2,14 @@
 every space (keyed by text hash and model, like :mod:`indexes.sqlite.vectors`), and a partial
 HNSW index (``vector_cosine_ops``) per model and dimension, made when a model is first
 prepared. A document scores the cosine of its best chunk; the HNSW scan runs with
-``hnsw.iterative_scan`` so the space and filter conditions never starve the result."""
+``hnsw.iterative_scan`` so the space and filter conditions never starve the result. A
+long-running process (``wiki serve``) ranks over a chunk matrix it keeps instead
+(:meth:`PgVectorStore.search`)."""
 
 from __future__ import annotations
 
 import hashlib
+import secrets
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -14,8 +17,25 @@ import psycopg
 from psycopg import sql
 
 from indexes.pg.bm25 import space_stats
-from indexes.sqlite.vectors import MAX_SENTENCES, MODEL_KEY, VERSION_KEY, Matrix, text_hash
+from indexes.sqlite.engine import FEW_LEFT_OUT
+from indexes.sqlite.vectors import (
+    MAX_SENTENCES,
+    MODEL_KEY,
+    NONCE_KEY,
+    SHARED_MATRICES,
+    VERSION_KEY,
+    Matrix,
+    RowFilter,
+    nearest,
+    text_hash,
+)
 
+SHARED_SPACE = ""
+"""The ``wiki_meta`` space of values about the whole database (no index space is named
+``""``)."""
+DROPPED_KEY = "embeddings_dropped"
+"""How many times vectors were deleted from the shared embeddings table (part of every
+space's check-mark stamp)."""
 EF_SEARCH = 200
 """HNSW candidate list per scan (pgvector's default is 40)."""
 CHUNKS_PER_DOC = 8
@@ -38,14 +58,31 @@ class PgVectorStore:
     :class:`indexes.pg.engine.PgIndex` as ``index.vectors``; same methods as
     :class:`indexes.sqlite.vectors.VectorStore`)."""
 
-    def __init__(self, conn, space: str, get_meta, set_meta):
+    def __init__(self, conn, space: str, get_meta, set_meta, *, kept: tuple | None = None):
+        """``kept``: where this process keeps chunk matrices between opens (the database
+        URL, under a long-running process: :func:`indexes.backend.keep_connections`);
+        then :meth:`search` ranks in this process over the kept matrix (see there)."""
         self.conn, self.space = conn, space
         self.get_meta, self.set_meta = get_meta, set_meta
+        self.kept = kept
         self._matrix: dict[str, Matrix] = {}
         self._counted: dict[tuple, tuple[int, int]] = {}
 
     def _bump(self) -> None:
         self.set_meta(VERSION_KEY, str(int(self.get_meta(VERSION_KEY) or 0) + 1))
+        self.set_meta(NONCE_KEY, secrets.token_hex(8))
+
+    def stamp(self) -> str | None:
+        """``nonce:version`` of this space's chunks and vectors, in one statement: changes
+        with every write through this store, and the nonce tells a space dropped and made
+        again under the same name from the old one. ``None`` when no nonce was written
+        (vectors last written by a release before nonces)."""
+        values = dict(self.conn.execute(
+            "SELECT key, value FROM wiki_meta WHERE space = %s AND key IN (%s, %s)",
+            (self.space, NONCE_KEY, VERSION_KEY)).fetchall())
+        if not values.get(NONCE_KEY):
+            return None
+        return f"{values[NONCE_KEY]}:{values.get(VERSION_KEY) or 0}"
 
     def replace_many(self, items: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> None:
         """Store ``(key, chunk texts, sentence texts)`` of many documents in one batch."""
@@ -179,6 +216,10 @@ class PgVectorStore:
             "vector_dims(vector) <> %s)", (model, dim, dim)).rowcount
         if deleted:
             self._bump()
+            self.conn.execute(  # every space's marks: the table is shared
+                "INSERT INTO wiki_meta(space, key, value) VALUES (%s, %s, '1') ON CONFLICT "
+                "(space, key) DO UPDATE SET value = (wiki_meta.value::bigint + 1)::text",
+                (SHARED_SPACE, DROPPED_KEY))
         return deleted
 
     def save(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
@@ -193,13 +234,35 @@ class PgVectorStore:
                  for h, v in zip(hashes, vectors, strict=True)])
         self._bump()
 
+    def current(self, model: str) -> Matrix | None:
+        """With :attr:`kept`: the kept matrix of ``model`` at this space's :meth:`stamp`
+        (one statement, never the vectors), else ``None`` (also when none is kept yet or
+        inside a transaction)."""
+        if self.kept is None:
+            return None
+        if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            return None
+        stamp = self.stamp()
+        if stamp is None:
+            return None
+        return SHARED_MATRICES.get((*self.kept, self.space, model), f"{stamp}:{model}")
+
     def matrix(self, model: str, dim: int) -> Matrix:
         """Every chunk vector of ``model`` in this space, grouped by document (cached until
-        the store changes); raises ``ValueError`` for a vector of another dimension."""
-        version = f"{self.get_meta(VERSION_KEY) or 0}:{model}"
+        the store changes; with :attr:`kept`, shared by every open of this space in the
+        process while its :meth:`stamp` is unchanged, never read inside a transaction);
+        raises ``ValueError`` for a vector of another dimension."""
+        stamp = self.stamp() if self.kept is not None else None
+        version = f"{stamp or self.get_meta(VERSION_KEY) or 0}:{model}"
         cached = self._matrix.get(model)
         if cached is not None and cached.version == version:
             return cached
+        idle = self.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        shared = (*self.kept, self.space, model) if stamp and idle else None
+        kept = SHARED_MATRICES.get(shared, version) if shared is not None else None
+        if kept is not None:
+            self._matrix = {model: kept}
+            return kept
         rows = self.conn.execute(
             "SELECT c.key, e.dim, e.vector FROM wiki_chunks c JOIN wiki_embeddings e "
             "ON e.text_hash = c.text_hash AND e.model = %s WHERE c.space = %s "
@@ -216,9 +279,44 @@ class PgVectorStore:
                 starts.append(number)
             vectors.append(as_array(vector))
         array = np.vstack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
-        matrix = Matrix(keys, np.array(starts + [len(vectors)], dtype=np.int64), array, version)
+        matrix = Matrix(keys, np.array(starts + [len(vectors)], dtype=np.int64), array, version,
+                        rowids=np.arange(len(keys), dtype=np.int64))
         self._matrix = {model: matrix}
+        if shared is not None:
+            SHARED_MATRICES.put(shared, matrix)
         return matrix
+
+    def row_filter(self, matrix: Matrix, where: str, params: list) -> RowFilter | None:
+        """The documents of ``matrix`` passing ``where`` (over ``wiki_docs d``) as a
+        :class:`~indexes.sqlite.vectors.RowFilter` of matrix positions, the shorter list as
+        SQLite's engine picks it (``None``: nothing left out). Kept with the matrix per
+        condition until the space's documents change (``wiki_stats.version``); read anew
+        inside a transaction."""
+        idle = self.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        version = space_stats(self.conn, self.space).version
+        kept = matrix.derived.setdefault("pg_filters", {})
+        key = (where, repr(params))
+        if idle and kept.get(key, (None,))[0] == version:
+            return kept[key][1]
+        positions = matrix.derived.get("pg_positions")
+        if positions is None:
+            positions = matrix.derived["pg_positions"] = {
+                key: i for i, key in enumerate(matrix.keys)}
+        left_out = [r[0] for r in self.conn.execute(
+            "SELECT d.key FROM wiki_docs d WHERE d.space = %s AND NOT coalesce((" + where +
+            "), false) LIMIT %s", [self.space, *params, FEW_LEFT_OUT])]
+        if len(left_out) < FEW_LEFT_OUT:
+            found = RowFilter.of((positions[k] for k in left_out if k in positions),
+                                 keep=False) if left_out else None
+        else:
+            found = RowFilter.of((positions[r[0]] for r in self.conn.execute(
+                "SELECT d.key FROM wiki_docs d WHERE d.space = %s AND " + where,
+                [self.space, *params]) if r[0] in positions), keep=True)
+        if idle:
+            if len(kept) > 256:
+                kept.clear()
+            kept[key] = (version, found)
+        return found
 
     def _reachable(self, where: str, params: list) -> int:
         """How many of the space's documents pass ``where``: counted once per write
@@ -248,9 +346,19 @@ class PgVectorStore:
         iterative scan walk most of the graph: when the documents it may reach are at most
         :data:`EXACT_DOCS`, or under :data:`EXACT_SHARE` of the stored vectors, the
         distances are computed exactly over those documents' chunks instead (pgvector's
-        advice for selective filters)."""
+        advice for selective filters).
+
+        In a long-running process (:attr:`kept`: ``wiki serve``) the space's chunk matrix
+        is read once per stamp and kept, and the leg ranks here as SQLite's does
+        (:func:`indexes.sqlite.vectors.nearest`: exact, sign bits from 50,000 chunks) with
+        the filter's documents kept per condition: no distance is computed in the
+        database, whose CPU the replicas share, and a scope costs no more than no filter."""
         query_vector = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         dim = int(query_vector.shape[0])
+        if self.kept is not None:
+            matrix = self.matrix(model, dim)
+            return nearest(matrix, query_vector, limit=limit,
+                           rows=self.row_filter(matrix, where, params))
         wanted = max(limit * CHUNKS_PER_DOC, 100)
         reachable = self._reachable(where, params)
         stored = self.conn.execute(

@@ -62,9 +62,9 @@ _WORKERS: ThreadPoolExecutor | None = None
 _WORKERS_MADE = threading.Lock()
 
 
-def _vector_workers() -> ThreadPoolExecutor:
-    """The process's pool for :meth:`SearchIndex.start_vector` (threads start as calls
-    need them)."""
+def vector_workers() -> ThreadPoolExecutor:
+    """The process's pool for the vector legs begun by ``start_vector`` (SQLite's and
+    PostgreSQL's in a long-running process; threads start as calls need them)."""
     global _WORKERS
     with _WORKERS_MADE:
         if _WORKERS is None:
@@ -379,7 +379,7 @@ class SearchIndex:
         rows = self._row_filter(filters)
         path, stamp = self._file(), self.vectors.stamp()
         matrix = self.vectors.current(model)
-        work = _vector_workers().submit(
+        work = vector_workers().submit(
             contextvars.copy_context().run, rank_vector, query_vector, model,
             rows=rows, limit=limit, path=path, stamp=stamp, matrix=matrix,
             sign_bits=self.vectors.sign_bits)
