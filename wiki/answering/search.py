@@ -121,10 +121,24 @@ class SearchSettings:
 
     @classmethod
     def of(cls, index: IndexBackend) -> SearchSettings:
-        """The settings of the commit ``index`` was synced to."""
+        """The settings of the commit ``index`` was synced to (made once per parsed
+        config: :func:`wiki.config.parsed_config` gives the same object for the same
+        text)."""
         config = indexed_config(index)
-        return cls(config.search, config.memory, config.llm,
-                   tuple(sorted(lifetimes(config).items())))
+        kept = _SETTINGS.get(id(config))
+        if kept is not None and kept[0] is config:
+            return kept[1]
+        settings = cls(config.search, config.memory, config.llm,
+                       tuple(sorted(lifetimes(config).items())))
+        if len(_SETTINGS) > 64:
+            _SETTINGS.clear()
+        _SETTINGS[id(config)] = (config, settings)
+        return settings
+
+
+_SETTINGS: dict[int, tuple[object, SearchSettings]] = {}
+"""``id(config) -> (config, its SearchSettings)``; the config is held, so its id is not
+reused while it is here."""
 
 
 @dataclass(frozen=True)

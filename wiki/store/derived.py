@@ -24,7 +24,7 @@ from indexes.documents import Document
 from indexes.sqlite.dbfile import borrow_embeddings
 from indexes.sqlite.engine import SearchIndex
 from indexes.sqlite.faults import DatabaseError
-from wiki.config import CONFIG_PATH, WikiConfig, parse_config
+from wiki.config import CONFIG_PATH, WikiConfig, parsed_config
 from wiki.errors import EntryError, NotFoundError, WikiError
 from wiki.store.derived_db import (
     OK,
@@ -166,7 +166,7 @@ def still_at(index: IndexBackend, commit: str) -> bool:
 
 def indexed_config(index: IndexBackend) -> WikiConfig:
     """The ``wiki.toml`` settings of the indexed commit (read without touching git)."""
-    return parse_config(index.get_meta(CONFIG_KEY) or "")
+    return parsed_config(index.get_meta(CONFIG_KEY) or "")
 
 
 def _configure(index: IndexBackend) -> None:

@@ -151,9 +151,15 @@ def plain_text(markdown: str) -> str:
 def sentences(markdown: str) -> list[str]:
     """The sentences of ``markdown`` as plain text, in order. A sentence does not end
     inside brackets or a quotation that close later in the block (``(...? ...)``,
-    ``"...? ..."``): a quoted question stays inside the sentence that quotes it."""
-    return [s.strip() for block in blocks(markdown, headings=False)
-            for s in _closed(_SENTENCE_END.split(block)) if s.strip()]
+    ``"...? ..."``): a quoted question stays inside the sentence that quotes it. Kept per
+    text (:func:`_sentences`): an answer splits the entries it reads on every ask."""
+    return list(_sentences(markdown))
+
+
+@lru_cache(maxsize=2048)
+def _sentences(markdown: str) -> tuple[str, ...]:
+    return tuple(s.strip() for block in blocks(markdown, headings=False)
+                 for s in _closed(_SENTENCE_END.split(block)) if s.strip())
 
 
 _PAIRS = (("(", ")"), ("[", "]"), ("\u201c", "\u201d"))
@@ -241,7 +247,12 @@ def answer_sentences(markdown: str) -> list[str]:
     """The sentences an answer may quote (and the index embeds, one vector each): those
     of :func:`sentences` (the one sentence splitter) with at least
     :data:`MIN_ANSWER_WORDS` words."""
-    return [s for s in sentences(markdown) if word_count(s) >= MIN_ANSWER_WORDS]
+    return list(_answer_sentences(markdown))
+
+
+@lru_cache(maxsize=2048)
+def _answer_sentences(markdown: str) -> tuple[str, ...]:
+    return tuple(s for s in _sentences(markdown) if word_count(s) >= MIN_ANSWER_WORDS)
 
 
 @dataclass(frozen=True)

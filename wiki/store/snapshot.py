@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from wiki.config import CONFIG_PATH, WikiConfig, parse_config
+from wiki.config import CONFIG_PATH, WikiConfig, parsed_config
 from wiki.errors import EntryError
 from wiki.store import indextree
 from wiki.store.branch import BranchStore, TreeFile
@@ -62,7 +62,7 @@ class Snapshot:
     def config(self) -> WikiConfig:
         """Settings from ``wiki.toml`` (defaults when the file is absent)."""
         data = self.read(CONFIG_PATH)
-        return parse_config(data.decode("utf-8")) if data is not None else WikiConfig()
+        return parsed_config(data.decode("utf-8")) if data is not None else WikiConfig()
 
 
 def with_indexes(snapshot: Snapshot,
@@ -106,3 +106,4 @@ def write_commit(snapshot: Snapshot, changes: Mapping[str, bytes | None], messag
     if parents is None:
         parents = [snapshot.commit] if snapshot.commit else []
     return snapshot.store.commit(tree, parents, message, author=author, committer=committer)
+
