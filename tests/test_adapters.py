@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -218,3 +219,42 @@ def test_sources_settings_are_checked() -> None:
                          ("git_ref = '--all'", "git_ref must be a ref name")):
         with pytest.raises(ConfigError, match=message):
             parse_config(f"[sources]\n{bad}\n")
+
+
+def _blob(repo_path: Path, path: str) -> str:
+    return git(repo_path, "hash-object", path)
+
+
+def test_a_kept_work_tree_listing_sees_every_later_edit(repo: Path, monkeypatch) -> None:
+    """``work_tree_blobs`` is reused between calls (``KeptListings``) only while the git
+    index and every tracked file are as they were before git listed them: an edit, even
+    one that keeps the size and puts the modification time back, a ``git add`` and a
+    removal are each seen by the next call."""
+    import git as gitpython
+
+    from wiki.adapters import git_source
+    from wiki.adapters.git_source import work_tree_blobs
+
+    monkeypatch.setattr(git_source, "SETTLED_NS", 0)  # this test's files count as settled
+    listed = []
+    real = git_source._list_work_tree_files
+    monkeypatch.setattr(git_source, "_list_work_tree_files",
+                        lambda handle: listed.append(1) or real(handle))
+    write(repo / "docs" / "policy.md", "Travel needs approval.\n")
+    git(repo, "add", "docs/policy.md")
+    handle = gitpython.Repo(repo)
+    for _ in range(4):  # the first learns the paths, the second is kept, then reused
+        assert work_tree_blobs(handle)["docs/policy.md"][1] == _blob(repo, "docs/policy.md")
+    assert len(listed) == 2
+    policy = repo / "docs" / "policy.md"
+    old = policy.stat()
+    policy.write_text("Travel needs consent.\n")  # same size
+    os.utime(policy, ns=(old.st_atime_ns, old.st_mtime_ns))  # same modification time
+    assert "docs/policy.md" not in work_tree_blobs(handle)  # changed, not staged: no id
+    git(repo, "add", "docs/policy.md")
+    assert work_tree_blobs(handle)["docs/policy.md"][1] == _blob(repo, "docs/policy.md")
+    policy.unlink()
+    assert "docs/policy.md" not in work_tree_blobs(handle)
+    copy = work_tree_blobs(handle)
+    copy.clear()  # a caller's copy: the kept listing is untouched
+    assert "README.md" in work_tree_blobs(handle)

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import os
 import posixpath
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -47,15 +49,91 @@ def _split_z(out: str) -> list[str]:
 def work_tree_blobs(repo: git.Repo) -> dict[str, tuple[str, str]]:
     """``path -> (mode, blob id)`` of every tracked work-tree file whose content equals its
     staged blob (``git ls-files -s`` less what ``git diff-files`` reports changed): for
-    those files the blob id names exactly the bytes on disk."""
+    those files the blob id names exactly the bytes on disk. The last listing of each
+    repository is reused while its git index and every tracked file are as they were
+    before it was taken (:class:`KeptListings`)."""
+    return dict(LISTINGS.listing(repo))
+
+
+def _list_work_tree_files(repo: git.Repo) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """One listing by git: the clean files' ``(mode, blob id)`` and every tracked path."""
     dirty = set(_split_z(repo.git.diff_files("--name-only", "-z")))
-    found = {}
+    found, tracked = {}, []
     for item in _split_z(repo.git.ls_files("-s", "-z")):
         meta, _, path = item.partition("\t")
         mode, sha, stage = meta.split()
+        tracked.append(path)
         if stage == "0" and mode not in _SKIPPED_MODES and path not in dirty:
             found[path] = (mode, sha)
-    return found
+    return found, tracked
+
+
+def _stat(path: str) -> tuple | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
+
+
+SETTLED_NS = 2_000_000_000
+"""A listing is kept only when the git index and every tracked file were last modified and
+changed at least this long (ns) before it: a file system with coarse times could give an
+edit made just after the status was read the same times (git's "racy" entries)."""
+
+
+class KeptListings:
+    """The last work-tree listing of each repository (at most :attr:`REPOS`), reused while
+    the git index file and every tracked file have the status (modification and change
+    times in ns, size, inode, mode) they had *before* the listing was taken: a file
+    written during or after it moves its times, and the next call lists again. Statting
+    the tracked files costs ~2 us each in this process; the two git processes of a
+    listing cost 7.6 ms of CPU on the 247-file handbook, on every served ask (measured).
+    Thread-safe."""
+
+    REPOS = 16
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[tuple, dict[str, tuple], dict[str, tuple[str, str]]]] = {}
+        self._paths: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+
+    def listing(self, repo: git.Repo) -> dict[str, tuple[str, str]]:
+        """``path -> (mode, blob id)`` of the clean tracked files of ``repo``'s work tree
+        (read only: callers copy). The first listing of a repository only learns its
+        tracked paths; the next one, with those statted before git runs, is kept."""
+        root = repo.working_tree_dir
+        if root is None:
+            return _list_work_tree_files(repo)[0]
+        index_file = os.path.join(repo.git_dir, "index")
+        key = os.path.realpath(repo.git_dir)
+        with self._lock:
+            kept, known = self._kept.get(key), self._paths.get(key, [])
+        if kept is not None:
+            index_stat, files, found = kept
+            if index_stat == _stat(index_file) and all(
+                    _stat(os.path.join(root, path)) == st for path, st in files.items()):
+                return found
+        settled = time.time_ns() - SETTLED_NS
+        index_stat = _stat(index_file)
+        before = {path: _stat(os.path.join(root, path)) for path in known}
+        found, tracked = _list_work_tree_files(repo)
+        files = {path: before.get(path) for path in tracked}
+        stats = [index_stat, *files.values()]
+        with self._lock:
+            self._kept.pop(key, None)
+            self._paths.pop(key, None)
+            self._paths[key] = tracked
+            if all(st is not None and st[0] < settled and st[1] < settled for st in stats):
+                self._kept[key] = (index_stat, files, found)
+            for table in (self._kept, self._paths):
+                while len(table) > self.REPOS:
+                    table.pop(next(iter(table)))
+        return found
+
+
+LISTINGS = KeptListings()
+"""The process's kept work-tree listings."""
 
 
 @register("git")
