@@ -262,7 +262,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)),
                         help="worker processes of the SQLite case's server (default: "
                              "the CPUs this process may use)")
-    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--requests", type=int, default=1200)
     parser.add_argument("--single", type=int, default=60, help="calls of the 1-client phase")
     parser.add_argument("--out", type=Path, default=Path("evals/results"))
     parser.add_argument("--stem", default="bench-serve")
