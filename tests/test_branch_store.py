@@ -190,3 +190,32 @@ def test_a_commits_file_list_is_kept_and_never_shared_for_writing(wiki: Wiki) ->
     files["spurious.md"] = files["wiki.toml"]
     assert "spurious.md" not in wiki.store.files(head)
     assert "spurious.md" not in BranchStore(wiki.repo).files(head)
+
+
+def test_kept_git_configuration_sees_every_later_change(repo: Path, tmp_path: Path,
+                                                        monkeypatch) -> None:
+    """``config_value`` keeps the parsed configuration per git dir, but a change to the
+    repository's file, to the user's (also one reached through another ``HOME``) and to a
+    file the configuration includes is seen by the next read."""
+    import git as gitpython
+
+    from wiki.store.gitrepo import config_value
+
+    handle = gitpython.Repo(repo)
+    assert config_value(handle, "wiki", "model", "") == ""
+    git(repo, "config", "wiki.model", "first")
+    assert config_value(handle, "wiki", "model", "") == "first"
+    git(repo, "config", "wiki.model", "other")  # the file rewritten, maybe the same size
+    assert config_value(handle, "wiki", "model", "") == "other"
+    git(repo, "config", "--unset", "wiki.model")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[wiki]\n\tmodel = from-home\n")
+    monkeypatch.setenv("HOME", str(home))
+    assert config_value(handle, "wiki", "model", "") == "from-home"
+    extra = tmp_path / "extra.gitconfig"
+    extra.write_text("[wiki]\n\tbranch = kb\n")
+    git(repo, "config", "include.path", str(extra))
+    assert config_value(handle, "wiki", "branch", "") == "kb"
+    extra.write_text("[wiki]\n\tbranch = notes\n")  # only the included file changes
+    assert config_value(handle, "wiki", "branch", "") == "notes"

@@ -15,6 +15,7 @@ from wiki.llm.cache import FILE_NAME, ResponseCache
 from wiki.llm.client import LLMClient
 from wiki.llm.errors import ModelNotConfiguredError
 from wiki.llm.usage import Limits, command_deadline
+from wiki.store.gitrepo import config_value
 
 OFF = ("", "none", "off")
 HINT = ("set WIKI_MODEL (e.g. WIKI_MODEL=local/qwen2.5-coder-1.5b after `make setup-llm`, "
@@ -64,7 +65,7 @@ def limits_of(config: LLMConfig) -> Limits:
 
 def _git_config(wiki) -> str | None:
     try:
-        value = wiki.repo.config_reader().get_value("wiki", "model", None)
+        value = config_value(wiki.repo, "wiki", "model", None)
     except Exception:  # an unreadable config is git's to report, not ours
         return None
     return None if value is None else str(value)

@@ -18,6 +18,7 @@ from wiki.store.gitrepo import (
     ThreadRepos,
     clean_environment,
     common_dir,
+    config_value,
     current_identity,
     open_repository,
 )
@@ -115,7 +116,7 @@ class Wiki:
                 return (self._git_settings(key) or "").strip() or None
         section, _, name = key.partition(".")
         try:
-            value = self.repo.config_reader().get_value(section, name, "")
+            value = config_value(self.repo, section, name, "")
         except Exception:
             return None
         return str(value).strip() or None
@@ -126,7 +127,7 @@ class Wiki:
                 value = self._git_settings("wiki.branch")
                 return DEFAULT_BRANCH if value is None else value
         try:
-            value = self.repo.config_reader().get_value("wiki", "branch", DEFAULT_BRANCH)
+            value = config_value(self.repo, "wiki", "branch", DEFAULT_BRANCH)
         except Exception:  # an unreadable config is git's to report, not ours
             return DEFAULT_BRANCH
         return str(value)
