@@ -78,7 +78,7 @@ def render(results: Path = RESULTS) -> str:
     ``results``. Raises :class:`TableError` naming a missing file or field."""
     data = {name: _load(results, f"{name}.json")
             for name in ("scifact", "handbook", "locomo", "bench", "model-start", "staleness",
-                         "ask-gaps", "hedge-calibration")}
+                         "ask-gaps", "hedge-calibration", "bench-scale", "bench-serve")}
 
     def get(name: str, *keys):
         return _field(data[name], *keys, source=f"{name}.json")
@@ -143,7 +143,49 @@ def render(results: Path = RESULTS) -> str:
         f"ones are hedged and {_count(hedge('answerable', 'gap'), hedge('answerable'))} "
         "refused (`evals/results/hedge-calibration.md`).")
     text = textwrap.fill(prose, width=WIDTH, break_long_words=False, break_on_hyphens=False)
-    return "\n".join([*table, "", text]) + "\n"
+    growth = textwrap.fill(_growth(data), width=WIDTH, break_long_words=False,
+                           break_on_hyphens=False)
+    return "\n".join([*table, "", text, "", growth]) + "\n"
+
+
+def _growth(data: dict) -> str:
+    """The scale and serving sentences, from ``bench-scale.json`` and ``bench-serve.json``."""
+    def scale(backend: str, *keys):
+        rows = [r for r in _field(data["bench-scale"], "rows", source="bench-scale.json")
+                if r.get("backend") == backend]
+        if not rows:
+            raise TableError(f"bench-scale.json: no {backend} row")
+        return _field(rows[0], *keys, source="bench-scale.json")
+
+    def latency(backend: str, *keys) -> str:
+        return (f"{scale(backend, *keys, 'hybrid', 'p50_ms'):.0f} / "
+                f"{scale(backend, *keys, 'hybrid', 'p95_ms'):.0f} ms")
+
+    def serve(case: str, key: str):
+        rows = [r for r in _field(data["bench-serve"], "rows", source="bench-serve.json")
+                if r.get("case", "").startswith(case) and r.get("clients", 0) > 1]
+        if not rows:
+            raise TableError(f"bench-serve.json: no many-client {case} row")
+        return _field(rows[0], key, source="bench-serve.json")
+
+    def served(case: str, label: str) -> str:
+        return (f"{label} {serve(case, 'throughput_rps'):.0f} req/s "
+                f"({serve(case, 'ratio'):.2f}x one client), p95 {serve(case, 'p95_ms'):.0f} ms, "
+                f"{_plural(serve(case, 'errors'), 'error')}")
+
+    entries = scale("sqlite", "entries")
+    clients = serve("SQLite", "clients")
+    return (
+        f"At {entries:,} entries (`evals/results/bench-scale.md`; synthetic vectors), hybrid "
+        f"search in a warm process, p50 / p95: SQLite {latency('sqlite', 'all_scopes')} "
+        f"(one scope: {latency('sqlite', 'one_scope')}); PostgreSQL as `wiki serve` opens "
+        f"it {latency('postgres', 'kept', 'all_scopes')} (one scope: "
+        f"{latency('postgres', 'kept', 'one_scope')}), in a one-shot process "
+        f"{latency('postgres', 'all_scopes')} (one scope: "
+        f"{latency('postgres', 'one_scope')}). `wiki serve` on the handbook with {clients} "
+        f"concurrent clients (`evals/results/bench-serve.md`, 2 CPUs shared with the load "
+        f"generator): {served('SQLite', 'SQLite with 2 worker processes')}; "
+        f"{served('PostgreSQL', 'two PostgreSQL replicas')}.")
 
 
 def replace_section(readme: str, body: str) -> str:
