@@ -75,7 +75,9 @@ def test_the_pruned_top_k_is_the_whole_querys(pg_database) -> None:
             assert [k for k, _ in pruned] == [k for k, _ in whole], (query, limit, filters)
             assert [s for _, s in pruned] == pytest.approx([s for _, s in whole], rel=1e-9)
             paths[path] += 1
+            paths["narrow whole"] += filters.narrow and path == "whole"
     assert min(paths["whole"], paths["split"]) >= 30, paths
+    assert paths["narrow whole"] >= 5, paths  # the scope's postings alone summed
 
 
 def _stats_agree(url: str) -> list[tuple]:

@@ -101,10 +101,15 @@ _POSTINGS = ("SELECT key, lexeme, doc_len, fa * %s + fb * %s + fc * %s + fd * %s
              "FROM wiki_terms WHERE space = %s AND lexeme = ANY(%s){keys}")
 
 
-def _scores_sql(keys: bool) -> str:
+def _scores_sql(keys: bool, *, within: str = "") -> str:
     """Per document the summed BM25 of the given lexemes' postings (``key, score``);
-    parameters as :func:`_scores_params` lists them."""
-    postings = _POSTINGS.format(keys=" AND key = ANY(%s)" if keys else "")
+    parameters as :func:`_scores_params` lists them. ``within``: a condition over
+    ``wiki_docs d`` the documents must pass before their postings are summed (its
+    parameters, the space first, in place of ``keys``)."""
+    restrict = (" AND key = ANY(%s)" if keys else "") + (
+        f" AND key = ANY(ARRAY(SELECT d.key FROM wiki_docs d WHERE d.space = %s AND {within}))"
+        if within else "")
+    postings = _POSTINGS.format(keys=restrict)
     return (f"SELECT t.key, sum({_SCORE}) AS score FROM ({postings}) t JOIN "
             "unnest(%s::text[], %s::float8[]) AS i(lex, w) ON i.lex = t.lexeme "
             "GROUP BY t.key")
@@ -147,7 +152,7 @@ def search_bm25(conn, space: str, terms: list[str], tsquery: str, where: str, pa
         if found is not None:
             return found
     return whole_query(conn, space, terms, idf, *condition, limit=limit, classes=classes,
-                       stats=stats)
+                       stats=stats, within=(where, params) if narrow else None)
 
 
 def _pruned(conn, space: str, terms: list[str], idf: dict[str, float], split: Split,
@@ -212,13 +217,20 @@ def _full_scores(conn, space: str, keys: list[str], terms: list[str], idf: dict[
 
 
 def whole_query(conn, space: str, terms: list[str], idf: dict[str, float], where: str,
-                params: list, *, limit: int, classes, stats: SpaceStats) -> list[Hit]:
+                params: list, *, limit: int, classes, stats: SpaceStats,
+                within: tuple[str, list] | None = None) -> list[Hit]:
     """Every posting of every lexeme summed per document, joined with the documents and
-    filtered by ``where`` (with ``params``): the definition :func:`search_bm25` keeps to."""
+    filtered by ``where`` (with ``params``): the definition :func:`search_bm25` keeps to.
+    ``within``: a narrow filter's condition and parameters (a scope: no phrase, nothing
+    that reads a document's text), whose documents alone have their postings summed (a
+    semi-join before the aggregate, which costs ~3 us per posting)."""
+    scores = _scores_sql(False, within=within[0] if within else "")
+    postings = _scores_params(stats, classes, space, terms, [idf[t] for t in terms], None)
+    if within:  # the semi-join's space and parameters follow the lexemes
+        postings = [*postings[:-2], space, *within[1], *postings[-2:]]
     rows = conn.execute(
-        f"{WHOLE_QUERY} SELECT {HIT}, s.score FROM ({_scores_sql(False)}) s JOIN wiki_docs d "
+        f"{WHOLE_QUERY} SELECT {HIT}, s.score FROM ({scores}) s JOIN wiki_docs d "
         f"ON d.space = %s AND d.key = s.key WHERE {where} ORDER BY s.score DESC, "
         'd.key COLLATE "C" LIMIT %s',
-        [*_scores_params(stats, classes, space, terms, [idf[t] for t in terms], None),
-         space, *params, limit]).fetchall()
+        [*postings, space, *params, limit]).fetchall()
     return hits_from_rows(rows, negate=False)
