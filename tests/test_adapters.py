@@ -258,3 +258,35 @@ def test_a_kept_work_tree_listing_sees_every_later_edit(repo: Path, monkeypatch)
     copy = work_tree_blobs(handle)
     copy.clear()  # a caller's copy: the kept listing is untouched
     assert "README.md" in work_tree_blobs(handle)
+
+
+def test_a_kept_listing_sees_a_folder_swapped_for_a_link_and_flagged_files(
+        repo: Path, tmp_path: Path, monkeypatch) -> None:
+    """Found by an adversarial review: a tracked file's folder moved out and replaced by a
+    symbolic link keeps the file's own status, so the kept listing must watch folders
+    too (git then calls the file deleted); a file marked assume-unchanged or skip-worktree
+    is never called clean (``git diff-files`` does not look at it)."""
+    import shutil
+
+    import git as gitpython
+
+    from wiki.adapters import git_source
+    from wiki.adapters.git_source import work_tree_blobs
+
+    monkeypatch.setattr(git_source, "SETTLED_NS", 0)
+    write(repo / "docs" / "a.md", "Travel needs approval.\n")
+    write(repo / "flags" / "b.md", "Lodging is booked by the traveller.\n")
+    git(repo, "add", "docs", "flags")
+    handle = gitpython.Repo(repo)
+    work_tree_blobs(handle)
+    assert "docs/a.md" in work_tree_blobs(handle)  # kept from here on
+    shutil.move(repo / "docs", tmp_path / "outside")
+    (repo / "docs").symlink_to(tmp_path / "outside")
+    assert "D\tdocs/a.md" in git(repo, "diff-files", "--name-status")
+    assert "docs/a.md" not in work_tree_blobs(handle)
+    for flag in ("--assume-unchanged", "--skip-worktree"):
+        git(repo, "update-index", flag, "flags/b.md")
+        (repo / "flags" / "b.md").write_text("Lodging is booked by the office.\n")
+        assert "flags/b.md" not in work_tree_blobs(handle), flag
+        git(repo, "update-index", flag.replace("--", "--no-"), "flags/b.md")
+

@@ -199,8 +199,10 @@ def test_kept_git_configuration_sees_every_later_change(repo: Path, tmp_path: Pa
     file the configuration includes is seen by the next read."""
     import git as gitpython
 
+    from wiki.store import gitrepo
     from wiki.store.gitrepo import config_value
 
+    monkeypatch.setattr(gitrepo, "SETTLED_NS", 0)  # this test's files count as settled
     handle = gitpython.Repo(repo)
     assert config_value(handle, "wiki", "model", "") == ""
     git(repo, "config", "wiki.model", "first")
@@ -219,3 +221,9 @@ def test_kept_git_configuration_sees_every_later_change(repo: Path, tmp_path: Pa
     assert config_value(handle, "wiki", "branch", "") == "kb"
     extra.write_text("[wiki]\n\tbranch = notes\n")  # only the included file changes
     assert config_value(handle, "wiki", "branch", "") == "notes"
+    git(repo, "config", "--unset", "include.path")  # git and gitpython ignore the case:
+    config = repo / ".git" / "config"
+    config.write_text(config.read_text() + f"[Include]\n\tpath = {extra}\n")
+    assert config_value(handle, "wiki", "branch", "") == "notes"
+    extra.write_text("[wiki]\n\tbranch = kb2\n")
+    assert config_value(handle, "wiki", "branch", "") == "kb2"

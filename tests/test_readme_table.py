@@ -84,7 +84,7 @@ def test_a_changed_result_changes_the_readme_and_check_says_stale(tmp_path: Path
 def test_a_missing_field_names_the_file_and_field(tmp_path: Path) -> None:
     (tmp_path / "scifact.json").write_text("{}")
     for name in ("handbook", "locomo", "bench", "model-start", "staleness", "ask-gaps",
-                 "hedge-calibration"):
+                 "hedge-calibration", "bench-scale", "bench-serve"):
         shutil.copy(ROOT / "evals" / "results" / f"{name}.json", tmp_path)
     with pytest.raises(readme_table.TableError, match=r"scifact.json: no field results"):
         readme_table.render(tmp_path)

@@ -37,6 +37,7 @@ from wiki.adapters.policy import git_path_refusal
 from wiki.adapters.registry import Check, Recorded, SourceEnv, register
 from wiki.adapters.sources import decode_text, read_text, too_large
 from wiki.errors import ConfigError, SourceError, SourceNotAllowedError
+from wiki.store.gitrepo import SETTLED_NS
 from wiki.store.indextree import is_text_name
 
 _SKIPPED_MODES = ("160000",)  # submodules are not files
@@ -56,16 +57,31 @@ def work_tree_blobs(repo: git.Repo) -> dict[str, tuple[str, str]]:
 
 
 def _list_work_tree_files(repo: git.Repo) -> tuple[dict[str, tuple[str, str]], list[str]]:
-    """One listing by git: the clean files' ``(mode, blob id)`` and every tracked path."""
+    """One listing by git: the clean files' ``(mode, blob id)`` and every tracked path. A
+    file marked assume-unchanged (tag in lower case) or skip-worktree (``S``) is never
+    clean: ``git diff-files`` does not look at it, so its staged id may not be its bytes."""
     dirty = set(_split_z(repo.git.diff_files("--name-only", "-z")))
     found, tracked = {}, []
-    for item in _split_z(repo.git.ls_files("-s", "-z")):
+    for item in _split_z(repo.git.ls_files("-s", "-v", "-z")):
         meta, _, path = item.partition("\t")
-        mode, sha, stage = meta.split()
+        tag, mode, sha, stage = meta.split()
         tracked.append(path)
-        if stage == "0" and mode not in _SKIPPED_MODES and path not in dirty:
+        flagged = tag.islower() or tag == "S"
+        if stage == "0" and mode not in _SKIPPED_MODES and path not in dirty and not flagged:
             found[path] = (mode, sha)
     return found, tracked
+
+
+def _with_folders(paths: list[str]) -> list[str]:
+    """``paths`` and every folder above them: a folder swapped for a symbolic link (or
+    moved) leaves the files' own status as it was, not the folder's."""
+    folders: set[str] = set()
+    for path in paths:
+        folder = posixpath.dirname(path)
+        while folder and folder not in folders:
+            folders.add(folder)
+            folder = posixpath.dirname(folder)
+    return [*paths, *sorted(folders)]
 
 
 def _stat(path: str) -> tuple | None:
@@ -76,16 +92,13 @@ def _stat(path: str) -> tuple | None:
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
 
 
-SETTLED_NS = 2_000_000_000
-"""A listing is kept only when the git index and every tracked file were last modified and
-changed at least this long (ns) before it: a file system with coarse times could give an
-edit made just after the status was read the same times (git's "racy" entries)."""
 
 
 class KeptListings:
     """The last work-tree listing of each repository (at most :attr:`REPOS`), reused while
-    the git index file and every tracked file have the status (modification and change
-    times in ns, size, inode, mode) they had *before* the listing was taken: a file
+    the git index file, every tracked file and every folder above one have the status
+    (modification and change times in ns, size, inode, mode) they had *before* the
+    listing was taken, all at least :data:`~wiki.store.gitrepo.SETTLED_NS` old: a file
     written during or after it moves its times, and the next call lists again. Statting
     the tracked files costs ~2 us each in this process; the two git processes of a
     listing cost 7.6 ms of CPU on the 247-file handbook, on every served ask (measured).
@@ -116,9 +129,9 @@ class KeptListings:
                 return found
         settled = time.time_ns() - SETTLED_NS
         index_stat = _stat(index_file)
-        before = {path: _stat(os.path.join(root, path)) for path in known}
+        before = {path: _stat(os.path.join(root, path)) for path in _with_folders(known)}
         found, tracked = _list_work_tree_files(repo)
-        files = {path: before.get(path) for path in tracked}
+        files = {path: before.get(path) for path in _with_folders(tracked)}
         stats = [index_stat, *files.values()]
         with self._lock:
             self._kept.pop(key, None)

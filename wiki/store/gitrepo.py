@@ -12,6 +12,7 @@ import datetime as dt
 import os
 import re
 import threading
+import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,10 @@ def open_repository(path: Path | str) -> git.Repo:
 
 
 _CONFIG_LEVELS = ("system", "user", "global", "repository")
+SETTLED_NS = 2_000_000_000
+"""A file's status is trusted to tell its content only when it was last modified and
+changed at least this long (ns) before it was read: a file system with coarse times can
+give an edit made just after the status was read the same times (git's "racy" entries)."""
 
 
 def config_value(repo: git.Repo, section: str, name: str, default=None):
@@ -67,8 +72,9 @@ def config_value(repo: git.Repo, section: str, name: str, default=None):
 class KeptGitConfigs:
     """The last configuration reader of each git dir (at most :attr:`REPOS`), reused while
     the paths of its files (they follow ``HOME`` and ``XDG_CONFIG_HOME``) and each file's
-    status (times in ns, size, inode) are unchanged. A configuration that includes other
-    files (``[include]``, ``[includeIf ...]``) is read anew each time. Thread-safe."""
+    status (times in ns, size, inode) are unchanged, and only once every file is
+    :data:`SETTLED_NS` old. A configuration that includes other files (``[include]``,
+    ``[includeIf ...]``, any case) is read anew each time. Thread-safe."""
 
     REPOS = 32
 
@@ -85,9 +91,13 @@ class KeptGitConfigs:
             kept = self._kept.get(key)
         if kept is not None and kept[0] == stamp:
             return kept[1]
+        settled = time.time_ns() - SETTLED_NS
         reader = repo.config_reader()
         reader.read()
-        if not any(section.startswith("include") for section in reader.sections()):
+        includes = any(section.partition('"')[0].strip().lower().startswith("include")
+                       for section in reader.sections())
+        if not includes and all(st is None or (st[0] < settled and st[1] < settled)
+                                for st in stamp[1]):
             with self._lock:
                 self._kept.pop(key, None)
                 self._kept[key] = (stamp, reader)
