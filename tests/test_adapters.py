@@ -290,3 +290,25 @@ def test_a_kept_listing_sees_a_folder_swapped_for_a_link_and_flagged_files(
         assert "flags/b.md" not in work_tree_blobs(handle), flag
         git(repo, "update-index", flag.replace("--", "--no-"), "flags/b.md")
 
+
+
+def test_a_repository_of_many_files_is_listed_by_git_every_time(repo: Path,
+                                                                monkeypatch) -> None:
+    """Above ``KeptListings.MAX_PATHS`` tracked files, checking a kept listing would cost
+    more than git's own listing: nothing is kept, and an edit is still seen."""
+    import git as gitpython
+
+    from wiki.adapters import git_source
+    from wiki.adapters.git_source import LISTINGS, work_tree_blobs
+
+    monkeypatch.setattr(git_source, "SETTLED_NS", 0)
+    monkeypatch.setattr(git_source.KeptListings, "MAX_PATHS", 2)
+    for name in ("a", "b", "c"):
+        write(repo / f"{name}.md", f"{name} text\n")
+    git(repo, "add", ".")
+    handle = gitpython.Repo(repo)
+    for _ in range(3):
+        assert "a.md" in work_tree_blobs(handle)
+    assert os.path.realpath(handle.git_dir) not in LISTINGS._kept
+    (repo / "a.md").write_text("a changed\n")
+    assert "a.md" not in work_tree_blobs(handle)

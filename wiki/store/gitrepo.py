@@ -85,7 +85,7 @@ class KeptGitConfigs:
     def reader(self, repo: git.Repo):
         """A read ``GitConfigParser`` of ``repo``'s whole configuration (read only)."""
         files = tuple(repo._get_config_path(level) for level in _CONFIG_LEVELS)
-        stamp = (files, tuple(_file_status(path) for path in files))
+        stamp = (files, tuple(file_status(path) for path in files))
         key = os.path.realpath(repo.git_dir)
         with self._lock:
             kept = self._kept.get(key)
@@ -106,12 +106,15 @@ class KeptGitConfigs:
         return reader
 
 
-def _file_status(path: str) -> tuple | None:
+def file_status(path: str, *, follow: bool = True) -> tuple | None:
+    """``(mtime_ns, ctime_ns, size, inode, mode)`` of ``path`` (``follow=False``: of a
+    symbolic link itself, as git tracks it), ``None`` when it cannot be read: what the
+    caches of this process compare to know a file is as it was."""
     try:
-        st = os.stat(path)
+        st = os.stat(path) if follow else os.lstat(path)
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
 
 
 GIT_CONFIGS = KeptGitConfigs()
