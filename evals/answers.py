@@ -234,7 +234,7 @@ def main() -> None:
                              + (f" unanswerable (staff set, {args.split} half)" if suffix
                                 else " unanswerable (dev set: variants chosen on it)"),
                 "retrieval": f"default legs, embedding model "
-                             f"{os.environ.get('WIKI_EMBED_MODEL', 'all-MiniLM-L6-v2')}; "
+                             f"{embedcache.embedder().name}; "
                              f"{'model: ' + args.llm if args.llm else 'no LLM'}, no "
                              "revalidation",
                 "support recall": "share of a question's support quotes with ≥ half "

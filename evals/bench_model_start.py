@@ -38,7 +38,8 @@ LOAD = """import time
 started = time.perf_counter()
 from indexes.embedding import embedders
 from wiki.answering.embed_settings import resolve_spec
-model = embedders.load(embedders.DEFAULT_MODEL, resolve_spec())
+spec = resolve_spec()
+model = embedders.load(spec.model, spec)
 model.encode(["wiki doctor"])
 print(time.perf_counter() - started, type(model).__name__)
 """
@@ -58,13 +59,13 @@ def load_once() -> tuple[float, str]:
 def server_once() -> float:
     """Seconds from spawning the embedding server on a fresh socket to its first reply;
     the server is stopped afterwards."""
-    from indexes.embedding import embedders
     from indexes.embedding.embed_server import RemoteEmbedder
     from wiki.answering.embed_settings import resolve_spec
 
     with tempfile.TemporaryDirectory(prefix="wiki-model-start-") as folder:
-        remote = RemoteEmbedder(embedders.DEFAULT_MODEL, socket_path=Path(folder) / "s.sock",
-                                spec=resolve_spec(), idle_seconds=30)
+        spec = resolve_spec()
+        remote = RemoteEmbedder(spec.model, socket_path=Path(folder) / "s.sock",
+                                spec=spec, idle_seconds=30)
         started = time.perf_counter()
         reply = remote.ping()
         seconds = time.perf_counter() - started

@@ -28,11 +28,14 @@ def _store() -> None:
 
 def embedder(name: str | None = None):
     """The in-process embedder, loaded once: ``name``, else ``$EVAL_EMBED_MODEL`` (to
-    evaluate another registered model, e.g. ``all-MiniLM-L6-v2-int8``), else MiniLM."""
+    evaluate another registered model, e.g. ``all-MiniLM-L6-v2-int8``), else the model
+    ``wiki`` itself uses here (``$WIKI_EMBED_MODEL``, else the installed default), so the
+    chunk vectors an eval stores are the ones its ``wiki ask`` calls read."""
     from indexes.embedding import embedders
+    from indexes.embedding.embed_spec import installed_default
 
     return embedders.load(name or os.environ.get("EVAL_EMBED_MODEL")
-                          or embedders.DEFAULT_MODEL)
+                          or os.environ.get("WIKI_EMBED_MODEL") or installed_default())
 
 
 def embed_index(index, model=None, *, log=None) -> int:

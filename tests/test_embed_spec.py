@@ -19,7 +19,7 @@ from conftest import ALICE, BOB, entry_text
 
 from indexes.embedding import embed_server, embed_service, embedders
 from indexes.embedding.embed_socket import default_socket_path, install_key
-from indexes.embedding.embed_spec import EmbedderSpec
+from indexes.embedding.embed_spec import EmbedderSpec, installed_default
 from wiki.answering.embed_settings import current_spec, resolve_spec, using
 from wiki.answering.search import search_for
 from wiki.review.proposals import approve, propose
@@ -78,7 +78,8 @@ def test_the_mcp_server_no_longer_writes_the_environment() -> None:
 
 
 def test_resolve_spec_reads_the_three_settings() -> None:
-    assert resolve_spec({}) == EmbedderSpec("all-MiniLM-L6-v2", "auto", "auto")
+    assert resolve_spec({}) == EmbedderSpec(installed_default(), "auto", "auto")
+    assert installed_default() == "all-MiniLM-L6-v2-q8"  # make setup installs what it needs
     spec = resolve_spec({"WIKI_EMBED_MODEL": " fake-x ", "WIKI_EMBED_RUNTIME": " ONNX",
                          "WIKI_EMBED_SERVER": "Off"})
     assert (spec.model, spec.runtime, spec.server) == ("fake-x", "onnx", "off")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexes.embedding import embedders
+from indexes.embedding.embed_spec import installed_default
 from wiki.answering.embed_settings import current_spec
 from wiki.answering.embedding import model_name
 from wiki.errors import ConfigError, WikiError
@@ -101,7 +102,7 @@ def check_model(*, deep: bool = False) -> list[Check]:
     if name is None:
         return [Check("embedding model", INFO, "vector leg turned off (WIKI_EMBED_MODEL=none)",
                       "unset WIKI_EMBED_MODEL to search by meaning with "
-                      f"{embedders.DEFAULT_MODEL}")]
+                      f"{installed_default()}")]
     problem = embedders.probe(name, current_spec())
     if problem:
         fix = ("set WIKI_EMBED_MODEL to a known model" if name not in embedders.names() else
@@ -110,24 +111,25 @@ def check_model(*, deep: bool = False) -> list[Check]:
         return [Check("embedding model", ERROR, f"{name}: {problem}",
                       fix + ", or set WIKI_EMBED_MODEL=none to search without vectors")]
     checks = [Check("embedding model", OK, f"{name}: installed")]
-    if name == embedders.DEFAULT_MODEL:
-        checks.append(_runtime())
+    if name in embedders.SERVED_MODELS:
+        checks.append(_runtime(name))
     if deep:
         checks.append(_load_model(name))
     return checks
 
 
-def _runtime() -> Check:
-    """Which runtime encodes queries: the ONNX copy (fast start) or PyTorch."""
+def _runtime(name: str) -> Check:
+    """Which runtime encodes queries for model ``name``: its ONNX copy (fast start) or
+    PyTorch."""
     from indexes.embedding.onnx_embedder import onnx_copy_path
 
     if current_spec().runtime == "torch":
         return Check("embedding runtime", INFO, "PyTorch (WIKI_EMBED_RUNTIME=torch)")
-    path = onnx_copy_path()
+    path = onnx_copy_path(name)
     if path.exists():
         return Check("embedding runtime", OK, f"ONNX Runtime, copy at {path}")
-    return Check("embedding runtime", INFO, "ONNX copy not made yet: the first use exports "
-                 "it from the PyTorch weights (once)", "run `wiki doctor --deep` to make it now")
+    return Check("embedding runtime", INFO, "ONNX copy not made yet: the first use makes "
+                 "it from the installed weights (once)", "run `wiki doctor --deep` to make it now")
 
 
 def _load_model(name: str) -> Check:
@@ -154,7 +156,7 @@ def check_embed_server() -> Check:
     if name is None or mode == "off":
         why = "vectors are off" if name is None else "WIKI_EMBED_SERVER=off"
         return Check("embed server", INFO, f"not used ({why}): each process loads the model")
-    if name != embedders.DEFAULT_MODEL:
+    if name not in embedders.SERVED_MODELS:
         return Check("embed server", INFO, f"not used for {name}: loaded in each process")
     try:
         reply = RemoteEmbedder(name, start=False, request_timeout=5, spec=spec).ping()

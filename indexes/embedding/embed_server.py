@@ -188,8 +188,8 @@ class RemoteEmbedder:
             fcntl.flock(lock, fcntl.LOCK_EX)  # held while spawning and awaiting readiness
             if (sock := _try_connect(self.socket_path, self.request_timeout)) is not None:
                 return sock  # another process started it while we waited for the lock
-            preparing = self.name == embedders.DEFAULT_MODEL and \
-                embedders.needs_preparing(self.spec)
+            preparing = embedders.needs_preparing(
+                dataclasses.replace(self.spec, model=self.name))
             if preparing:
                 self.spec.say(embedders.PREPARING)
             started = time.monotonic()
@@ -308,7 +308,7 @@ class AutoEmbedder:
 def get_embedder(model_name: str, spec: EmbedderSpec | None = None) -> Embedder:
     """The embedder to use for ``model_name`` in this process, as ``spec`` (default:
     ``EmbedderSpec(model=model_name)``) says. ``server="off"`` loads it in-process;
-    ``"auto"`` serves :data:`embedders.DEFAULT_MODEL` from this install's shared server
+    ``"auto"`` serves :data:`embedders.SERVED_MODELS` from this install's shared server
     (an :class:`AutoEmbedder`), falling back to in-process for the rest of the process if
     the server cannot be started or reached. Other names (fakes registered at runtime)
     always load in-process. Raises :class:`EmbedderUnavailableError` for an unknown name
@@ -319,7 +319,7 @@ def get_embedder(model_name: str, spec: EmbedderSpec | None = None) -> Embedder:
     if spec.server not in SERVER_MODES:
         raise EmbedderUnavailableError(
             f"WIKI_EMBED_SERVER must be 'auto' or 'off', not {spec.server!r}")
-    if spec.server == "off" or model_name != embedders.DEFAULT_MODEL or \
+    if spec.server == "off" or model_name not in embedders.SERVED_MODELS or \
             model_name in _FALLBACK:
         return embedders.load(model_name, spec)
     return AutoEmbedder(spec)
@@ -332,7 +332,7 @@ def warm(model_name: str, spec: EmbedderSpec | None = None) -> bool:
     decides) and none runs yet; never waits for it. Returns whether one is running or
     starting. A failure to start is silent here: the next query falls back as usual."""
     spec = spec or EmbedderSpec(model=model_name)
-    if spec.server != "auto" or model_name != embedders.DEFAULT_MODEL or \
+    if spec.server != "auto" or model_name not in embedders.SERVED_MODELS or \
             model_name in _FALLBACK:
         return False
     try:

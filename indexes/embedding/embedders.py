@@ -13,6 +13,7 @@ Which model and runtime to use is never read here: callers pass an
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import threading
@@ -24,7 +25,9 @@ from indexes.embedding.embed_spec import (
     DEFAULT_MODEL,
     DISABLED,
     PACKAGED_MODEL,
+    QUANTIZED_MODEL,
     RUNTIMES,
+    SERVED_MODELS,
     EmbedderSpec,
 )
 from indexes.errors import IndexesError
@@ -32,7 +35,8 @@ from indexes.errors import IndexesError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DEFAULT_MODEL", "DISABLED", "PACKAGED_MODEL", "RUNTIMES", "EmbedderSpec"]  # re-exported
+__all__ = ["DEFAULT_MODEL", "DISABLED", "PACKAGED_MODEL", "QUANTIZED_MODEL", "RUNTIMES",
+           "SERVED_MODELS", "EmbedderSpec"]  # re-exported
 DEFAULT_DIM = 384
 """Vector width of :data:`DEFAULT_MODEL` (on either runtime)."""
 PREPARING = "preparing the embedding model, once, about 10 s"
@@ -181,17 +185,19 @@ def runtime_problem(spec: EmbedderSpec) -> str | None:
 
 
 def needs_preparing(spec: EmbedderSpec) -> bool:
-    """Whether loading the default model under ``spec`` will first export its ONNX copy
-    (the slow, one-time step :data:`PREPARING` announces): the runtime may use ONNX,
-    ONNX Runtime is installed and the copy is not there yet. Imports no model library."""
+    """Whether loading ``spec.model`` (one of :data:`SERVED_MODELS`) will first make its
+    ONNX copy (the slow, one-time step :data:`PREPARING` announces): the runtime may use
+    ONNX, ONNX Runtime is installed and the copy is not there yet. Imports no model
+    library."""
     import importlib.util
 
-    if spec.runtime not in ("auto", "onnx") or importlib.util.find_spec("onnxruntime") is None:
+    if spec.model not in SERVED_MODELS or spec.runtime not in ("auto", "onnx") or \
+            importlib.util.find_spec("onnxruntime") is None:
         return False
     from indexes.embedding import onnx_embedder
 
     try:
-        return not onnx_embedder.onnx_copy_path().exists()
+        return not onnx_embedder.onnx_copy_path(spec.model).exists()
     except EmbedderUnavailableError:  # no weights: nothing to prepare, loading will say why
         return False
 
@@ -276,6 +282,60 @@ def _probe_default(spec: EmbedderSpec | None = None) -> str | None:
 load_default.probe = _probe_default  # type: ignore[attr-defined]
 load_default.takes_spec = True  # type: ignore[attr-defined]
 register(DEFAULT_MODEL, load_default)
+
+
+def load_quantized(spec: EmbedderSpec | None = None) -> Embedder:
+    """all-MiniLM-L6-v2 with int8 weights (:data:`QUANTIZED_MODEL`) on ONNX Runtime: the
+    int8 copy in the user's cache, made once from the float ONNX copy
+    (:func:`indexes.embedding.onnx_embedder.quantize_copy`; the float copy is made first
+    when missing, as :func:`load_default` makes it), announced through ``spec.notify``.
+    Raises :class:`EmbedderUnavailableError` for ``runtime="torch"`` (it has no PyTorch
+    form), a bad runtime, or when no copy can be made or loaded."""
+    from indexes.embedding import onnx_embedder
+
+    spec = spec or EmbedderSpec(model=QUANTIZED_MODEL)
+    if (problem := runtime_problem(spec)) is not None:
+        raise EmbedderUnavailableError(problem)
+    if spec.runtime == "torch":
+        raise EmbedderUnavailableError(
+            f"{QUANTIZED_MODEL} runs on ONNX Runtime only: set WIKI_EMBED_MODEL="
+            f"{DEFAULT_MODEL} to embed with PyTorch")
+    path = onnx_embedder.onnx_copy_path(QUANTIZED_MODEL)
+    if path.exists():
+        try:
+            return onnx_embedder.OnnxEmbedder(path, name=QUANTIZED_MODEL)
+        except EmbedderUnavailableError as exc:
+            log.warning("%s; making a new int8 copy", exc)
+    source = onnx_embedder.onnx_copy_path()
+    started = time.monotonic()
+    if not source.exists():
+        load_default(dataclasses.replace(spec, model=DEFAULT_MODEL, runtime="onnx"))
+    else:
+        spec.say(PREPARING)
+    model = onnx_embedder.OnnxEmbedder(onnx_embedder.quantize_copy(source, path),
+                                       name=QUANTIZED_MODEL)
+    spec.say(f"int8 embedding model ready ({time.monotonic() - started:.1f} s)")
+    return model
+
+
+def _probe_quantized(spec: EmbedderSpec | None = None) -> str | None:
+    import importlib.util
+
+    spec = spec or EmbedderSpec(model=QUANTIZED_MODEL)
+    if (problem := runtime_problem(spec)) is not None:
+        return problem
+    if spec.runtime == "torch":
+        return (f"{QUANTIZED_MODEL} runs on ONNX Runtime only: set WIKI_EMBED_MODEL="
+                f"{DEFAULT_MODEL} to embed with PyTorch")
+    missing = [m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"{QUANTIZED_MODEL} needs {' and '.join(missing)}: run `make setup`"
+    return _probe_default(dataclasses.replace(spec, model=DEFAULT_MODEL, runtime="onnx"))
+
+
+load_quantized.probe = _probe_quantized  # type: ignore[attr-defined]
+load_quantized.takes_spec = True  # type: ignore[attr-defined]
+register(QUANTIZED_MODEL, load_quantized)
 
 
 def load_packaged(spec: EmbedderSpec | None = None) -> Embedder:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -154,13 +153,7 @@ def build_onnx(model_dir: Path, path: Path, reference: Path = REFERENCE) -> Path
         model = bert_graph(config, weights)
     except (OSError, ValueError, KeyError) as exc:
         raise EmbedderUnavailableError(f"cannot build the ONNX copy: {exc}") from None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    except OSError as exc:
-        raise EmbedderUnavailableError(f"cannot write the ONNX copy in {path.parent}: "
-                                       f"{exc.strerror}") from None
-    os.close(handle)
+    temp = onnx_embedder.temp_beside(path, "the ONNX copy")
     try:
         onnx.save(model, temp)
         got = onnx_embedder.OnnxEmbedder(Path(temp)).encode(onnx_embedder.PROBES)
