@@ -118,6 +118,7 @@ eval-judge: $(STAMP)
 
 bench: $(STAMP)
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench
+	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench_first_build
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench_serve
 	$(BIN)/python -m evals.bench_hook
 	WIKI_DATA="$(DATA)" $(BIN)/python -m evals.bench_scale

@@ -124,6 +124,14 @@ def test_model_and_embed_server_settings(cli, monkeypatch, tmp_path) -> None:
     code, checks = _checks(cli)
     assert code == 1 and "WIKI_EMBED_RUNTIME" in checks["embedding model"]["message"]
     assert checks["embedding model"]["fix"].startswith("set WIKI_EMBED_RUNTIME to auto")
+    # the int8 model named with PyTorch asked for: it has no PyTorch form, and the fix says so
+    monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.QUANTIZED_MODEL)
+    monkeypatch.setenv("WIKI_EMBED_RUNTIME", "torch")
+    code, checks = _checks(cli)
+    assert code == 1 and "ONNX Runtime only" in checks["embedding model"]["message"]
+    assert checks["embedding model"]["fix"].startswith(
+        f"unset WIKI_EMBED_RUNTIME, or set WIKI_EMBED_MODEL={embedders.DEFAULT_MODEL}")
+    monkeypatch.setenv("WIKI_EMBED_MODEL", embedders.DEFAULT_MODEL)
     monkeypatch.setenv("WIKI_EMBED_RUNTIME", "auto")
     # a cache of its own: the run's shared model cache holds an ONNX copy once any test
     # before this one used the real model

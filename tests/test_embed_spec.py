@@ -80,6 +80,11 @@ def test_the_mcp_server_no_longer_writes_the_environment() -> None:
 def test_resolve_spec_reads_the_three_settings() -> None:
     assert resolve_spec({}) == EmbedderSpec(installed_default(), "auto", "auto")
     assert installed_default() == "all-MiniLM-L6-v2-q8"  # make setup installs what it needs
+    # PyTorch asked for, no model named: the float model (the int8 copy has no torch form)
+    assert resolve_spec({"WIKI_EMBED_RUNTIME": "torch"}).model == "all-MiniLM-L6-v2"
+    assert resolve_spec({"WIKI_EMBED_RUNTIME": "torch",
+                         "WIKI_EMBED_MODEL": "all-MiniLM-L6-v2-q8"}).model == \
+        "all-MiniLM-L6-v2-q8"  # named: kept, and its load says why it cannot run
     spec = resolve_spec({"WIKI_EMBED_MODEL": " fake-x ", "WIKI_EMBED_RUNTIME": " ONNX",
                          "WIKI_EMBED_SERVER": "Off"})
     assert (spec.model, spec.runtime, spec.server) == ("fake-x", "onnx", "off")

@@ -4,7 +4,9 @@ default where it can be made, and encoding batches on every core gives the same 
 
 from __future__ import annotations
 
+import json
 import logging
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -143,3 +145,29 @@ def test_the_default_is_the_int8_model_where_it_can_be_made(monkeypatch) -> None
     assert embed_spec.installed_default() == DEFAULT_MODEL
     assert QUANTIZED_MODEL in embed_spec.SERVED_MODELS and \
         DEFAULT_MODEL in embed_spec.SERVED_MODELS
+
+
+def test_a_user_who_sets_nothing_searches_with_the_int8_model(cli, wiki, monkeypatch) -> None:
+    """The CLI end to end with no embedding setting: `wiki index` embeds with the int8 model
+    and records its vectors under its name; a search ranks by them."""
+    from conftest import ALICE, BOB, entry_text
+
+    from wiki.review.proposals import approve, propose
+
+    monkeypatch.delenv("WIKI_EMBED_MODEL")
+    entries = {
+        "hr/leave.md": entry_text("lv", "Annual leave", "Request vacation days in HR Links."),
+        "ops/voucher.md": entry_text("vo", "Travel voucher", "File your voucher in Concur."),
+        "it/laptop.md": entry_text("lp", "Laptop setup", "New laptops are set up by IT.")}
+    proposal = propose(wiki, {p: t.encode() for p, t in entries.items()}, base=None,
+                       kind="seed", subject="seed", author=ALICE).proposal
+    approve(wiki, proposal.name, approver=BOB)
+    assert cli("index").exit_code == 0
+    result = cli("search", "how many days off can I take", "--legs", "vector", "--json")
+    assert result.exit_code in (0, 1), result.stderr  # 1: weak hits only (a vector leg alone)
+    reply = json.loads(result.stdout)
+    assert reply["legs"] == ["vector"] and reply["vectors_pending"] == 0
+    assert reply["hits"][0]["path"] == "hr/leave.md"
+    with sqlite3.connect(wiki.database_path()) as conn:
+        models = {row[0] for row in conn.execute("SELECT DISTINCT model FROM embeddings")}
+    assert models == {QUANTIZED_MODEL}

@@ -31,6 +31,9 @@ def test_the_section_carries_the_results_numbers() -> None:
     build = bench["build"]
     assert f"{build['pages']} pages, {build['entries']} entries" in prose
     assert f"indexed in {build['total']:.1f} s" in prose
+    first = json.loads((results / "first-build.json").read_text(encoding="utf-8"))["runs"]
+    assert (f"fully indexed, vectors included, in {first[0]['total_wall_s']:.1f} s with "
+            f"{first[0]['model']} (the default" in prose)
     assert (f"an evidence gap on {gaps['gaps']} of the {gaps['unanswerable']} unanswerable"
             in prose)
     assert f"among the {gaps['answerable']} answerable ones" in prose
@@ -84,7 +87,7 @@ def test_a_changed_result_changes_the_readme_and_check_says_stale(tmp_path: Path
 def test_a_missing_field_names_the_file_and_field(tmp_path: Path) -> None:
     (tmp_path / "scifact.json").write_text("{}")
     for name in ("handbook", "locomo", "bench", "model-start", "staleness", "ask-gaps",
-                 "hedge-calibration", "bench-scale", "bench-serve"):
+                 "hedge-calibration", "bench-scale", "bench-serve", "first-build"):
         shutil.copy(ROOT / "evals" / "results" / f"{name}.json", tmp_path)
     with pytest.raises(readme_table.TableError, match=r"scifact.json: no field results"):
         readme_table.render(tmp_path)

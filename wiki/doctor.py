@@ -107,7 +107,8 @@ def check_model(*, deep: bool = False) -> list[Check]:
     if problem:
         fix = ("set WIKI_EMBED_MODEL to a known model" if name not in embedders.names() else
                "set WIKI_EMBED_RUNTIME to auto, onnx or torch" if "RUNTIME" in problem else
-               reinstall_hint())
+               f"unset WIKI_EMBED_RUNTIME, or set WIKI_EMBED_MODEL={embedders.DEFAULT_MODEL}"
+               if "ONNX Runtime only" in problem else reinstall_hint())
         return [Check("embedding model", ERROR, f"{name}: {problem}",
                       fix + ", or set WIKI_EMBED_MODEL=none to search without vectors")]
     checks = [Check("embedding model", OK, f"{name}: installed")]

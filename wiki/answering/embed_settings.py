@@ -2,10 +2,11 @@
 
 The one place that reads them (per-user settings come from the environment, docs/cli.md):
 
-* ``WIKI_EMBED_MODEL``: the embedding model, default ``all-MiniLM-L6-v2`` (its int8
-  copy, ``all-MiniLM-L6-v2-int8``, where the float weights are not installed:
-  :func:`indexes.embedding.embed_spec.installed_default`); ``none`` or ``off`` turns the
-  vector leg off;
+* ``WIKI_EMBED_MODEL``: the embedding model, default ``all-MiniLM-L6-v2-q8`` (int8
+  weights quantized here from the float weights; the float ``all-MiniLM-L6-v2`` when
+  ``WIKI_EMBED_RUNTIME=torch``, which has no int8 form; ``all-MiniLM-L6-v2-int8`` where
+  the float weights are not installed: :func:`indexes.embedding.embed_spec.installed_default`);
+  ``none`` or ``off`` turns the vector leg off;
 * ``WIKI_EMBED_RUNTIME``: ``auto`` (default) / ``onnx`` / ``torch``, for the default model;
 * ``WIKI_EMBED_SERVER``: ``auto`` (default: this install's warm server) / ``off``
   (the model loads in each process).
@@ -29,7 +30,9 @@ from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 
 from indexes.embedding.embed_spec import (
+    DEFAULT_MODEL,
     DISABLED,
+    QUANTIZED_MODEL,
     RUNTIMES,
     SERVER_MODES,
     EmbedderSpec,
@@ -48,13 +51,19 @@ def _setting(environ: Mapping[str, str], name: str, default: str) -> str:
 def resolve_spec(environ: Mapping[str, str] | None = None, *,
                  notify: Callable[[str], None] | None = None) -> EmbedderSpec:
     """The spec that ``environ`` (default ``os.environ``) asks for, with ``notify`` as its
-    voice for slow one-time steps. Values are trimmed and, for the runtime and server mode,
-    lower-cased; they are not checked here, so a spec always resolves (``wiki doctor``
+    voice for slow one-time steps. With ``WIKI_EMBED_RUNTIME=torch`` and no
+    ``WIKI_EMBED_MODEL``, the default is the float model (the int8 one has no PyTorch
+    form). Values are trimmed and, for the runtime and server mode, lower-cased; they are
+    not checked here, so a spec always resolves (``wiki doctor``
     reports a bad one as a check); a search checks it with :func:`validate`."""
     environ = os.environ if environ is None else environ
-    model = environ.get("WIKI_EMBED_MODEL", installed_default()).strip()
+    runtime = _setting(environ, "WIKI_EMBED_RUNTIME", "auto")
+    default = installed_default()
+    if runtime == "torch" and default == QUANTIZED_MODEL:
+        default = DEFAULT_MODEL  # the int8 copy runs on ONNX Runtime only
+    model = environ.get("WIKI_EMBED_MODEL", default).strip()
     return EmbedderSpec(model=None if model.lower() in DISABLED else model,
-                        runtime=_setting(environ, "WIKI_EMBED_RUNTIME", "auto"),
+                        runtime=runtime,
                         server=_setting(environ, "WIKI_EMBED_SERVER", "auto"),
                         notify=notify)
 
