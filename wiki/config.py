@@ -111,7 +111,7 @@ class SearchConfig:
     gap_coverage: float = 0.54
     gap_cosine: float = 0.45
     gap_score: float = 0.52
-    hedge_score: float = 0.77
+    hedge_score: float = 0.78
     legs: tuple[str, ...] = INDEX_LEGS
     fusion: str = "zscore"
     rrf_k: int = 60

@@ -51,7 +51,7 @@ gap_cosine = 0.45
 # gap_score an evidence gap; below hedge_score the answer is shown as "closest evidence,
 # may not answer" with the reason (`confidence: "hedged"` in --json; still exit 0).
 gap_score = 0.52
-hedge_score = 0.77
+hedge_score = 0.78
 # Retrieval legs, each offering its top `window` hits, fused by "zscore" (weighted sum of
 # each leg's standardised scores) or "rrf" (sum of w / (rrf_k + rank)).
 legs = ["alias", "bm25", "vector"]

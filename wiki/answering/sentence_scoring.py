@@ -63,7 +63,7 @@ class PickerConfig:
     max_sentences: int = 4
     entry_places: int = 3
     gap_score: float | None = 0.52
-    hedge_score: float | None = 0.77
+    hedge_score: float | None = 0.78
     """Below this answer score (and at or above ``gap_score``) the answer is shown hedged:
     the closest evidence, which may not answer. Chosen on the staff tune half as the
     largest value that hedges at most 15 % of its answerable questions
