@@ -171,3 +171,106 @@ def test_a_user_who_sets_nothing_searches_with_the_int8_model(cli, wiki, monkeyp
     with sqlite3.connect(wiki.database_path()) as conn:
         models = {row[0] for row in conn.execute("SELECT DISTINCT model FROM embeddings")}
     assert models == {QUANTIZED_MODEL}
+
+
+def test_switching_models_keeps_each_models_vectors(cli, wiki, monkeypatch) -> None:
+    """Helper-29's finding: the first read under another model (the int8 default after an
+    upgrade, or WIKI_EMBED_RUNTIME=torch picking the float model) deleted every stored
+    vector of the old one. Both engines now keep each model's vectors; status and doctor
+    count the model in use."""
+    from conftest import ALICE, BOB, entry_text
+    from test_hybrid import HashingEmbedder
+
+    from wiki.review.proposals import approve, propose
+
+    old, new = HashingEmbedder("fake-old", 32), HashingEmbedder("fake-new", 48)
+    embedders.register("fake-old", lambda: old)
+    embedders.register("fake-new", lambda: new)
+    entries = {f"kb/page-{i}.md": entry_text(f"p{i}", f"Page {i}", f"Topic {i} of {30} pages.")
+               for i in range(30)}  # more chunks than a read embeds by itself
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-old")
+    proposal = propose(wiki, {p: t.encode() for p, t in entries.items()}, base=None,
+                       kind="seed", subject="seed", author=ALICE).proposal
+    approve(wiki, proposal.name, approver=BOB)
+    assert cli("index").exit_code == 0
+    embedded = old.calls
+    assert embedded >= 30
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-new")
+    read = cli("search", "topic pages", "--json")
+    assert json.loads(read.stdout)["vectors_pending"] >= 30  # the new model: none yet
+    status = json.loads(cli("status", "--json").stdout)
+    assert status["embedded_chunks"] == 0 and status["embedding_model"].startswith("fake-new")
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-old")
+    back = cli("search", "topic pages", "--json")
+    assert json.loads(back.stdout)["vectors_pending"] == 0
+    assert old.calls == embedded + 1  # the query alone: no chunk embedded again
+    with sqlite3.connect(wiki.database_path()) as conn:
+        kept = conn.execute("SELECT count(*) FROM embeddings WHERE model = 'fake-old'")
+        assert kept.fetchone()[0] >= 30
+
+
+def test_two_first_uses_at_once_both_make_a_good_copy(copies, tmp_path) -> None:
+    """Helper-29's finding: given a path, the quantizer wrote its shape-inferred copy
+    beside the source under a fixed name, so two first uses at once deleted each other's
+    (`No such file ...-inferred.onnx`). Two processes now both succeed, and nothing but
+    the copies is left in the folder."""
+    import subprocess
+    import sys
+
+    source, _ = copies
+    folder = tmp_path / "models"
+    folder.mkdir()
+    float_copy = folder / "float.onnx"
+    float_copy.write_bytes(source.read_bytes())
+    code = ("import sys; from pathlib import Path; "
+            "from indexes.embedding.onnx_embedder import quantize_copy; "
+            "quantize_copy(Path(sys.argv[1]), Path(sys.argv[2]))")
+    runs = [subprocess.Popen([sys.executable, "-c", code, str(float_copy),
+                              str(folder / f"q8-{n}.onnx")], stderr=subprocess.PIPE, text=True)
+            for n in range(2)]
+    errors = [run.communicate()[1] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], errors
+    assert errors == ["", ""]  # and nothing said on stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["float.onnx", "q8-0.onnx", "q8-1.onnx"]
+
+
+def test_the_quantizer_leaves_no_logging_handler_behind(copies, tmp_path) -> None:
+    """ONNX Runtime's quantizer calls ``logging.warning``, which installs a stderr handler on
+    a root logger that has none; it would have printed every later library log line."""
+    source, _ = copies
+    saved = logging.root.handlers[:]
+    for handler in saved:
+        logging.root.removeHandler(handler)
+    try:
+        onnx_embedder.quantize_copy(source, tmp_path / "q8.onnx")
+        assert logging.root.handlers == []
+    finally:
+        for handler in saved:
+            logging.root.addHandler(handler)
+
+
+def test_a_damaged_float_copy_is_made_again_for_the_int8_one(cache_home, copies) -> None:
+    float_copy = onnx_embedder.onnx_copy_path(DEFAULT_MODEL)
+    float_copy.parent.mkdir(parents=True)
+    source, _ = copies
+    float_copy.write_bytes(source.read_bytes()[:1_000_000])  # truncated
+    said: list[str] = []
+    model = embedders.load_quantized(EmbedderSpec(model=QUANTIZED_MODEL, server="off",
+                                                  notify=said.append))
+    assert model.encode(["travel voucher"]).shape == (1, 384)
+    assert OnnxEmbedder(float_copy).encode(["x"]).shape == (1, 384)  # whole again
+    assert "  making the int8 copy" in said
+
+
+def test_a_copy_that_cannot_be_written_says_how_to_go_on(cache_home, copies) -> None:
+    """Where the int8 copy cannot be made (here a folder stands at its path; a read-only
+    or full cache is the same case), the error names the float model as the way on."""
+    float_copy = onnx_embedder.onnx_copy_path(DEFAULT_MODEL)
+    float_copy.parent.mkdir(parents=True)
+    float_copy.write_bytes(copies[0].read_bytes())
+    onnx_embedder.onnx_copy_path(QUANTIZED_MODEL).mkdir()
+    with pytest.raises(EmbedderUnavailableError,
+                       match="int8 copy.*; set WIKI_EMBED_MODEL=all-MiniLM-L6-v2 to embed"):
+        embedders.load_quantized(EmbedderSpec(model=QUANTIZED_MODEL, server="off"))
+    assert sorted(p.name for p in float_copy.parent.iterdir()) == sorted(
+        [float_copy.name, onnx_embedder.onnx_copy_path(QUANTIZED_MODEL).name])

@@ -112,10 +112,11 @@ def check_model(*, deep: bool = False) -> list[Check]:
         return [Check("embedding model", ERROR, f"{name}: {problem}",
                       fix + ", or set WIKI_EMBED_MODEL=none to search without vectors")]
     checks = [Check("embedding model", OK, f"{name}: installed")]
+    loaded = _load_model(name) if deep else None  # first: loading may make the ONNX copy
     if name in embedders.SERVED_MODELS:
         checks.append(_runtime(name))
-    if deep:
-        checks.append(_load_model(name))
+    if loaded is not None:
+        checks.append(loaded)
     return checks
 
 
@@ -243,8 +244,7 @@ def check_index(wiki, head: str) -> list[Check]:
                             + ", ".join(info.duplicate_ids), "replace one of each pair "
                             "(by path) with `wiki propose --supersede PATH FILE`"))
     name = model_name()
-    if name and info.chunks and (info.embedded_chunks < info.chunks
-                                 or not (info.embedding_model or "").startswith(name + ":")):
+    if name and info.chunks and info.embedded_chunks < info.chunks:
         checks.append(Check("vectors", WARNING, f"{info.embedded_chunks}/{info.chunks} chunks "
                             f"have a vector of {name}", "run `wiki index`"))
     return checks

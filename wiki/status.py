@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 
 from indexes.sqlite.vectors import MODEL_KEY
+from wiki.answering.embed_settings import current_spec
 from wiki.review.proposals import list_proposals
 from wiki.store.derived import COMMIT_KEY, INVALID_KEY, open_derived, sync
 from wiki.store.derived_db import RECOVERED
@@ -73,9 +74,12 @@ def wiki_status(wiki: Wiki) -> WikiStatus:
             info.invalid_entries = len(json.loads(index.get_meta(INVALID_KEY) or "{}"))
             info.by_status = index.docs.status_counts()
             label = index.get_meta(MODEL_KEY)
-            if label:
-                info.embedding_model = label
-                model = label.rsplit(":", 1)[0]
+            # the vectors of the model this user searches with (an index keeps other
+            # models' too), else of the one recorded last
+            model = current_spec().model or (label.rsplit(":", 1)[0] if label else None)
+            if model:
+                info.embedding_model = label if label and label.startswith(model + ":") \
+                    else model
                 info.chunks, info.embedded_chunks = index.vectors.counts(model)
                 info.sentences, info.embedded_sentences = index.vectors.sentence_counts(model)
             else:

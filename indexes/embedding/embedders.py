@@ -306,16 +306,29 @@ def load_quantized(spec: EmbedderSpec | None = None) -> Embedder:
             return onnx_embedder.OnnxEmbedder(path, name=QUANTIZED_MODEL)
         except EmbedderUnavailableError as exc:
             log.warning("%s; making a new int8 copy", exc)
-    source = onnx_embedder.onnx_copy_path()
     started = time.monotonic()
-    if not source.exists():
-        load_default(dataclasses.replace(spec, model=DEFAULT_MODEL, runtime="onnx"))
-    else:
+    source = onnx_embedder.onnx_copy_path()
+    try:
+        onnx_embedder.OnnxEmbedder(source, threads=1)  # there and loadable: quantize it
         spec.say(PREPARING)
-    model = onnx_embedder.OnnxEmbedder(onnx_embedder.quantize_copy(source, path),
-                                       name=QUANTIZED_MODEL)
+    except EmbedderUnavailableError:  # missing or damaged: made (again) as the float
+        # model makes it; PyTorch as a fallback is no use here
+        made = load_default(dataclasses.replace(spec, model=DEFAULT_MODEL, runtime="auto"))
+        if not isinstance(made, onnx_embedder.OnnxEmbedder):
+            raise EmbedderUnavailableError(
+                f"{QUANTIZED_MODEL} needs the ONNX copy of the float weights, which could "
+                f"not be made in {source.parent}: {_FLOAT_FALLBACK}") from None
+    spec.say("  making the int8 copy")
+    try:
+        model = onnx_embedder.OnnxEmbedder(onnx_embedder.quantize_copy(source, path),
+                                           name=QUANTIZED_MODEL)
+    except EmbedderUnavailableError as exc:
+        raise EmbedderUnavailableError(f"{exc}; {_FLOAT_FALLBACK}") from None
     spec.say(f"int8 embedding model ready ({time.monotonic() - started:.1f} s)")
     return model
+
+
+_FLOAT_FALLBACK = f"set WIKI_EMBED_MODEL={DEFAULT_MODEL} to embed with the float weights"
 
 
 def _probe_quantized(spec: EmbedderSpec | None = None) -> str | None:
@@ -325,8 +338,8 @@ def _probe_quantized(spec: EmbedderSpec | None = None) -> str | None:
     if (problem := runtime_problem(spec)) is not None:
         return problem
     if spec.runtime == "torch":
-        return (f"{QUANTIZED_MODEL} runs on ONNX Runtime only: set WIKI_EMBED_MODEL="
-                f"{DEFAULT_MODEL} to embed with PyTorch")
+        return (f"runs on ONNX Runtime only: set WIKI_EMBED_MODEL={DEFAULT_MODEL} to embed "
+                "with PyTorch")
     missing = [m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
     if missing:
         return f"{QUANTIZED_MODEL} needs {' and '.join(missing)}: run `make setup`"

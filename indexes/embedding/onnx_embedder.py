@@ -156,15 +156,21 @@ def temp_beside(path: Path, what: str) -> str:
 @contextlib.contextmanager
 def _quiet_quantizer() -> Iterator[None]:
     """Drop the root-logger warnings ONNX Runtime's quantizer writes (advice to pre-process
-    the model): library code stays silent."""
+    the model), and the stderr handler its ``logging.warning`` installs on a root logger
+    that had none (it would print every later library log line): library code stays
+    silent."""
     def keep(record: logging.LogRecord) -> bool:
         return "quantization" not in record.pathname
 
+    handlers = list(logging.root.handlers)
     logging.root.addFilter(keep)
     try:
         yield
     finally:
         logging.root.removeFilter(keep)
+        for handler in logging.root.handlers[:]:
+            if handler not in handlers:
+                logging.root.removeHandler(handler)
 
 
 def quantize_copy(source: Path, path: Path) -> Path:
@@ -178,6 +184,7 @@ def quantize_copy(source: Path, path: Path) -> Path:
     cannot be written, or a probe's cosine is below :data:`QUANTIZED_MIN_COSINE`; nothing
     is left at ``path`` then."""
     try:
+        import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
         raise EmbedderUnavailableError(
@@ -185,7 +192,11 @@ def quantize_copy(source: Path, path: Path) -> Path:
     temp = temp_beside(path, "the int8 copy")
     try:
         with _quiet_quantizer():
-            quantize_dynamic(str(source), temp, weight_type=QuantType.QInt8,
+            # a model object, not its path: given a path, the quantizer writes its shape-
+            # inferred copy beside the source under a fixed name (two first uses at once
+            # overwrote and deleted each other's, an interrupted one left 90 MB there);
+            # given the model, it works in a temporary folder of its own
+            quantize_dynamic(onnx.load(str(source)), temp, weight_type=QuantType.QInt8,
                              per_channel=True, op_types_to_quantize=["MatMul"])
         want = OnnxEmbedder(source, threads=1).encode(PROBES)
         got = OnnxEmbedder(Path(temp), threads=1).encode(PROBES)

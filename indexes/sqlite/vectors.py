@@ -322,12 +322,14 @@ class VectorStore:
         return total, done
 
     def prepare_model(self, model: str, dim: int) -> bool:
-        """Record ``model:dim`` as the model in use. When it differs from the recorded one,
-        drop every stored vector of other models or dimensions; returns True then."""
+        """Record ``model:dim`` as the model in use; returns True when it differs from the
+        recorded one. Other models' vectors stay, as on PostgreSQL: every read names its
+        model, and a switch back (another user's setting, ``WIKI_EMBED_RUNTIME=torch``
+        picking the float model) finds its vectors still there instead of none. The
+        model's vectors of another dimension go with :meth:`drop_damaged`."""
         label = f"{model}:{dim}"
         if self.get_meta(MODEL_KEY) == label:
             return False
-        self.conn.execute("DELETE FROM embeddings WHERE model != ? OR dim != ?", (model, dim))
         self.set_meta(MODEL_KEY, label)
         self._bump()
         return True
