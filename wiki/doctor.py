@@ -35,7 +35,7 @@ OPTIONAL = {
     "llama_cpp": ("the offline model, WIKI_MODEL=local/qwen2.5-coder-1.5b", LOCAL_MODEL_INSTALL),
 }
 """Optional modules: what each gives, and how to install it."""
-SERVER_START_S = 1.2
+SERVER_START_S = 0.3
 """Seconds from the embedding server's spawn to its first reply, p50, as measured by
 ``python -m evals.bench_model_start`` (evals/results/model-start.json, ``server.p50_s``;
 the README's Measured section states the same number, tests/test_readme_table.py checks
