@@ -180,3 +180,27 @@ def test_the_fix_names_how_wiki_was_installed(tmp_path):
     venv_hint = reinstall_hint(site / "wiki", tmp_path / "venv")
     assert venv_hint.startswith(f"reinstall wiki-kb into {tmp_path / 'venv'} (")
     assert "make setup" not in venv_hint
+
+
+def test_status_and_doctor_with_vectors_off_or_pending(cli, wiki, repo, monkeypatch) -> None:
+    """helper-30: with WIKI_EMBED_MODEL=none, status still showed the recorded model's
+    counts and doctor said "not used (vectors are off): each process loads the model";
+    with vectors pending, status did not say what to run."""
+    from test_hybrid import HashingEmbedder
+
+    model = HashingEmbedder("fake-status", 16)
+    embedders.register("fake-status", lambda: model)
+    notes = repo / "notes"
+    notes.mkdir()
+    for i in range(20):
+        (notes / f"n{i}.md").write_text(f"# Note {i}\n\nRunbook step {i} for team {i}.\n")
+    ingest_and_land(wiki, notes)
+    status = cli("status")
+    assert "off (WIKI_EMBED_MODEL=none)" in status.stdout, status.stdout
+    _, checks = _checks(cli)
+    assert checks["embed server"]["message"] == "not used: vectors are off"
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "fake-status")
+    pending = " ".join(cli("status").stdout.split())
+    assert "pending: run `wiki index`" in pending, pending
+    assert cli("index").exit_code == 0
+    assert "pending" not in cli("status").stdout

@@ -60,7 +60,7 @@ def test_index_and_status_name_chunks_and_answer_sentences(cli, repo: Path,
     status = cli("status")
     assert status.exit_code == 0, status.output
     flat = " ".join(status.stdout.split())
-    assert re.search(rf"{chunk_rows}/{chunk_rows} chunks embedded \(fake-hash:\d+\); "
+    assert re.search(rf"{chunk_rows}/{chunk_rows} chunks embedded \(fake-hash\); "
                      rf"0/{sentence_rows} answer sentences \(embedded when an answer reads "
                      r"them\)", flat), flat
     again = cli("index", "--json")
@@ -117,3 +117,32 @@ def test_plain_progress_lines_by_quarter_and_by_time(capsys) -> None:
         "embedding: 300/1000 texts (30%, 0 s)",
         "embedding: 450/1000 texts (45%, 45 s, 10 texts/s, about 55 s left)",
     ]
+
+
+def test_plain_progress_times_the_work_from_its_start_not_the_model_load(capsys) -> None:
+    """helper-30: the first use's model preparation (~10 s) was counted in the rate, so the
+    time left was twice too long. ``embed_pending`` says ``(0, total)`` once the model is
+    loaded, and the clock starts there."""
+    now = [0.0]
+    progress = PlainProgress(clock=lambda: now[0])
+    now[0] = 10.0  # the model took 10 s to prepare
+    progress(0, 1000)
+    now[0] = 15.0
+    progress(500, 1000)
+    assert capsys.readouterr().err.splitlines() == [
+        "embedding: 500/1000 texts (50%, 5 s, 100 texts/s, about 5 s left)"]
+
+
+def test_embedding_says_when_the_work_starts(tmp_path) -> None:
+    from test_hybrid import HashingEmbedder
+
+    from indexes.documents import Document
+    from indexes.sqlite.engine import SearchIndex
+    from indexes.sqlite.vectors import embed_pending
+
+    calls: list[tuple[int, int]] = []
+    with SearchIndex(tmp_path / "x.sqlite") as index, index.transaction():
+        index.upsert([Document(f"k{i}", f"i{i}", f"Title {i}", body=f"body {i}")
+                      for i in range(3)])
+        embed_pending(index.vectors, HashingEmbedder(), progress=lambda d, t: calls.append((d, t)))
+    assert calls[0] == (0, 3) and calls[-1] == (3, 3)

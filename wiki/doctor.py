@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from indexes.embedding import embedders
@@ -155,9 +155,11 @@ def check_embed_server() -> Check:
         return Check("embed server", ERROR, f"WIKI_EMBED_SERVER={mode!r} is not valid",
                      "set it to 'auto' (default) or 'off'")
     name = model_name()
-    if name is None or mode == "off":
-        why = "vectors are off" if name is None else "WIKI_EMBED_SERVER=off"
-        return Check("embed server", INFO, f"not used ({why}): each process loads the model")
+    if name is None:
+        return Check("embed server", INFO, "not used: vectors are off")
+    if mode == "off":
+        return Check("embed server", INFO,
+                     "not used (WIKI_EMBED_SERVER=off): each process loads the model")
     if name not in embedders.SERVED_MODELS:
         return Check("embed server", INFO, f"not used for {name}: loaded in each process")
     try:
@@ -166,9 +168,11 @@ def check_embed_server() -> Check:
         if "owned by this user" in str(exc):
             return Check("embed server", WARNING, str(exc),
                          "remove that path, or set WIKI_EMBED_SERVER=off")
+        first = (" the first time, about 10 s: it makes the model's ONNX copies first"
+                 if embedders.needs_preparing(replace(spec, model=name)) else "")
         return Check("embed server", INFO, "not running; the first search that needs a "
-                     f"vector starts it (about {SERVER_START_S:.1f} s), it stops after 15 "
-                     "idle minutes")
+                     f"vector starts it (about {SERVER_START_S:.1f} s{first}), it stops "
+                     "after 15 idle minutes")
     return Check("embed server", OK, f"running: {reply.get('model')}, pid {reply.get('pid')}")
 
 

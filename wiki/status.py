@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from indexes.sqlite.vectors import MODEL_KEY
 from wiki.answering.embed_settings import current_spec
 from wiki.review.proposals import list_proposals
 from wiki.store.derived import COMMIT_KEY, INVALID_KEY, open_derived, sync
@@ -28,6 +27,7 @@ class WikiStatus:
     duplicate_ids: list[str] = field(default_factory=list)
     open_proposals: int = 0
     embedding_model: str | None = None
+    vectors_on: bool = True
     chunks: int = 0
     embedded_chunks: int = 0
     sentences: int = 0
@@ -39,6 +39,16 @@ class WikiStatus:
         return self.indexed_commit == self.head and self.invalid_entries == 0 and \
             not self.duplicate_ids
 
+    def _vectors(self) -> str:
+        if not self.vectors_on:
+            return "off (WIKI_EMBED_MODEL=none): search and ask use the alias and BM25 legs"
+        pending = self.chunks - self.embedded_chunks
+        return (f"{self.embedded_chunks}/{self.chunks} chunks embedded "
+                f"({self.embedding_model or 'no model yet'})"
+                + (f", {pending} pending: run `wiki index`" if pending > 0 else "")
+                + f"; {self.embedded_sentences}/{self.sentences} answer sentences "
+                "(embedded when an answer reads them)")
+
     def rows(self) -> list[tuple[str, str]]:
         """``(label, value)`` pairs for display."""
         index_state = "up to date" if self.indexed_commit == self.head else (
@@ -49,10 +59,7 @@ class WikiStatus:
                 ("invalid entries", str(self.invalid_entries)),
                 ("duplicate ids", ", ".join(self.duplicate_ids) or "none"),
                 ("open proposals", str(self.open_proposals)),
-                ("vectors", f"{self.embedded_chunks}/{self.chunks} chunks embedded "
-                            f"({self.embedding_model or 'no model yet'}); "
-                            f"{self.embedded_sentences}/{self.sentences} answer sentences "
-                            "(embedded when an answer reads them)"),
+                ("vectors", self._vectors()),
                 ("database", self.database)]
 
 
@@ -73,13 +80,12 @@ def wiki_status(wiki: Wiki) -> WikiStatus:
             info.indexed_commit = index.get_meta(COMMIT_KEY)
             info.invalid_entries = len(json.loads(index.get_meta(INVALID_KEY) or "{}"))
             info.by_status = index.docs.status_counts()
-            label = index.get_meta(MODEL_KEY)
             # the vectors of the model this user searches with (an index keeps other
-            # models' too), else of the one recorded last
-            model = current_spec().model or (label.rsplit(":", 1)[0] if label else None)
+            # models' too); none counted with vectors off
+            model = current_spec().model
+            info.vectors_on = model is not None
             if model:
-                info.embedding_model = label if label and label.startswith(model + ":") \
-                    else model
+                info.embedding_model = model
                 info.chunks, info.embedded_chunks = index.vectors.counts(model)
                 info.sentences, info.embedded_sentences = index.vectors.sentence_counts(model)
             else:

@@ -148,6 +148,9 @@ class PlainProgress:
         self.quarter = 0
 
     def __call__(self, done: int, total: int) -> None:
+        if done == 0:  # the work starts now (after the model loaded): time from here
+            self.start = self.last = self.clock()
+            return
         if total < PLAIN_PROGRESS_MIN or done >= total:
             return
         now = self.clock()

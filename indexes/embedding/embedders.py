@@ -33,6 +33,8 @@ from indexes.embedding.embed_spec import (
 from indexes.errors import IndexesError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
 __all__ = ["DEFAULT_MODEL", "DISABLED", "PACKAGED_MODEL", "QUANTIZED_MODEL", "RUNTIMES",
@@ -307,25 +309,36 @@ def load_quantized(spec: EmbedderSpec | None = None) -> Embedder:
         except EmbedderUnavailableError as exc:
             log.warning("%s; making a new int8 copy", exc)
     started = time.monotonic()
+    spec.say(PREPARING)
     source = onnx_embedder.onnx_copy_path()
     try:
-        onnx_embedder.OnnxEmbedder(source, threads=1)  # there and loadable: quantize it
-        spec.say(PREPARING)
-    except EmbedderUnavailableError:  # missing or damaged: made (again) as the float
-        # model makes it; PyTorch as a fallback is no use here
-        made = load_default(dataclasses.replace(spec, model=DEFAULT_MODEL, runtime="auto"))
-        if not isinstance(made, onnx_embedder.OnnxEmbedder):
-            raise EmbedderUnavailableError(
-                f"{QUANTIZED_MODEL} needs the ONNX copy of the float weights, which could "
-                f"not be made in {source.parent}: {_FLOAT_FALLBACK}") from None
-    spec.say("  making the int8 copy")
-    try:
+        try:
+            onnx_embedder.OnnxEmbedder(source, threads=1)  # there and loadable: quantize it
+        except EmbedderUnavailableError:  # missing or damaged: made (again) first
+            _make_float_copy(spec, source)
+        spec.say("  making the int8 copy")
         model = onnx_embedder.OnnxEmbedder(onnx_embedder.quantize_copy(source, path),
                                            name=QUANTIZED_MODEL)
     except EmbedderUnavailableError as exc:
         raise EmbedderUnavailableError(f"{exc}; {_FLOAT_FALLBACK}") from None
-    spec.say(f"int8 embedding model ready ({time.monotonic() - started:.1f} s)")
+    spec.say(f"embedding model ready ({time.monotonic() - started:.1f} s)")
     return model
+
+
+def _make_float_copy(spec: EmbedderSpec, source: Path) -> None:
+    """Make the float ONNX copy at ``source`` for the int8 one: without PyTorch where
+    :mod:`indexes.embedding.onnx_build` can (every ``make setup`` install: a process that
+    makes its copies, the shared server among them, never loads torch's ~1 GB), else by
+    exporting the PyTorch model. Raises :class:`EmbedderUnavailableError` when neither
+    can."""
+    from indexes.embedding import onnx_build, onnx_embedder
+
+    if _torch_free_possible():
+        spec.say("  building the ONNX copy of the float weights")
+        onnx_build.build_onnx(onnx_embedder.model_dir(), source)
+        return
+    torch_model = SentenceTransformerEmbedder()
+    onnx_embedder.export_onnx(torch_model.model, source, notify=spec.notify)
 
 
 _FLOAT_FALLBACK = f"set WIKI_EMBED_MODEL={DEFAULT_MODEL} to embed with the float weights"

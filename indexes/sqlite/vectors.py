@@ -573,6 +573,8 @@ def embed_pending(vector_store: VectorStore, embedder, *, progress: Progress | N
     todo = vector_store.pending(embedder.name)
     if bulk is not None and len(todo) > BULK:
         embedder = bulk()
+    if progress and todo:  # the model is loaded: the rate counts from here
+        progress(0, len(todo))
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]
         vectors = embedder.encode([text for _, text in batch])
