@@ -78,6 +78,28 @@ def test_a_possessive_searches_its_word(populated: Wiki, query: str) -> None:
     assert query_words("rock'n'roll O'Brien l'été") == ["rock'n'roll", "O'Brien", "l'été"]
 
 
+def test_a_word_and_the_same_word_ending_a_sentence_are_searched_once(tmp_path) -> None:
+    """SciFact claims end in a full stop: "B cells ... by stromal cells." made the phrases
+    ``"cells"`` and ``"cells."``, one FTS5 token, so BM25 counted it twice and read its
+    postings twice. The ranking is now that of the word said once."""
+    from indexes.documents import Document
+    from indexes.retrieval.query import match_phrases, query_words
+    from indexes.sqlite.engine import SearchIndex
+
+    assert query_words("stromal cells activate B cells.") == ["stromal", "cells", "activate",
+                                                              "B"]
+    assert match_phrases("(Cells) and cells, cells!") == ['"(Cells)"']
+    docs = [Document("a.md", "a", "A", body="cells cells cells cells cells stromal"),
+            Document("b.md", "b", "B", body="stromal stromal stromal cells")]
+    with SearchIndex(tmp_path / "x.sqlite") as index, index.transaction():
+        index.upsert(docs)
+    with SearchIndex(tmp_path / "x.sqlite") as index:
+        once = [(h.key, round(h.score, 6)) for h in index.search_lexical("stromal cells")]
+        ended = [(h.key, round(h.score, 6))
+                 for h in index.search_lexical("stromal cells. cells")]
+    assert ended == once
+
+
 def test_get_as_a_passive_auxiliary_is_not_searched(wiki: Wiki) -> None:
     """"How does a proposal *get* approved?": "get" is a function word there, like "does";
     searched, it ranked the page naming the MCP tool ``get`` first (this project's demo)."""

@@ -129,7 +129,9 @@ def _all_words(query: str) -> list[str]:
     raw = normalize(query).split()
     for i, word in enumerate(raw):
         word = _POSSESSIVE.sub("", word[:MAX_WORD_CHARS]) or word[:MAX_WORD_CHARS]
-        key = word.casefold()
+        # one word once, whatever punctuation ends it: "cells" and "cells." are one FTS5
+        # token, and as two phrases BM25 counted it twice (and read its postings twice)
+        key = word.casefold().strip(_EDGE_PUNCTUATION) or word.casefold()
         if not has_token(word) or key in seen:
             continue
         seen.add(key)
