@@ -179,6 +179,12 @@ def test_new_server_code_in_the_same_place_gets_its_own_socket(tmp_path) -> None
     server = tmp_path / "indexes" / "embedding" / "embed_server.py"
     server.write_text(server.read_text() + "\n# a new release\n")
     assert path() != before
+    # the code that computes the vectors counts too: a server of the old encoding (padded
+    # batches, whose int8 vectors depended on their neighbours) must not answer the new
+    again = path()
+    encoder = tmp_path / "indexes" / "embedding" / "onnx_embedder.py"
+    encoder.write_text(encoder.read_text() + "\n# one text per run\n")
+    assert path() != again
 
 
 def test_a_short_request_goes_before_waiting_batches() -> None:

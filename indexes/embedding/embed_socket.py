@@ -25,8 +25,13 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 SERVER_CODE = ("embedding/embed_server.py", "embedding/embed_service.py",
                "embedding/embed_nearest.py", "embedding/embedders.py",
                "embedding/embed_reply.py", "embedding/embed_socket.py",
-               "embedding/query_vector.py", "sqlite/vectors.py")
-"""The modules (in ``indexes/``) whose code a running server and its clients share."""
+               "embedding/query_vector.py", "sqlite/vectors.py",
+               "embedding/onnx_embedder.py", "embedding/onnx_build.py",
+               "embedding/packaged_model.py", "embedding/embed_spec.py")
+"""The modules (in ``indexes/``) whose code a running server and its clients share,
+those that compute the vectors among them: a server still running the code from before
+an edit of how a text is encoded (one text per run instead of padded batches, say) would
+have answered with vectors the new code never gives."""
 
 
 @functools.cache
