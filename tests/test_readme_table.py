@@ -62,10 +62,21 @@ def test_doctor_and_the_readme_state_the_measured_model_start(monkeypatch) -> No
     assert f"loads in {start['load']['p50_s']:.1f} s in a process" in prose
     monkeypatch.setenv("WIKI_EMBED_MODEL", DEFAULT_MODEL)
     monkeypatch.setenv("WIKI_EMBED_SERVER", "auto")
+    from indexes.embedding.onnx_embedder import onnx_copy_path
+
     with runtime_dir("ms-") as runtime:  # no server runs there
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        # a cache holding the model's copy (as after any first use; only its presence is
+        # asked), whatever tests ran before in this process
+        monkeypatch.setenv("XDG_CACHE_HOME", str(runtime / "made-cache"))
+        onnx_copy_path(DEFAULT_MODEL).parent.mkdir(parents=True)
+        onnx_copy_path(DEFAULT_MODEL).write_bytes(b"")
         said = doctor.check_embed_server().message
+        # a cache without the model's copies: the first start makes them, and says so
+        monkeypatch.setenv("XDG_CACHE_HOME", str(runtime / "empty-cache"))
+        first = doctor.check_embed_server().message
     assert said.startswith("not running") and f"(about {server})" in said, said
+    assert f"(about {server}; this first time about 10 s more" in first, first
 
 
 def test_a_changed_result_changes_the_readme_and_check_says_stale(tmp_path: Path) -> None:

@@ -168,7 +168,7 @@ def check_embed_server() -> Check:
         if "owned by this user" in str(exc):
             return Check("embed server", WARNING, str(exc),
                          "remove that path, or set WIKI_EMBED_SERVER=off")
-        first = (" the first time, about 10 s: it makes the model's ONNX copies first"
+        first = ("; this first time about 10 s more: it makes the model's ONNX copies"
                  if embedders.needs_preparing(replace(spec, model=name)) else "")
         return Check("embed server", INFO, "not running; the first search that needs a "
                      f"vector starts it (about {SERVER_START_S:.1f} s{first}), it stops "
