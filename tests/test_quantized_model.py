@@ -87,10 +87,22 @@ def test_a_source_that_is_not_a_model_is_a_clear_error(tmp_path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["float.onnx"]
 
 
-def test_the_quantizer_writes_no_warning(copies, tmp_path, capsys, caplog) -> None:
+def test_the_quantizer_writes_no_warning_and_leaves_no_handler(copies, tmp_path, capsys,
+                                                                caplog) -> None:
+    """ONNX Runtime's quantizer logs advice through ``logging.warning``, which also installs
+    a stderr handler on a root logger that has none; it would have printed every later
+    library log line (helper-29). Nothing is said, and no handler stays."""
     source, _ = copies
-    with caplog.at_level(logging.DEBUG):
-        onnx_embedder.quantize_copy(source, tmp_path / "q8.onnx")
+    saved = logging.root.handlers[:]
+    for handler in saved:
+        logging.root.removeHandler(handler)
+    try:
+        with caplog.at_level(logging.DEBUG):
+            onnx_embedder.quantize_copy(source, tmp_path / "q8.onnx")
+        assert [h for h in logging.root.handlers if h is not caplog.handler] == []
+    finally:
+        for handler in saved:
+            logging.root.addHandler(handler)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert capsys.readouterr().err == ""
 
@@ -235,21 +247,6 @@ def test_two_first_uses_at_once_both_make_a_good_copy(copies, tmp_path) -> None:
     assert [run.returncode for run in runs] == [0, 0], errors
     assert errors == ["", ""]  # and nothing said on stderr
     assert sorted(p.name for p in folder.iterdir()) == ["float.onnx", "q8-0.onnx", "q8-1.onnx"]
-
-
-def test_the_quantizer_leaves_no_logging_handler_behind(copies, tmp_path) -> None:
-    """ONNX Runtime's quantizer calls ``logging.warning``, which installs a stderr handler on
-    a root logger that has none; it would have printed every later library log line."""
-    source, _ = copies
-    saved = logging.root.handlers[:]
-    for handler in saved:
-        logging.root.removeHandler(handler)
-    try:
-        onnx_embedder.quantize_copy(source, tmp_path / "q8.onnx")
-        assert logging.root.handlers == []
-    finally:
-        for handler in saved:
-            logging.root.addHandler(handler)
 
 
 def test_a_damaged_float_copy_is_made_again_for_the_int8_one(cache_home, copies) -> None:
