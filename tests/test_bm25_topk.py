@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from zipf_corpus import FILTERS, VOCABULARY, corpus, whole_query
 
-from indexes.documents import Document
 from indexes.retrieval.filters import Filters
 from indexes.retrieval.maxscore import (
     K1,
@@ -24,32 +24,8 @@ from indexes.retrieval.maxscore import (
     largest_contribution,
     split_under,
 )
-from indexes.retrieval.query import match_expression
 from indexes.sqlite.bm25 import MAXSCORE_FROM
 from indexes.sqlite.engine import SearchIndex
-
-VOCABULARY = [f"w{i:03d}" for i in range(300)]
-FILTERS = [Filters(), Filters(statuses=None), Filters(scope="s1"), Filters(category="c2"),
-           Filters(tags=("t1",)), Filters(scope="s3", category="c0")]
-
-
-def _corpus(seed: int = 7, size: int = 700) -> list[Document]:
-    """Documents of Zipf-distributed words in every column, some superseded, in five
-    scopes, four folders and with tags."""
-    rng = random.Random(seed)
-    weights = [1 / (rank + 1) ** 1.1 for rank in range(len(VOCABULARY))]
-
-    def words(count: int) -> str:
-        return " ".join(rng.choices(VOCABULARY, weights, k=count))
-
-    return [Document(f"c{i % 4}/d{i}.md", f"d{i}", words(rng.randint(1, 6)),
-                     summary=words(rng.randint(0, 12)), body=words(rng.randint(5, 120)),
-                     aliases=(words(2),) if i % 9 == 0 else (),
-                     tags=("t1",) if i % 3 == 0 else ("t2",),
-                     status="superseded" if i % 11 == 0 else "active",
-                     category=f"c{i % 4}", scope=f"s{i % 5}")
-            for i in range(size)]
-
 
 _FOLDER = tempfile.mkdtemp(prefix="wiki-bm25-topk-")
 _INDEX: list[SearchIndex] = []
@@ -61,21 +37,9 @@ def _index() -> SearchIndex:
         index = SearchIndex(Path(_FOLDER) / "topk.sqlite")
         index.maxscore_from = 0  # prune at any size: the paths are what is tested
         with index.transaction():
-            index.upsert(_corpus())
+            index.upsert(corpus())
         _INDEX.append(index)
     return _INDEX[0]
-
-
-def _whole_query(index: SearchIndex, query: str, limit: int,
-                 filters: Filters) -> list[tuple[str, float]]:
-    """The definition: every match of the OR query scored, filtered, best first."""
-    where, params = filters.sql()
-    weights = ", ".join(str(float(w)) for w in index.weights)
-    rows = index.conn.execute(
-        f"SELECT d.key, -bm25(docs_fts, {weights}) AS s FROM docs_fts CROSS JOIN docs d "
-        f"ON d.rowid = docs_fts.rowid WHERE docs_fts MATCH ? AND {where} "
-        "ORDER BY s DESC, d.rowid LIMIT ?", [match_expression(query), *params, limit])
-    return [(key, round(score, 9)) for key, score in rows]
 
 
 def _pruned(index: SearchIndex, query: str, limit: int,
@@ -91,7 +55,7 @@ def test_the_top_k_is_the_whole_querys(ranks: list[int], limit: int,
                                        filters: Filters) -> None:
     query = " ".join(VOCABULARY[r] for r in ranks)
     index = _index()
-    assert _pruned(index, query, limit, filters) == _whole_query(index, query, limit, filters)
+    assert _pruned(index, query, limit, filters) == whole_query(index, query, limit, filters)
 
 
 def test_every_path_runs_and_agrees() -> None:
@@ -112,7 +76,7 @@ def test_every_path_runs_and_agrees() -> None:
             pruned = _pruned(index, query, limit, filters)
             splits = {m for s in statements for m in re.findall(r"'\(([^']*)\) NOT \(", s)}
             paths[["whole", "split", "second split"][len(splits)]] += 1
-            assert pruned == _whole_query(index, query, limit, filters), query
+            assert pruned == whole_query(index, query, limit, filters), query
     finally:
         index.conn.set_trace_callback(None)
     assert min(paths.values()) >= 10, paths
@@ -137,14 +101,14 @@ def test_a_small_index_runs_the_whole_query_once(tmp_path: Path) -> None:
     df counts, no split): faster at the handbook's and SciFact's sizes."""
     index = SearchIndex(tmp_path / "small.sqlite")
     with index.transaction():
-        index.upsert(_corpus(size=300))
+        index.upsert(corpus(size=300))
     statements: list[str] = []
     index.conn.set_trace_callback(statements.append)
     try:
         hits = _pruned(index, "w000 w001 w150", 10, Filters())
     finally:
         index.conn.set_trace_callback(None)
-    assert hits == _whole_query(index, "w000 w001 w150", 10, Filters())
+    assert hits == whole_query(index, "w000 w001 w150", 10, Filters())
     assert index.maxscore_from == MAXSCORE_FROM > 300
     ranked = [s for s in statements if "bm25(" in s]
     assert len(ranked) == 1 and " NOT " not in ranked[0], statements

@@ -10,7 +10,7 @@ from collections import Counter
 
 import psycopg
 import pytest
-from test_bm25_topk import FILTERS, VOCABULARY, _corpus
+from zipf_corpus import FILTERS, VOCABULARY, corpus
 
 from indexes.documents import Document
 from indexes.pg import bm25 as pg_bm25
@@ -65,7 +65,7 @@ def test_the_pruned_top_k_is_the_whole_querys(pg_database) -> None:
     weights = [1 / (rank + 1) ** 1.1 for rank in range(len(VOCABULARY))]
     paths: Counter[str] = Counter()
     with PgIndex(pg_database, "s") as index:
-        index.upsert(_corpus())
+        index.upsert(corpus())
         for number in range(160):
             query = " ".join(rng.choices(VOCABULARY, weights, k=rng.randint(2, 9)))
             limit = rng.choice([1, 3, 10, 25])
@@ -91,7 +91,7 @@ def _stats_agree(url: str) -> list[tuple]:
 
 
 def test_space_statistics_follow_every_write(pg_database) -> None:
-    docs = _corpus(size=40)
+    docs = corpus(size=40)
     with PgIndex(pg_database, "a") as a, PgIndex(pg_database, "b") as b:
         a.upsert(docs)
         b.upsert(docs[:10])
@@ -112,7 +112,7 @@ def test_space_statistics_follow_every_write(pg_database) -> None:
 
 def test_a_schema_2_database_gets_its_statistics_on_open(pg_database) -> None:
     with PgIndex(pg_database, "s") as index:
-        index.upsert(_corpus(size=30))
+        index.upsert(corpus(size=30))
         before = [h.key for h in index.search_bm25("w001 w010 w050", limit=10)]
     with psycopg.connect(pg_database) as conn:
         for trigger in ("insert", "delete", "update_old", "update_new"):
@@ -137,7 +137,7 @@ def _matched(index: PgIndex, word: str, key: str) -> tuple[int, bool]:
 
 def test_word_matches_from_the_postings_equal_the_documents_and_follow_writes(
         pg_database) -> None:
-    docs = _corpus(size=60)
+    docs = corpus(size=60)
     with PgIndex(pg_database, "s") as index:
         index.upsert([*docs, Document("x.md", "x", "State-of-the-art travel",
                                       body="The travellers' vouchers")])
@@ -157,7 +157,7 @@ def test_a_full_df_cache_keeps_answering(pg_database) -> None:
     """The kept document frequencies start afresh when full; a query whose words were
     partly kept still gets every word's df (it raised KeyError)."""
     with PgIndex(pg_database, "s") as index:
-        index.upsert(_corpus(size=40))
+        index.upsert(corpus(size=40))
         expected = [h.key for h in index.search_bm25("w000 w001 w002", limit=5)]
         version = pg_bm25.space_stats(index.conn, "s").version
         lookup = index._frequencies(version)
@@ -169,7 +169,7 @@ def test_a_full_df_cache_keeps_answering(pg_database) -> None:
 
 def test_nothing_counted_inside_a_write_is_kept(pg_database) -> None:
     with PgIndex(pg_database, "s") as index:
-        index.upsert(_corpus(size=20))
+        index.upsert(corpus(size=20))
         with pytest.raises(RuntimeError), index.transaction():
             index.upsert([Document("new.md", "n", "w299 w299 w299")])
             assert index.word_matches("w299", "new.md")[1]

@@ -274,6 +274,11 @@ class PgIndex:
             for table in SPACE_TABLES:
                 self.conn.execute(f"DELETE FROM {table} WHERE space = %s", (self.space,))
 
+    def settle(self) -> bool:
+        """Nothing to do: PostgreSQL keeps its postings (``wiki_terms``) and statistics in
+        step with every write. Returns ``False``."""
+        return False
+
     def get(self, key: str) -> dict | None:
         """The stored row of one document as a dict (``extra`` decoded), or ``None``."""
         with self.conn.cursor(row_factory=psycopg.rows.dict_row) as cur:

@@ -28,7 +28,7 @@ from indexes.retrieval.graph import expand
 from indexes.retrieval.names import replace_names, search_names
 from indexes.retrieval.query import match_phrases, normalize, phrase
 from indexes.retrieval.text import no_space_runs
-from indexes.sqlite import checkmark
+from indexes.sqlite import checkmark, postings
 from indexes.sqlite.bm25 import MAXSCORE_FROM, search_bm25
 from indexes.sqlite.fts_triggers import fts_text
 from indexes.sqlite.marks import mark_sources, marks
@@ -87,6 +87,9 @@ class SearchIndex:
         self.maxscore_from = MAXSCORE_FROM
         """Documents from which the BM25 leg prunes by MaxScore
         (:data:`indexes.sqlite.bm25.MAXSCORE_FROM`; a test sets its own)."""
+        self.postings_from = postings.POSTINGS_FROM
+        """Documents from which :meth:`settle` keeps BM25 postings
+        (:data:`indexes.sqlite.postings.POSTINGS_FROM`; a test sets its own)."""
         self.chunk_words = chunk_words
         self.busy_timeout_ms = busy_timeout_ms
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -231,7 +234,8 @@ class SearchIndex:
 
     def clear(self) -> None:
         """Delete every document and metadata value."""
-        for table in ("docs", "meta", "names", "chunks", "sentences", "revalidate"):
+        for table in ("docs", "meta", "names", "chunks", "sentences", "revalidate",
+                      *postings.TABLES):
             self.conn.execute(f"DELETE FROM {table}")  # embeddings stay: keyed by text
 
     def get(self, key: str) -> dict | None:
@@ -278,10 +282,45 @@ class SearchIndex:
         empty query."""
         filters = filters or Filters()
         where, params = filters.sql()
-        return search_bm25(self.conn, match_phrases(query), where, params,
+        phrases = match_phrases(query)
+        state, lengths = self.memo.get(("postings",), self._read_postings)
+        if (limit > 0 and state.weights is not None
+                and state.usable(self.weights, self.count(Filters(statuses=None)))):
+            found = postings.search(self.conn, phrases, state, lengths, weights=self.weights,
+                                    where=where, params=params,
+                                    rows=self._row_filter(filters), limit=limit,
+                                    frequency=self._document_frequency)
+            if found is not None:
+                return found
+        return search_bm25(self.conn, phrases, where, params,
                            weights=self.weights, limit=limit, narrow=filters.narrow,
                            frequency=self._document_frequency,
                            maxscore_from=self.maxscore_from)
+
+    def _read_postings(self) -> tuple[postings.PostingsState, object]:
+        state = postings.read_state(self.conn)
+        return state, (postings.row_lengths(self.conn) if state.weights is not None else None)
+
+    def settle(self) -> bool:
+        """Bring what the index derives from its documents up to date after a batch of
+        writes (call inside :meth:`transaction`, or it takes one): the BM25 postings
+        (:mod:`indexes.sqlite.postings`) are built when the index holds at least
+        :attr:`postings_from` documents and they are missing, built with other weights
+        or more than :data:`~indexes.sqlite.postings.REBUILD_STALE` stale; dropped below
+        that size. Returns whether they were built (~6 s at 100,000 entries)."""
+        if not self.conn.in_transaction:
+            with self.transaction():
+                return self.settle()
+        n_docs = self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+        state = postings.read_state(self.conn)
+        if n_docs < self.postings_from:
+            if state.weights is not None:
+                postings.drop(self.conn)
+            return False
+        if state.usable(self.weights, n_docs):
+            return False
+        postings.build(self.conn, self.weights)
+        return True
 
     def _document_frequency(self, match: str) -> int:
         """How many documents the FTS5 expression ``match`` matches (a phrase's df), kept

@@ -7,6 +7,7 @@ import sqlite3
 
 from indexes.retrieval.passages import TOKENIZER
 from indexes.sqlite.fts_triggers import REBUILD_FTS
+from indexes.sqlite.postings import SCHEMA as POSTINGS_SCHEMA
 from indexes.sqlite.vectors import NONCE_MIGRATION, SENTENCES_TABLE
 
 MIGRATIONS: tuple[str, ...] = (
@@ -102,6 +103,7 @@ MIGRATIONS: tuple[str, ...] = (
     # entries: 77 ms -> 5 ms for the default filter)
     "CREATE INDEX IF NOT EXISTS docs_filter "
     "ON docs(scope, status, category, doc_type, dated, valid_until);",
+    POSTINGS_SCHEMA,  # 10: FTS5's postings as arrays, for the BM25 leg of a large index
 )
 
 

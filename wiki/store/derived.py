@@ -149,6 +149,7 @@ def _index_head(wiki: Wiki, index: IndexBackend, head: str) -> SyncReport:
     config = wiki.store.read_path(head, CONFIG_PATH)
     index.set_meta(CONFIG_KEY, config.decode("utf-8") if config else "")
     _configure(index)
+    index.settle()  # with the column weights just configured
     return report
 
 

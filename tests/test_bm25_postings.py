@@ -1,0 +1,235 @@
+"""The BM25 leg of a large SQLite index scores FTS5's postings copied into arrays
+(indexes/sqlite/postings.py, indexes/retrieval/bm25_arrays.py) and returns what FTS5's
+whole OR query returns: the same documents in the same order with the same scores, to the
+last bit, under every filter, for phrases of several tokens, and between builds while
+documents are written, updated and deleted (those rows are scored by FTS5 itself).
+
+Real SQLite indexes of Zipf-distributed words (tests/zipf_corpus.py) with the size from
+which postings are kept lowered, so a few hundred documents exercise every path."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from zipf_corpus import FILTERS, VOCABULARY, corpus, whole_query
+
+from indexes.documents import Document
+from indexes.retrieval.filters import Filters
+from indexes.sqlite import postings
+from indexes.sqlite.engine import SearchIndex
+
+PAIRS = ["w001-w002", "w000-w003", "w005-w004"]
+"""Hyphenated pairs: FTS5 makes each a phrase of two adjacent tokens."""
+
+
+def _documents(size: int = 600, seed: int = 7) -> list[Document]:
+    """The Zipf corpus with some bodies holding the hyphenated pairs."""
+    docs = corpus(seed=seed, size=size)
+    rng = random.Random(seed)
+    for at in rng.sample(range(size), size // 6):
+        doc = docs[at]
+        docs[at] = Document(doc.key, doc.doc_id, doc.title, summary=doc.summary,
+                            body=f"{doc.body} {rng.choice(PAIRS)}", aliases=doc.aliases,
+                            tags=doc.tags, status=doc.status, category=doc.category,
+                            scope=doc.scope)
+    return docs
+
+
+def _open(path: Path, documents: list[Document]) -> SearchIndex:
+    index = SearchIndex(path)
+    index.postings_from = 100
+    with index.transaction():
+        index.upsert(documents)
+    assert index.settle() is True
+    return index
+
+
+_SHARED: list[SearchIndex] = []
+
+
+def _shared(tmp_path_factory: pytest.TempPathFactory) -> SearchIndex:
+    """One built index for the read-only tests (hypothesis runs many examples)."""
+    if not _SHARED:
+        folder = tmp_path_factory.mktemp("postings")
+        _SHARED.append(_open(folder / "postings.sqlite", _documents()))
+    return _SHARED[0]
+
+
+def _ranked(index: SearchIndex, query: str, limit: int,
+            filters: Filters) -> list[tuple[str, float]]:
+    return [(h.key, h.score) for h in index.search_bm25(query, limit=limit, filters=filters)]
+
+
+def _statements(index: SearchIndex, run) -> list[str]:
+    seen: list[str] = []
+    index.conn.set_trace_callback(seen.append)
+    try:
+        run()
+    finally:
+        index.conn.set_trace_callback(None)
+    return seen
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(VOCABULARY + PAIRS), min_size=1, max_size=9),
+       st.sampled_from([1, 3, 10, 50]), st.sampled_from(FILTERS))
+def test_the_postings_top_k_is_the_whole_querys_to_the_last_bit(
+        tmp_path_factory, words: list[str], limit: int, filters: Filters) -> None:
+    index = _shared(tmp_path_factory)
+    query = " ".join(words)
+    assert _ranked(index, query, limit, filters) == whole_query(index, query, limit, filters,
+                                                               digits=None)
+
+
+def test_a_built_index_scores_its_postings_not_fts5(tmp_path_factory) -> None:
+    """With postings built, a query of one-token words runs no ``bm25()`` in SQLite; a
+    phrase of two tokens is scored by FTS5 alone, the rest from the postings."""
+    index = _shared(tmp_path_factory)
+    seen = _statements(index, lambda: index.search_bm25("w000 w010 w150", limit=10))
+    assert not [s for s in seen if "bm25(" in s], seen
+    assert [s for s in seen if "FROM postings WHERE term IN" in s]
+    seen = _statements(index, lambda: index.search_bm25("w000 w001-w002", limit=10))
+    assert [s for s in seen if "bm25(" in s and "w001-w002" in s], seen
+
+
+def test_the_postings_hold_what_fts5_matches(tmp_path_factory) -> None:
+    """Every term's rowids are FTS5's matches of it, its frequencies its weighted
+    occurrences, and each row's length FTS5's token count."""
+    index = _shared(tmp_path_factory)
+    conn = index.conn
+    stored = postings.term_postings(conn, ["w000", "w007", "w299", "absent"])
+    assert set(stored) <= {"w000", "w007", "w299"} and "w000" in stored
+    for term, found in stored.items():
+        matched = [r for r, in conn.execute(
+            "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rowid", [term])]
+        assert found.rowids.tolist() == matched
+    rowid = int(stored["w000"].rowids[0])
+    title, aliases, tags, summary, body = conn.execute(
+        "SELECT title, aliases, tags, summary, body FROM docs WHERE rowid = ?",
+        [rowid]).fetchone()
+    counts = [text.split().count("w000") for text in (title, aliases, tags, summary, body)]
+    weighted = sum(w * c for w, c in zip(index.weights, counts, strict=True))
+    assert float(stored["w000"].freqs[0]) == weighted
+    lengths = postings.row_lengths(conn)
+    assert lengths[rowid] == sum(len(t.split()) for t in (title, aliases, tags, summary, body))
+    n_rows, avgdl = postings.table_totals(conn)
+    assert n_rows == conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+    assert avgdl == pytest.approx(lengths.sum() / n_rows)
+
+
+def test_phrase_tokens_are_fts5s_own() -> None:
+    assert postings.phrase_tokens('"cells"') == ("cell",)
+    assert postings.phrase_tokens('"COVID-19"') == ("covid", "19")
+    assert postings.phrase_tokens('"say ""hi"""') == ("sai", "hi")
+    assert postings.phrase_tokens('"--"') == ()
+
+
+def test_writes_between_builds_keep_the_answers_exact(tmp_path: Path) -> None:
+    """Updated, new and deleted documents are scored by FTS5 over the table as it is now
+    (and document frequencies come from FTS5) until the next build: every answer stays
+    the whole query's, to the last bit."""
+    documents = _documents(size=400)
+    index = _open(tmp_path / "stale.sqlite", documents)
+    rng = random.Random(11)
+    changed = [Document(d.key, d.doc_id, f"{d.title} w001-w002 w000", summary=d.summary,
+                        body=" ".join(rng.choices(VOCABULARY[:30], k=40)), scope=d.scope,
+                        category=d.category, status=d.status, tags=d.tags)
+               for d in rng.sample(documents, 8)]
+    fresh = corpus(seed=99, size=6)
+    fresh = [Document(f"new/{d.key}", f"new-{d.doc_id}", d.title, body=d.body,
+                      scope="s1", category="c2") for d in fresh]
+    with index.transaction():
+        index.upsert(changed + fresh)
+        index.delete([documents[3].key, documents[50].key, fresh[0].key])
+    stale = postings.read_state(index.conn).stale
+    assert 10 <= len(stale) <= 20
+    assert index.settle() is False  # 5 % of 400 is 20: not due yet
+    queries = [" ".join(rng.choices(VOCABULARY[:60] + PAIRS, k=rng.randint(1, 7)))
+               for _ in range(120)]
+    for query in queries:
+        for filters in FILTERS:
+            limit = rng.choice([1, 5, 20, 100])
+            assert _ranked(index, query, limit, filters) == whole_query(
+                index, query, limit, filters, digits=None), (query, filters)
+    deleted = {documents[3].key, documents[50].key}
+    assert not deleted & {k for k, _ in _ranked(index, "w000 w001 w002", 400, Filters())}
+
+
+def test_settle_builds_when_due_and_drops_below_the_size(tmp_path: Path) -> None:
+    documents = _documents(size=300)
+    index = _open(tmp_path / "due.sqlite", documents)
+    assert index.settle() is False  # built and fresh
+    with index.transaction():
+        index.upsert([Document(d.key, d.doc_id, d.title + " w299", body=d.body)
+                      for d in documents[:20]])
+    assert len(postings.read_state(index.conn).stale) == 20
+    assert index.settle() is True  # more than 5 % stale
+    assert len(postings.read_state(index.conn).stale) == 0
+    # other column weights: the postings are not used until built with them
+    index.weights = (1.0, 1.0, 1.0, 1.0, 5.0)
+    seen = _statements(index, lambda: index.search_bm25("w000 w010", limit=5))
+    assert [s for s in seen if "bm25(" in s], seen
+    assert _ranked(index, "w000 w010", 5, Filters()) == whole_query(
+        index, "w000 w010", 5, Filters(), digits=None)
+    assert index.settle() is True
+    assert postings.read_state(index.conn).weights == (1.0, 1.0, 1.0, 1.0, 5.0)
+    assert _ranked(index, "w000 w010", 5, Filters()) == whole_query(
+        index, "w000 w010", 5, Filters(), digits=None)
+    # below the size the postings are dropped and the triggers stop noting rows
+    index.postings_from = 1000
+    assert index.settle() is False
+    assert index.conn.execute("SELECT count(*) FROM postings").fetchone()[0] == 0
+    with index.transaction():
+        index.upsert(documents[:5])
+    state = postings.read_state(index.conn)
+    assert state.weights is None and len(state.stale) == 0
+
+
+def test_clear_forgets_the_postings(tmp_path: Path) -> None:
+    index = _open(tmp_path / "clear.sqlite", _documents(size=150))
+    with index.transaction():
+        index.clear()
+    assert postings.read_state(index.conn).weights is None
+    assert index.conn.execute("SELECT count(*) FROM postings").fetchone()[0] == 0
+    assert index.search_bm25("w000", limit=5) == []
+
+
+def test_a_wiki_above_the_size_searches_its_postings(cli, repo: Path, monkeypatch) -> None:
+    """The sync after an approval builds the postings of an index at or above the size
+    (lowered here to 3 entries) with the wiki's column weights, and `wiki search` answers
+    from them; a later approval that changes one entry of these few (more than 5 %)
+    builds them again, with the new words."""
+    import sqlite3
+
+    from conftest import BOB, acting_as, write
+
+    monkeypatch.setattr(postings, "POSTINGS_FROM", 3)
+    monkeypatch.setenv("WIKI_EMBED_MODEL", "none")
+    for n, topic in enumerate(["travel vouchers", "annual leave", "laptop setup",
+                               "security badges"]):
+        write(repo / "docs" / f"p{n}.md", f"# {topic.title()}\n\nHow {topic} work here: "
+                                          f"{topic} are handled by the team.\n")
+    assert cli("init").exit_code == 0
+    name = cli("ingest", str(repo / "docs")).stdout.strip()
+    with acting_as(BOB):
+        assert cli("approve", name).exit_code == 0
+    database = repo / ".git" / "wiki" / "wiki.sqlite"
+    with sqlite3.connect(database) as conn:
+        terms = conn.execute("SELECT count(*) FROM postings").fetchone()[0]
+        assert terms > 10 and conn.execute("SELECT weights FROM postings_rows").fetchone()
+    found = cli("search", "laptop", "--json")
+    assert found.exit_code == 0, found.output
+    assert "laptop" in found.stdout.lower()
+    write(repo / "docs" / "p2.md", "# Laptop Setup\n\nLaptops now come from the help desk.\n")
+    name = cli("ingest", str(repo / "docs" / "p2.md")).stdout.strip()
+    with acting_as(BOB):
+        assert cli("approve", name).exit_code == 0
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("SELECT count(*) FROM postings_stale").fetchone()[0] == 0
+        assert conn.execute("SELECT 1 FROM postings WHERE term = 'desk'").fetchone()
+    found = cli("search", "help desk", "--json")
+    assert found.exit_code == 0 and "help desk" in found.stdout.lower(), found.output
