@@ -169,16 +169,16 @@ def _pruned(conn, space: str, terms: list[str], idf: dict[str, float], split: Sp
                              _scores_params(stats, classes, space, rare,
                                             [idf[t] for t in rare], None)).fetchall()
         if narrow:
-            passing = _passing(conn, space, [k for k, _ in found], condition)
-            found = [(k, s) for k, s in found if k in passing]
+            kept = passing(conn, space, [k for k, _ in found], condition)
+            found = [(k, s) for k, s in found if k in kept]
         return found
 
     partial = candidates(list(split.rare))
     first = [k for k, _ in partial[:CHECKED_FIRST * limit]]
     if not narrow:
-        passing = _passing(conn, space, first, condition)
-        first = [k for k in first if k in passing]
-    scored = _full_scores(conn, space, first, terms, idf, stats, classes)
+        kept = passing(conn, space, first, condition)
+        first = [k for k in first if k in kept]
+    scored = full_scores(conn, space, first, terms, idf, stats, classes)
     if len(scored) < limit:
         return None
     theta = sorted(scored.values(), reverse=True)[limit - 1]
@@ -186,9 +186,9 @@ def _pruned(conn, space: str, terms: list[str], idf: dict[str, float], split: Sp
         return None
     needed = [k for k, s in partial if s + split.bound >= theta and k not in scored]
     if needed and not narrow:
-        passing = _passing(conn, space, needed, condition)
-        needed = [k for k in needed if k in passing]
-    scored.update(_full_scores(conn, space, needed, terms, idf, stats, classes))
+        kept = passing(conn, space, needed, condition)
+        needed = [k for k in needed if k in kept]
+    scored.update(full_scores(conn, space, needed, terms, idf, stats, classes))
     best = sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:limit]
     rows = {r[0]: r for r in conn.execute(
         f"SELECT {HIT} FROM wiki_docs d WHERE d.space = %s AND d.key = ANY(%s)",
@@ -198,8 +198,9 @@ def _pruned(conn, space: str, terms: list[str], idf: dict[str, float], split: Sp
                           negate=False)
 
 
-def _passing(conn, space: str, keys: list[str], condition: tuple[str, list]) -> set[str]:
-    """The ``keys`` whose documents pass the filter (and the phrase)."""
+def passing(conn, space: str, keys: list[str], condition: tuple[str, list]) -> set[str]:
+    """The ``keys`` whose documents pass the filter (and the phrase): ``condition`` is
+    ``(SQL over wiki_docs d, parameters)``."""
     if not keys:
         return set()
     return {r[0] for r in conn.execute(
@@ -207,9 +208,9 @@ def _passing(conn, space: str, keys: list[str], condition: tuple[str, list]) -> 
         f"{condition[0]}", [space, keys, *condition[1]])}
 
 
-def _full_scores(conn, space: str, keys: list[str], terms: list[str], idf: dict[str, float],
+def full_scores(conn, space: str, keys: list[str], terms: list[str], idf: dict[str, float],
                  stats: SpaceStats, classes) -> dict[str, float]:
-    """``key -> score on every lexeme`` of ``keys``."""
+    """``key -> score on every lexeme`` of ``keys`` (those holding none are absent)."""
     if not keys:
         return {}
     return dict(conn.execute(_scores_sql(True), _scores_params(

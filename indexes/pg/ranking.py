@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from indexes.documents import Hit, hits_from_rows, in_order
 from indexes.pg import bm25 as pg_bm25
+from indexes.pg import postings as pg_postings
 from indexes.pg.text import TS_CONFIG, fts_input, websearch_text
 from indexes.retrieval.names import fold_name, spans
 from indexes.retrieval.query import substring_terms
@@ -48,7 +49,7 @@ def lexemes(conn, query: str) -> tuple[str, list[str]]:
 def search_fulltext(conn, space: str, query: str, where: str, params: list, *, limit: int,
                     weights: tuple[float, ...], rank: str = "bm25",
                     frequencies: Callable[[int], Callable[[list[str]], dict[str, int]]]
-                    | None = None, narrow: bool = False) -> list[Hit]:
+                    | None = None, narrow: bool = False, idle: bool = True) -> list[Hit]:
     """Documents matching any query word, best first (raises ``EmptyQueryError``).
 
     ``bm25`` (:func:`indexes.pg.bm25.search_bm25`) reads the postings of the query's
@@ -58,7 +59,9 @@ def search_fulltext(conn, space: str, query: str, where: str, params: list, *, l
     ``<->``) also requires the document to match the phrase, as FTS5's MATCH does.
     ``frequencies(version)``: the lexemes' document frequencies at the space's write
     counter (the engine keeps them); default: counted for each query. ``narrow``: the
-    filter keeps a small part of the space (:attr:`Filters.narrow`)."""
+    filter keeps a small part of the space (:attr:`Filters.narrow`). A space with packed
+    postings (:mod:`indexes.pg.postings`) is scored from them, the same list; ``idle``:
+    outside a write, so what is read for that may be kept."""
     tsquery, terms = lexemes(conn, query)
     if not tsquery:
         return []
@@ -67,6 +70,15 @@ def search_fulltext(conn, space: str, query: str, where: str, params: list, *, l
         stats = pg_bm25.space_stats(conn, space)
         lookup = frequencies(stats.version) if frequencies else \
             (lambda words: pg_bm25.document_frequencies(conn, space, words))
+        classes = (a, b, c, d)
+        packed = pg_postings.search(
+            conn, space, terms, tsquery, where, params, limit=limit, classes=classes,
+            stats=stats, frequencies=lookup, idle=idle,
+            full_scores=lambda keys, idf: pg_bm25.full_scores(conn, space, keys, terms, idf,
+                                                              stats, classes),
+            passing=lambda keys, condition: pg_bm25.passing(conn, space, keys, condition))
+        if packed is not None:
+            return packed
         return pg_bm25.search_bm25(conn, space, terms, tsquery, where, params, limit=limit,
                                    classes=(a, b, c, d), stats=stats, frequencies=lookup,
                                    narrow=narrow)

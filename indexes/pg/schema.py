@@ -9,7 +9,10 @@ SQLite cache): a space reaches them only through its own chunks and sentences.
 
 from __future__ import annotations
 
-VERSION = 3
+from indexes.pg.postings import DDL as POSTINGS_DDL
+from indexes.pg.postings import TABLES as POSTINGS_TABLES
+
+VERSION = 4
 LOCK_SCHEMA = 0x77696B69  # advisory lock key held while creating the schema ("wiki")
 
 DDL = """
@@ -55,11 +58,13 @@ CREATE TABLE IF NOT EXISTS wiki_stats (
 CREATE TABLE IF NOT EXISTS wiki_revalidate (
     space TEXT NOT NULL, key TEXT NOT NULL, uri TEXT NOT NULL, commit_sha TEXT NOT NULL,
     marked_at TEXT NOT NULL, PRIMARY KEY (space, key, uri));
-"""
-"""Tables of schema :data:`VERSION`; statements separated by ``;`` at line ends."""
+""" + POSTINGS_DDL
+"""Tables of schema :data:`VERSION`; statements separated by ``;`` at line ends. Schema 4
+added the packed postings (:mod:`indexes.pg.postings`): a space's writes note stale keys
+there, so code of schema 3, which would not, is refused."""
 
 SPACE_TABLES = ("wiki_docs", "wiki_meta", "wiki_names", "wiki_chunks", "wiki_sentences",
-                "wiki_terms", "wiki_revalidate")
+                "wiki_terms", "wiki_revalidate", *POSTINGS_TABLES)
 """Every table holding one space's rows (``clear`` empties them for the space)."""
 
 

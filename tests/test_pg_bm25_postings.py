@@ -1,0 +1,151 @@
+"""PostgreSQL BM25 from a space's packed postings (indexes/pg/postings.py) returns what
+the SQL leg's whole query returns: same keys in the same order, same scores (to 1e-9),
+under every filter, for hyphenated words (a phrase the documents must match), and between
+builds while documents are written and deleted (those scored from ``wiki_terms``)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from zipf_corpus import FILTERS, VOCABULARY, corpus
+
+from indexes.documents import Document
+from indexes.pg import bm25 as pg_bm25
+from indexes.pg import postings as pg_postings
+from indexes.pg import ranking
+from indexes.pg.engine import PgIndex
+from indexes.pg.filters import pg_sql
+from indexes.retrieval.filters import Filters
+from indexes.retrieval.maxscore import fts5_idf
+
+pytestmark = pytest.mark.pg
+
+PAIRS = ["w001-w002", "w000-w003"]
+
+
+def _documents(size: int, seed: int = 7) -> list[Document]:
+    docs = corpus(seed=seed, size=size)
+    rng = random.Random(seed)
+    for at in rng.sample(range(size), size // 5):
+        d = docs[at]
+        docs[at] = Document(d.key, d.doc_id, d.title, summary=d.summary,
+                            body=f"{d.body} {rng.choice(PAIRS)}", aliases=d.aliases,
+                            tags=d.tags, status=d.status, category=d.category, scope=d.scope)
+    return docs
+
+
+def _whole(index: PgIndex, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
+    """The definition: the SQL leg's whole query over ``wiki_terms``."""
+    tsquery, terms = ranking.lexemes(index.conn, query)
+    stats = pg_bm25.space_stats(index.conn, index.space)
+    df = pg_bm25.document_frequencies(index.conn, index.space, terms)
+    idf = {t: fts5_idf(df[t], stats.docs) for t in terms}
+    where, params = pg_sql(filters)
+    phrase = " AND d.fts @@ %s::tsquery" if "<->" in tsquery else ""
+    hits = pg_bm25.whole_query(index.conn, index.space, terms, idf, where + phrase,
+                               [*params, *([tsquery] if phrase else [])], limit=limit,
+                               classes=ranking.class_weights(index.weights), stats=stats)
+    return [(h.key, h.score) for h in hits]
+
+
+def _agree(index: PgIndex, query: str, limit: int, filters: Filters) -> None:
+    """The packed list is the whole query's, where documents whose scores differ only in
+    the last bits (the SQL aggregate sums in any order; the arrays sum exact ties
+    exactly, then order them by key) count as tied."""
+    found = [(h.key, h.score) for h in index.search_bm25(query, limit=limit, filters=filters)]
+    whole = _whole(index, query, limit + 20, filters)
+    assert [s for _, s in found] == pytest.approx([s for _, s in whole[:len(found)]],
+                                                  rel=1e-9), (query, limit, filters)
+    assert len(found) == min(limit, len(whole))
+    tied = {}
+    for key, score in whole:
+        tied.setdefault(round(score, 9), set()).add(key)
+    assert all(key in tied.get(round(score, 9), ()) for key, score in found), (
+        query, limit, filters, found, whole)
+    assert len({k for k, _ in found}) == len(found)
+
+
+def _packed_ran(index: PgIndex, query: str) -> bool:
+    """Whether ``search_bm25`` ranked from the packed postings (it reads the space's
+    build, and neither the SQL leg's whole query nor its MaxScore candidates ran)."""
+    seen: list[str] = []
+    execute = index.conn.execute
+
+    def noting(sql, params=None, **kwargs):
+        seen.append(str(sql))
+        return execute(sql, params, **kwargs)
+
+    index.conn.execute = noting
+    try:
+        index.search_bm25(query, limit=5)
+    finally:
+        del index.conn.execute
+    return (any("wiki_postings_docs" in s for s in seen) and not any(
+        pg_bm25.WHOLE_QUERY in s or "ORDER BY score DESC" in s for s in seen))
+
+
+def test_packed_postings_rank_as_the_whole_query(pg_database) -> None:
+    rng = random.Random(5)
+    with PgIndex(pg_database, "s") as index:
+        index.postings_from = 100
+        docs = _documents(500)
+        index.upsert(docs)
+        assert index.settle() is True and index.settle() is False
+        assert _packed_ran(index, "w000 w010 w150")
+        for number in range(120):
+            query = " ".join(rng.choices(VOCABULARY[:80] + PAIRS, k=rng.randint(1, 8)))
+            _agree(index, query, rng.choice([1, 3, 10, 40]), FILTERS[number % len(FILTERS)])
+        # written since the build: updated, new and deleted documents
+        changed = [Document(d.key, d.doc_id, d.title + " w001-w002 w007", body=" ".join(
+            rng.choices(VOCABULARY[:20], k=30)), scope=d.scope, category=d.category,
+            status=d.status, tags=d.tags) for d in rng.sample(docs, 8)]
+        fresh = [Document(f"new/{i}.md", f"new{i}", "w000 w005", body="w009 " * i,
+                          scope="s1", category="c2") for i in range(1, 6)]
+        index.upsert(changed + fresh)
+        index.delete([docs[4].key, fresh[0].key])
+        stale = index.conn.execute("SELECT count(*) FROM wiki_postings_stale WHERE space = "
+                                   "'s'").fetchone()[0]
+        assert 13 <= stale <= 14 and index.settle() is False  # 5 % of 500 is 25
+        assert _packed_ran(index, "w000 w010 w150")
+        for number in range(120):
+            query = " ".join(rng.choices(VOCABULARY[:40] + PAIRS, k=rng.randint(1, 8)))
+            _agree(index, query, rng.choice([1, 5, 20, 100]), FILTERS[number % len(FILTERS)])
+        assert docs[4].key not in {h.key for h in index.search_bm25("w000 w001", limit=500)}
+
+
+def test_settle_rebuilds_when_due_and_other_weights_fall_back(pg_database) -> None:
+    with PgIndex(pg_database, "w") as index:
+        index.postings_from = 50
+        docs = _documents(120)
+        index.upsert(docs[:40])
+        assert index.settle() is False  # below the size: nothing built
+        index.upsert(docs[40:])
+        assert index.settle() is True
+        index.upsert([Document(d.key, d.doc_id, d.title + " w299", body=d.body)
+                      for d in docs[:10]])
+        assert index.settle() is True  # 10 of 120 stale: more than 5 %
+        index.weights = (1.0, 1.0, 1.0, 1.0, 4.0)
+        assert not _packed_ran(index, "w000 w003")
+        _agree(index, "w000 w003 w001-w002", 10, Filters())
+        assert index.settle() is True and _packed_ran(index, "w000 w003")
+        _agree(index, "w000 w003 w001-w002", 10, Filters())
+        index.delete([d.key for d in docs[:80]])
+        assert index.settle() is False
+        assert index.conn.execute("SELECT count(*) FROM wiki_postings WHERE space = "
+                                  "'w'").fetchone()[0] == 0
+        index.clear()
+
+
+def test_two_spaces_keep_their_own_postings(pg_database) -> None:
+    with PgIndex(pg_database, "a") as a, PgIndex(pg_database, "b") as b:
+        for index, seed in ((a, 1), (b, 2)):
+            index.postings_from = 50
+            index.upsert(_documents(150, seed=seed))
+            assert index.settle() is True
+        for index in (a, b):
+            _agree(index, "w000 w004 w011", 10, Filters())
+        a.clear()
+        assert pg_postings.search is not None
+        assert b.conn.execute("SELECT count(*) FROM wiki_postings_docs").fetchone()[0] == 1
+        _agree(b, "w000 w004 w011", 10, Filters())
