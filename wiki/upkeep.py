@@ -61,7 +61,10 @@ def update_index(wiki: Wiki, *, rebuild: bool = False,
         result = run_rebuild(wiki)
     else:
         synced = open_synced(wiki, write=True)
-        synced.index.close()
+        try:  # an index that grew past the size or was upgraded gets its BM25 postings
+            synced.index.settle()
+        finally:
+            synced.index.close()
         result = synced.report
     embedded, note = refresh_vectors(wiki, progress=progress)
     return Indexed(result, embedded, note)

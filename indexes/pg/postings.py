@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from indexes.documents import Hit, hits_from_rows
-from indexes.retrieval.maxscore import fts5_idf
+from indexes.retrieval.maxscore import exact_weights, fts5_idf
 
 if TYPE_CHECKING:
     import numpy as np
@@ -107,12 +107,13 @@ def settle(conn, space: str, classes: tuple[float, float, float, float], n_docs:
            postings_from: int = POSTINGS_FROM) -> bool:
     """Build the space's postings when due (call inside a write transaction): at least
     ``postings_from`` documents and none built, built with other class weights, or more
-    than :data:`REBUILD_STALE` stale; drop them below that size. Returns whether it
-    built."""
+    than :data:`REBUILD_STALE` stale; drop them below that size or when the weights do
+    not sum exactly (:func:`~indexes.retrieval.maxscore.exact_weights`). Returns
+    whether it built."""
     row = conn.execute(
         "SELECT weights, (SELECT count(*) FROM wiki_postings_stale WHERE space = %s) "
         "FROM wiki_postings_docs WHERE space = %s", (space, space)).fetchone()
-    if n_docs < postings_from:
+    if n_docs < postings_from or not exact_weights(classes):
         if row is not None:
             drop(conn, space)
         return False
@@ -209,7 +210,7 @@ def search(conn, space: str, terms: list[str], tsquery: str, where: str, params:
     condition)`` (the SQL leg's own statements); the documents' frequencies then come from
     ``frequencies`` (counted from ``wiki_terms``). ``idle``: outside a write (what is read
     may be kept)."""
-    if limit <= 0 or not terms or stats.docs <= 0:
+    if limit <= 0 or not terms or stats.docs <= 0 or not exact_weights(classes):
         return None
     # one statement, one snapshot: the build, its stale keys and the lexemes' postings
     row = conn.execute(

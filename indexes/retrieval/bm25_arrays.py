@@ -14,8 +14,10 @@ The formula and the order of its operations are FTS5's (``fts5_aux.c``,
 
 per phrase ``i`` in query order, ``f`` the phrase's occurrences weighted by column, ``D``
 the row's tokens over all columns, ``avgdl`` the table's tokens per row and ``idf`` as
-:func:`indexes.retrieval.maxscore.fts5_idf`. With column weights that floats hold exactly
-(whole numbers, halves) the scores are FTS5's to the last bit, so ties fall the same way.
+:func:`indexes.retrieval.maxscore.fts5_idf`. ``f`` is stored summed (float32), so the
+scores are FTS5's to the last bit only where every sum of weights is exact in any order:
+:func:`indexes.retrieval.maxscore.exact_weights` (whole numbers or quarters, as the
+defaults are); the engines use the arrays only then, FTS5 (or the SQL leg) otherwise.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from indexes.retrieval.maxscore import K1, B, fts5_idf
 
 @dataclass(frozen=True)
 class TermPostings:
-    """One term's postings: ``rowids`` (int32, ascending, each once) and ``freqs`` (float32,
-    the term's occurrences in that row weighted by column, > 0 unless a weight is 0)."""
+    """One term's postings: ``rowids`` (int32 or int64, ascending, each once) and
+    ``freqs`` (float32, the term's occurrences in that row weighted by column; 0 or
+    negative where weights are)."""
 
     rowids: np.ndarray
     freqs: np.ndarray
@@ -59,27 +62,41 @@ def phrase_scores(postings: TermPostings, *, df: int, n_rows: int, avgdl: float,
 
 
 class ScoreBoard:
-    """Scores of every rowid below ``size`` (float64) and which rows matched a phrase.
+    """Scores of every rowid below ``size`` (float64) and which rows matched a phrase;
+    a larger rowid added or put grows it.
 
     Add phrases in query order (:meth:`add`), as FTS5 sums them; :meth:`top` gives the best
-    rows. Memory: 9 bytes per rowid (0.9 MB at 100,000 rows)."""
+    rows. Memory: 9 bytes per rowid up to the largest (0.9 MB at 100,000 rows; rowids
+    grow as documents are deleted and added)."""
 
     def __init__(self, size: int):
         self.scores = np.zeros(size, dtype=np.float64)
         self.matched = np.zeros(size, dtype=bool)
 
+    def _fit(self, largest: int) -> None:
+        if largest >= len(self.scores):
+            grown = largest + 1
+            self.scores = np.concatenate([self.scores, np.zeros(grown - len(self.scores))])
+            self.matched = np.concatenate([self.matched,
+                                           np.zeros(grown - len(self.matched), dtype=bool)])
+
     def add(self, rowids: np.ndarray, scores: np.ndarray) -> None:
         """Add one phrase's ``scores`` to its ``rowids`` (each once)."""
+        if len(rowids):
+            self._fit(int(rowids.max()))
         self.scores[rowids] += scores
         self.matched[rowids] = True
 
     def drop(self, rowids: np.ndarray) -> None:
-        """Forget ``rowids`` (rows left out by a filter, or scored elsewhere)."""
+        """Forget ``rowids`` (rows left out by a filter, or scored elsewhere); rowids past
+        the board are ignored."""
+        rowids = rowids[rowids < len(self.scores)]
         self.scores[rowids] = 0.0
         self.matched[rowids] = False
 
     def put(self, rowid: int, score: float) -> None:
         """Set one row's whole score (a row scored elsewhere)."""
+        self._fit(rowid)
         self.scores[rowid] = score
         self.matched[rowid] = True
 

@@ -88,3 +88,21 @@ def split_under(frequencies: dict[str, int], n_docs: int, threshold: float) -> S
     """The second pass's split, exact by construction: common = the most frequent phrases
     whose bound stays below ``threshold``, a k-th best score already reached."""
     return split_phrases(frequencies, n_docs, lambda _df, bound: bound < threshold)
+
+
+WEIGHT_STEP = 4
+"""Column weights must be multiples of ``1 / WEIGHT_STEP`` for :func:`exact_weights`."""
+
+WEIGHT_LIMIT = 1024.0
+"""... and at most this large in size. A sum of quarters is exact in float32 below 2^22:
+with weights up to 1024, 4,096 occurrences of one word in one entry."""
+
+
+def exact_weights(weights: tuple[float, ...]) -> bool:
+    """Whether every sum of these column weights over a row's occurrences is exact in
+    float32 whatever the order it is added in: each weight a multiple of 1/4 and at most
+    1024 in size (finite). Then arrays summed pairwise (numpy) equal FTS5's running
+    sum in double, and the BM25 arrays (:mod:`indexes.retrieval.bm25_arrays`) give FTS5's
+    scores to the last bit; 0.3 or 0.1 round differently and can swap near ties."""
+    return all(math.isfinite(w) and abs(w) <= WEIGHT_LIMIT
+               and float(w) * WEIGHT_STEP == int(float(w) * WEIGHT_STEP) for w in weights)

@@ -234,8 +234,8 @@ class SearchIndex:
 
     def clear(self) -> None:
         """Delete every document and metadata value."""
-        for table in ("docs", "meta", "names", "chunks", "sentences", "revalidate",
-                      *postings.TABLES):
+        for table in (*postings.TABLES, "docs", "meta", "names", "chunks", "sentences",
+                      "revalidate"):  # postings first: their triggers then note nothing
             self.conn.execute(f"DELETE FROM {table}")  # embeddings stay: keyed by text
 
     def get(self, key: str) -> dict | None:
@@ -277,16 +277,17 @@ class SearchIndex:
     # -- search ------------------------------------------------------------------------
     def search_bm25(self, query: str, *, limit: int = 10,
                     filters: Filters | None = None) -> list[Hit]:
-        """BM25 over the weighted columns, exact top ``limit`` without scoring every match
-        of a common word (:mod:`indexes.sqlite.bm25`); raises ``EmptyQueryError`` for an
-        empty query."""
+        """BM25 over the weighted columns, exact top ``limit``: from the postings copied into
+        arrays where :meth:`settle` built them (:mod:`indexes.sqlite.postings`), else by
+        FTS5 without scoring every match of a common word (:mod:`indexes.sqlite.bm25`);
+        raises ``EmptyQueryError`` for an empty query."""
         filters = filters or Filters()
         where, params = filters.sql()
         phrases = match_phrases(query)
-        state, lengths = self.memo.get(("postings",), self._read_postings)
+        state = self.memo.get(("postings",), self._read_postings)
         if (limit > 0 and state.weights is not None
                 and state.usable(self.weights, self.count(Filters(statuses=None)))):
-            found = postings.search(self.conn, phrases, state, lengths, weights=self.weights,
+            found = postings.search(self.conn, phrases, state, weights=self.weights,
                                     where=where, params=params,
                                     rows=self._row_filter(filters), limit=limit,
                                     frequency=self._document_frequency)
@@ -297,30 +298,30 @@ class SearchIndex:
                            frequency=self._document_frequency,
                            maxscore_from=self.maxscore_from)
 
-    def _read_postings(self) -> tuple[postings.PostingsState, object]:
-        state = postings.read_state(self.conn)
-        return state, (postings.row_lengths(self.conn) if state.weights is not None else None)
+    def _read_postings(self) -> postings.PostingsState:
+        return postings.read_state(self.conn, lengths=True)
 
     def settle(self) -> bool:
-        """Bring what the index derives from its documents up to date after a batch of
-        writes (call inside :meth:`transaction`, or it takes one): the BM25 postings
-        (:mod:`indexes.sqlite.postings`) are built when the index holds at least
-        :attr:`postings_from` documents and they are missing, built with other weights
-        or more than :data:`~indexes.sqlite.postings.REBUILD_STALE` stale; dropped below
-        that size. Returns whether they were built (~6 s at 100,000 entries)."""
+        """Bring what the index derives from its documents as a whole up to date after a
+        batch of writes: the BM25 postings (:mod:`indexes.sqlite.postings`) are built when
+        the index holds at least :attr:`postings_from` documents, the column weights sum
+        exactly, and the postings are missing, built with other weights or more than
+        :data:`~indexes.sqlite.postings.REBUILD_STALE` stale; otherwise, where they
+        cannot be used, dropped. Returns whether they were built: ~6-8 s at 100,000
+        entries, inside the caller's write transaction (or one of its own), so other
+        writers wait for it and readers do not."""
         if not self.conn.in_transaction:
             with self.transaction():
                 return self.settle()
         n_docs = self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
         state = postings.read_state(self.conn)
-        if n_docs < self.postings_from:
-            if state.weights is not None:
-                postings.drop(self.conn)
-            return False
-        if state.usable(self.weights, n_docs):
-            return False
-        postings.build(self.conn, self.weights)
-        return True
+        if postings.due(state, self.weights, n_docs, postings_from=self.postings_from):
+            postings.build(self.conn, self.weights)
+            return True
+        if state.build is not None and (n_docs < self.postings_from
+                                        or not state.usable(self.weights, n_docs)):
+            postings.drop(self.conn)
+        return False
 
     def _document_frequency(self, match: str) -> int:
         """How many documents the FTS5 expression ``match`` matches (a phrase's df), kept

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,7 +31,6 @@ from indexes.documents import Hit, hits_from_rows
 from indexes.retrieval.passages import TOKENIZER
 
 if TYPE_CHECKING:  # numpy is imported where postings are read: a search of a small index,
-    import numpy as np  # or one ranked by the embedding server, never imports it
 
     from indexes.retrieval.bm25_arrays import Contributions, TermPostings
     from indexes.sqlite.vectors import RowFilter
@@ -51,7 +51,8 @@ SCHEMA = """
         term TEXT PRIMARY KEY, rowids BLOB NOT NULL, freqs BLOB NOT NULL
     );
     CREATE TABLE IF NOT EXISTS postings_rows (
-        id INTEGER PRIMARY KEY CHECK (id = 1), weights TEXT NOT NULL, lengths BLOB NOT NULL
+        id INTEGER PRIMARY KEY CHECK (id = 1), build TEXT NOT NULL, weights TEXT NOT NULL,
+        lengths BLOB NOT NULL
     );
     CREATE TABLE IF NOT EXISTS postings_stale (rowid INTEGER PRIMARY KEY);
     CREATE TRIGGER IF NOT EXISTS docs_postings_ai AFTER INSERT ON docs
@@ -80,34 +81,53 @@ TABLES = ("postings", "postings_rows", "postings_stale")
 
 @dataclass(frozen=True)
 class PostingsState:
-    """What a search needs to know before it uses the postings: the ``weights`` they were
-    built with (``None``: never built) and the ``stale`` rowids."""
+    """What a search needs to know before it uses the postings: the ``build`` (a random
+    name each build; ``None``: never built), the ``weights`` they were built with, the
+    ``stale`` rowids and, when asked for, each row's ``lengths`` at the build (int32 by
+    rowid)."""
 
+    build: str | None
     weights: tuple[float, ...] | None
     stale: tuple[int, ...]
+    lengths: object = None
 
     def usable(self, weights: tuple[float, ...], n_docs: int) -> bool:
         """Whether a search with column ``weights`` over ``n_docs`` documents scores the
-        postings: built with those weights, at most :data:`REBUILD_STALE` of them stale."""
-        return (self.weights == tuple(float(w) for w in weights)
-                and len(self.stale) <= REBUILD_STALE * max(n_docs, 1))
+        postings: built with those weights, which sum exactly
+        (:func:`~indexes.retrieval.maxscore.exact_weights`), at most
+        :data:`REBUILD_STALE` of the documents stale."""
+        if self.weights is None or self.weights != tuple(float(w) for w in weights):
+            return False
+        from indexes.retrieval.maxscore import exact_weights
+
+        return exact_weights(self.weights) and len(self.stale) <= REBUILD_STALE * max(n_docs, 1)
 
 
-def read_state(conn: sqlite3.Connection) -> PostingsState:
-    """The postings' :class:`PostingsState` as stored now."""
-    row = conn.execute("SELECT weights FROM postings_rows").fetchone()
-    weights = tuple(float(w) for w in json.loads(row[0])) if row else None
-    if weights is None:
-        return PostingsState(None, ())
-    return PostingsState(weights, tuple(r[0] for r in conn.execute(
-        "SELECT rowid FROM postings_stale ORDER BY rowid")))
+def read_state(conn: sqlite3.Connection, *, lengths: bool = False) -> PostingsState:
+    """The postings' :class:`PostingsState` as stored now (``lengths``: with each row's
+    length, read in the same statement as the build's name)."""
+    row = conn.execute(f"SELECT build, weights{', lengths' if lengths else ''} "
+                       "FROM postings_rows").fetchone()
+    if row is None:
+        return PostingsState(None, None, ())
+    stale = tuple(r[0] for r in conn.execute("SELECT rowid FROM postings_stale ORDER BY rowid"))
+    found = None
+    if lengths:
+        import numpy as np
+
+        found = np.frombuffer(row[2], dtype=np.int32)
+    return PostingsState(row[0], tuple(float(w) for w in json.loads(row[1])), stale, found)
 
 
-def due(state: PostingsState, weights: tuple[float, ...], n_docs: int) -> bool:
+def due(state: PostingsState, weights: tuple[float, ...], n_docs: int, *,
+        postings_from: int = POSTINGS_FROM) -> bool:
     """Whether the postings should be built (again): the index has at least
-    :data:`POSTINGS_FROM` documents and they are missing, built with other weights or too
-    stale. Below that size postings once built are dropped (:func:`drop`)."""
-    return n_docs >= POSTINGS_FROM and not state.usable(weights, n_docs)
+    ``postings_from`` documents, the ``weights`` sum exactly, and the postings are
+    missing, built with other weights or too stale."""
+    from indexes.retrieval.maxscore import exact_weights
+
+    return (n_docs >= postings_from and exact_weights(tuple(float(w) for w in weights))
+            and not state.usable(weights, n_docs))
 
 
 def drop(conn: sqlite3.Connection) -> None:
@@ -144,31 +164,28 @@ def build(conn: sqlite3.Connection, weights: tuple[float, ...]) -> int:
     lengths = np.zeros(max((i for i, _ in sizes), default=0) + 1, dtype=np.int32)
     for rowid, size in sizes:
         lengths[rowid] = sum(_varints(size))
-    conn.execute("INSERT INTO postings_rows VALUES (1, ?, ?)",
-                 (json.dumps([float(w) for w in weights]), lengths.tobytes()))
+    conn.execute("INSERT INTO postings_rows VALUES (1, ?, ?, ?)",
+                 (uuid.uuid4().hex, json.dumps([float(w) for w in weights]), lengths.tobytes()))
     conn.execute("DELETE FROM postings_stale")
     return terms
 
 
-def term_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, TermPostings]:
-    """The stored postings of ``terms`` (a term no row holds is absent)."""
+def term_postings(conn: sqlite3.Connection, terms: list[str],
+                  build: str | None) -> dict[str, TermPostings] | None:
+    """The stored postings of ``terms`` (a term no row holds is absent); ``None`` when the
+    postings are no longer those of ``build`` (built again meanwhile)."""
     import numpy as np
 
     from indexes.retrieval.bm25_arrays import TermPostings
 
-    found = conn.execute("SELECT term, rowids, freqs FROM postings WHERE term IN "
-                         "(SELECT value FROM json_each(?))", [json.dumps(terms)])
+    found = conn.execute("SELECT term, rowids, freqs, (SELECT build FROM postings_rows) "
+                         "FROM postings WHERE term IN (SELECT value FROM json_each(?))",
+                         [json.dumps(terms)]).fetchall()
+    if any(row[3] != build for row in found):
+        return None
     return {term: TermPostings(np.frombuffer(rowids, dtype=np.int32),
                                np.frombuffer(freqs, dtype=np.float32))
-            for term, rowids, freqs in found}
-
-
-def row_lengths(conn: sqlite3.Connection) -> np.ndarray:
-    """Tokens per row at the last build, indexed by rowid (int32)."""
-    import numpy as np
-
-    row = conn.execute("SELECT lengths FROM postings_rows").fetchone()
-    return np.frombuffer(row[0], dtype=np.int32) if row else np.zeros(0, dtype=np.int32)
+            for term, rowids, freqs, _ in found}
 
 
 def table_totals(conn: sqlite3.Connection) -> tuple[int, float]:
@@ -197,13 +214,21 @@ def fts5_contributions(conn: sqlite3.Connection, match: str,
                          np.array([s for _, s in found], dtype=np.float64))
 
 
+FEW_STALE = 32
+"""Up to this many stale rows, FTS5 looks each up by rowid (the whole query run once per
+row); above, it runs the query once and keeps the stale rows (``+rowid``): 200 stale rows
+looked up one by one took 102 ms at 20,000 documents."""
+
+
 def stale_scores(conn: sqlite3.Connection, matches: str, weight_list: str, where: str,
-                 params: list) -> list[tuple[int, float]]:
-    """``(rowid, score)`` of the stale rows matching the OR expression ``matches`` and the
-    filter ``where`` (alias ``d``), scored by FTS5 itself over the table as it is now."""
+                 params: list, stale: int) -> list[tuple[int, float]]:
+    """``(rowid, score)`` of the stale rows (``stale`` of them) matching the OR
+    expression ``matches`` and the filter ``where`` (alias ``d``), scored by FTS5 itself
+    over the table as it is now."""
+    rowid = "rowid" if stale <= FEW_STALE else "+rowid"
     return conn.execute(
         f"SELECT f.r, f.s FROM (SELECT rowid AS r, -bm25(docs_fts, {weight_list}) AS s "
-        "FROM docs_fts WHERE docs_fts MATCH ? AND rowid IN "
+        f"FROM docs_fts WHERE docs_fts MATCH ? AND {rowid} IN "
         "(SELECT rowid FROM postings_stale)) f "
         f"CROSS JOIN docs d ON d.rowid = f.r WHERE {where}", [matches, *params]).fetchall()
 
@@ -264,35 +289,38 @@ def _varints(blob: bytes) -> list[int]:
 
 
 
-def search(conn: sqlite3.Connection, phrases: list[str], state: PostingsState,
-           lengths: np.ndarray, *, weights: tuple[float, ...], where: str, params: list,
-           rows: RowFilter | None, limit: int,
-           frequency: Callable[[str], int]) -> list[Hit] | None:
+def search(conn: sqlite3.Connection, phrases: list[str], state: PostingsState, *,
+           weights: tuple[float, ...], where: str, params: list, rows: RowFilter | None,
+           limit: int, frequency: Callable[[str], int]) -> list[Hit] | None:
     """The ``limit`` best documents matching any of ``phrases`` (FTS5 strings) and the
     filter (``where`` over alias ``d`` with ``params``; ``rows``, the same filter as
     rowids), by FTS5's ``bm25()`` with the column ``weights``, ties by rowid: the list
     FTS5's whole OR query gives, scored from the postings
-    (:mod:`indexes.retrieval.bm25_arrays`).
+    (:mod:`indexes.retrieval.bm25_arrays`); ``state`` read with its lengths.
 
     A phrase of one token is scored from its postings; one of several tokens (``covid
     19``), whose rows FTS5's positions decide, by FTS5's ``bm25()`` of it alone. Rows
-    written since the build (``state.stale``) are scored by FTS5 over the whole query,
-    and the words' document frequencies then come from FTS5 (``frequency``, the
-    engine's memo of them). ``None`` when a phrase has no token (FTS5 decides what it
-    matches): the caller runs FTS5's query instead."""
+    written since the build (``state.stale``) are scored by FTS5 over the whole query
+    (:func:`stale_scores`: a cost that grows with their number, hence
+    :data:`REBUILD_STALE`), and the words' document frequencies then come from FTS5
+    (``frequency``, the engine's memo of them). ``None`` when a phrase has no token (FTS5
+    decides what it matches) or the postings were built again since ``state`` was read:
+    the caller runs FTS5's query instead."""
     import numpy as np
 
     from indexes.retrieval.bm25_arrays import ScoreBoard, phrase_scores
 
     tokens = [phrase_tokens(p) for p in phrases]
-    if not tokens or any(not t for t in tokens):
+    if not tokens or any(not t for t in tokens) or state.lengths is None:
         return None
+    stored = term_postings(conn, [t[0] for t in tokens if len(t) == 1], state.build)
+    if stored is None:
+        return None
+    lengths = state.lengths
     n_rows, avgdl = table_totals(conn)
     weight_list = ", ".join(str(float(w)) for w in weights)
-    stored = term_postings(conn, [t[0] for t in tokens if len(t) == 1])
     stale = np.array(state.stale, dtype=np.int64)
-    size = max(len(lengths), int(stale.max()) + 1 if len(stale) else 0)
-    board = ScoreBoard(size)
+    board = ScoreBoard(max(len(lengths), int(stale.max()) + 1 if len(stale) else 0))
     for phrase, words in zip(phrases, tokens, strict=True):
         if len(words) > 1:
             part = fts5_contributions(conn, phrase, weight_list)
@@ -300,7 +328,7 @@ def search(conn: sqlite3.Connection, phrases: list[str], state: PostingsState,
             continue
         found = stored.get(words[0])
         if found is not None:
-            df = frequency(phrase) if len(state.stale) else len(found.rowids)
+            df = frequency(phrase) if len(stale) else len(found.rowids)
             board.add(found.rowids, phrase_scores(found, df=df, n_rows=n_rows, avgdl=avgdl,
                                                   lengths=lengths))
     if len(stale):
@@ -310,10 +338,10 @@ def search(conn: sqlite3.Connection, phrases: list[str], state: PostingsState,
         if rows.keep:
             board.keep_only(chosen)
         else:
-            board.drop(chosen[chosen < size])
-    if len(state.stale):
+            board.drop(chosen)
+    if len(stale):
         for rowid, score in stale_scores(conn, " OR ".join(phrases), weight_list, where,
-                                         params):
+                                         params, len(stale)):
             board.put(rowid, score)
     return _hits(conn, board.top(limit))
 
