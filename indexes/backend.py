@@ -52,7 +52,8 @@ class IndexBackend(Protocol):
     methods); ``weights``: the lexical column weights (title, aliases, tags, summary, body);
     ``path``: where it lives, for messages. Besides the legs: ``word_matches(word, key)``,
     ``(document frequency, found in key)`` of one query word as the engine's own full text
-    matches it (the input of :func:`indexes.retrieval.coverage.coverage`); ``hits_for(keys,
+    matches it, and ``words_matched(words, key)`` the same of several words, in order (the
+    input of :func:`indexes.retrieval.coverage.coverage`); ``hits_for(keys,
     filters)``, ``key -> (key, doc_id, title, summary, category, status)`` of the ``keys``
     passing ``filters``; ``start_vector(...)``, the vector leg begun (on another thread
     where the engine can) and the call that returns its hits, ``query_vector`` a vector or
@@ -105,6 +106,8 @@ class IndexBackend(Protocol):
     def search_lexical(self, query: str, *, limit: int = 10,
                        filters: Filters | None = None) -> list[Hit]: ...
     def word_matches(self, word: str, key: str | None = None) -> tuple[int, bool]: ...
+    def words_matched(self, words: list[str],
+                      key: str | None = None) -> list[tuple[int, bool]]: ...
     def hits_for(self, keys: list[str], filters: Filters | None) -> dict[str, tuple]: ...
     def check_mark(self, fact: str) -> CheckMark: ...
 

@@ -66,9 +66,8 @@ def _agree(index: PgIndex, query: str, limit: int, filters: Filters) -> None:
     assert len({k for k, _ in found}) == len(found)
 
 
-def _packed_ran(index: PgIndex, query: str) -> bool:
-    """Whether ``search_bm25`` ranked from the packed postings (it reads the space's
-    build, and neither the SQL leg's whole query nor its MaxScore candidates ran)."""
+def _statements(index: PgIndex, call) -> tuple[object, list[str]]:
+    """``(call(), the SQL it ran on the index's connection)``."""
     seen: list[str] = []
     execute = index.conn.execute
 
@@ -78,9 +77,15 @@ def _packed_ran(index: PgIndex, query: str) -> bool:
 
     index.conn.execute = noting
     try:
-        index.search_bm25(query, limit=5)
+        return call(), seen
     finally:
         del index.conn.execute
+
+
+def _packed_ran(index: PgIndex, query: str) -> bool:
+    """Whether ``search_bm25`` ranked from the packed postings (it reads the space's
+    build, and neither the SQL leg's whole query nor its MaxScore candidates ran)."""
+    _, seen = _statements(index, lambda: index.search_bm25(query, limit=5))
     return (any("wiki_postings_docs" in s for s in seen) and not any(
         pg_bm25.WHOLE_QUERY in s or "ORDER BY score DESC" in s for s in seen))
 
@@ -149,3 +154,18 @@ def test_two_spaces_keep_their_own_postings(pg_database) -> None:
         assert pg_postings.search is not None
         assert b.conn.execute("SELECT count(*) FROM wiki_postings_docs").fetchone()[0] == 1
         _agree(b, "w000 w004 w011", 10, Filters())
+
+
+def test_words_matched_in_a_few_statements_equal_one_by_one(pg_database) -> None:
+    """The evidence-gap coverage asks for every query word at once: three statements for
+    the one-lexeme words (plus one per hyphenated word) instead of three per word, with
+    the same answers as asking word by word, for a key that holds some, for none, and
+    for words in no document."""
+    with PgIndex(pg_database, "c") as index:
+        docs = _documents(80)
+        index.upsert(docs)
+        words = ["w000", "w001-w002", "w150", "zzzz", "the", "w003", "W000", "w001"]
+        for key in (docs[0].key, docs[7].key, None, "missing.md"):
+            batched, seen = _statements(index, lambda k=key: index.words_matched(words, k))
+            assert batched == [index.word_matches(w, key) for w in words], key
+            assert len(seen) <= 6, seen

@@ -455,6 +455,14 @@ class PgIndex:
             self.conn, self.space, word, key,
             self._frequencies(pg_bm25.space_stats(self.conn, self.space).version))
 
+    def words_matched(self, words: list[str], key: str | None = None
+                      ) -> list[tuple[int, bool]]:
+        """:meth:`word_matches` of each of ``words``, in order, in a few statements
+        (:func:`indexes.pg.ranking.words_matched`)."""
+        return ranking.words_matched(
+            self.conn, self.space, words, key,
+            self._frequencies(pg_bm25.space_stats(self.conn, self.space).version))
+
     def hits_for(self, keys: list[str], filters: Filters | None) -> dict[str, tuple]:
         """``key -> (key, doc_id, title, summary, category, status)`` of ``keys`` passing
         ``filters`` (:func:`indexes.retrieval.ranked.hits_for`)."""

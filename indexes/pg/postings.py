@@ -220,7 +220,7 @@ def search(conn, space: str, terms: list[str], tsquery: str, where: str, params:
         "wiki_postings p WHERE p.space = d.space AND p.lexeme = ANY(%s) ORDER BY p.lexeme), "
         "ARRAY(SELECT p.freqs FROM wiki_postings p WHERE p.space = d.space AND p.lexeme = "
         "ANY(%s) ORDER BY p.lexeme) FROM wiki_postings_docs d WHERE d.space = %s",
-        (terms, terms, terms, space)).fetchone()
+        (terms, terms, terms, space), binary=True).fetchone()  # bytea as bytes, not hex
     if row is None or row[1] != _weights_text(classes) or \
             len(row[2]) > REBUILD_STALE * stats.docs:
         return None

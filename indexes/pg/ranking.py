@@ -161,6 +161,35 @@ def word_matches(conn, space: str, word: str, key: str | None,
     return int(row[0]), bool(row[1]) and key is not None
 
 
+def words_matched(conn, space: str, words: list[str], key: str | None,
+                  frequencies: Callable[[list[str]], dict[str, int]] | None = None
+                  ) -> list[tuple[int, bool]]:
+    """:func:`word_matches` of each of ``words``, in order, in three statements for the
+    words that are one lexeme each (their tsqueries; their document frequencies, from
+    ``frequencies`` where it keeps them; which ``key`` holds) rather than three per word:
+    a ten-word question's coverage made ~30 round trips (p50 15 ms at 100,000 entries). A
+    word of several lexemes is matched as a phrase, one statement each."""
+    if not words:
+        return []
+    parsed = [r[0] for r in conn.execute(
+        "SELECT phraseto_tsquery(%s::regconfig, u.w)::text FROM unnest(%s::text[]) WITH "
+        "ORDINALITY AS u(w, i) ORDER BY u.i", (TS_CONFIG, [fts_input(w) for w in words]))]
+    singles = {i: m.group(1).replace("''", "'") for i, q in enumerate(parsed)
+               if (m := _ONE_LEXEME.fullmatch(q or ""))}
+    lexemes = sorted(set(singles.values()))
+    df = (frequencies or (lambda t: pg_bm25.document_frequencies(conn, space, t)))(
+        lexemes) if lexemes else {}
+    held: set[str] = set()
+    if key is not None and lexemes:
+        held = {r[0] for r in conn.execute(
+            "SELECT lexeme FROM wiki_terms WHERE space = %s AND key = %s AND "
+            "lexeme = ANY(%s)", (space, key, lexemes))}
+    return [(int(df.get(singles[i], 0)), singles[i] in held) if i in singles
+            else (0, False) if not parsed[i]  # a stopword: no lexeme, nothing matches it
+            else word_matches(conn, space, word, key, frequencies)
+            for i, word in enumerate(words)]
+
+
 def edges(conn_space, keys, kinds) -> dict[str, list[tuple[str, str]]]:
     """:func:`indexes.retrieval.graph.edges` for ``(conn, space)``."""
     conn, space = conn_space

@@ -42,4 +42,4 @@ def coverage(index: IndexBackend, query: str, key: str) -> float:
     """IDF-weighted share of the query's words found in document ``key`` (0-1); see
     :func:`weighted_coverage`."""
     n_docs = index.count(Filters(statuses=None))
-    return weighted_coverage([index.word_matches(w, key) for w in query_words(query)], n_docs)
+    return weighted_coverage(index.words_matched(query_words(query), key), n_docs)

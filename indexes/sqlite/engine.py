@@ -371,6 +371,12 @@ class SearchIndex:
             [*params, key]).fetchone() is not None
         return df, found
 
+    def words_matched(self, words: list[str], key: str | None = None
+                      ) -> list[tuple[int, bool]]:
+        """:meth:`word_matches` of each of ``words``, in order (each a statement or two,
+        in process)."""
+        return [self.word_matches(word, key) for word in words]
+
     def hits_for(self, keys: list[str], filters: Filters | None) -> dict[str, tuple]:
         """``key -> (key, doc_id, title, summary, category, status)`` of ``keys`` passing
         ``filters`` (:func:`indexes.retrieval.ranked.hits_for`)."""
