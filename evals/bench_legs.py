@@ -20,9 +20,11 @@ from __future__ import annotations
 import resource
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from evals.metrics import percentile
+from indexes.retrieval.filters import Filters
 from indexes.retrieval.hybrid import FusionConfig, encode_in_background, fuse, run_legs
 
 
@@ -43,7 +45,10 @@ def fresh_question(index) -> None:
 def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
                 fusion: FusionConfig | None = None) -> dict:
     """``name -> {n, p50_ms, p95_ms}`` for encode, alias, bm25, vector, fused, confidence,
-    hybrid; every timed call starts as a new question would (:func:`fresh_question`)."""
+    hybrid; every timed call starts as a new question would (:func:`fresh_question`).
+    ``filters``: a :class:`~indexes.retrieval.filters.Filters`, ``None``, or a call that
+    makes each question's filters (as `wiki search` does: validity checked at the
+    current second, :func:`as_searched`)."""
     from evals.embedcache import embedder
 
     model = embedder()
@@ -53,6 +58,8 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
 
     times: dict[str, list[float]] = {n: [] for n in ("encode", "alias", "bm25", "vector",
                                                      "fused", "confidence", "hybrid")}
+    make = filters if callable(filters) else (lambda: filters)
+    filters = None
     calls = {
         "alias": lambda q, v: index.search_names(q, limit=10, filters=filters),
         "bm25": lambda q, v: index.search_lexical(q, limit=10, filters=filters),
@@ -66,6 +73,7 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
             start = time.perf_counter()
             vector = model.encode([q])[0]
             encode = (time.perf_counter() - start) * 1000
+            filters = make()
             spent = {}
             for name, call in calls.items():
                 fresh_question(index)
@@ -91,6 +99,23 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
                 for name, ms in spent.items():
                     times[name].append(ms)
     return {name: _stats(values) for name, values in times.items()}
+
+
+def as_searched(**fields) -> Callable[[], Filters]:
+    """Filters as `wiki search` makes them for each question: ``fields`` (a scope...),
+    active entries valid at the current second, with the default lifetimes of
+    ``wiki.toml`` (``[lifetimes]``: episodes expire after 90 days)."""
+    import datetime as dt
+
+    from wiki.config import LifetimesConfig
+    from wiki.store.lifetimes import iso, lifetimes
+
+    days = tuple(sorted(lifetimes(LifetimesConfig()).items()))
+
+    def make() -> Filters:
+        return Filters(**fields, valid_at=iso(dt.datetime.now(dt.UTC)), lifetimes=days)
+
+    return make
 
 
 def build_throughput(documents: list, *, chunk_words: int | None = None,

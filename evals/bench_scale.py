@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from evals import datasets, embedcache
-from evals.bench_legs import leg_latency, peak_rss_mib
+from evals.bench_legs import as_searched, leg_latency, peak_rss_mib
 from evals.report import header, md_table, now, project_commit, write
 from evals.scale_corpus import ScaleCorpus, base_vectors, scale_corpus
 
@@ -116,7 +116,6 @@ def run_backend(name: str, corpus: ScaleCorpus, queries: list[str], model: str,
                 repeat: int, workdir: Path, url: str | None, embedder=None) -> dict:
     """Build one backend and time its legs; returns the row of the table as a dict. With
     ``embedder`` (the real model), also :func:`embedding_sample` of its chunks."""
-    from indexes.retrieval.filters import Filters
 
     log(f"{name}: building {len(corpus.documents):,} entries")
     with BUILDERS[name](workdir, url) as index:
@@ -124,9 +123,9 @@ def run_backend(name: str, corpus: ScaleCorpus, queries: list[str], model: str,
         if name == "postgres":  # what autovacuum does after a bulk load, before the clock:
             index.conn.execute("VACUUM ANALYZE")  # statistics, pages marked all-visible
         log(f"{name}: {len(queries)} queries x {repeat} passes, all scopes")
-        everything = leg_latency(index, queries, None, repeat=repeat)
+        everything = leg_latency(index, queries, as_searched(), repeat=repeat)
         log(f"{name}: the same, one scope")
-        scoped = leg_latency(index, queries, Filters(scope="repo-3"), repeat=repeat)
+        scoped = leg_latency(index, queries, as_searched(scope="repo-3"), repeat=repeat)
         kept = _kept_latency(index, queries, repeat) if name == "postgres" else None
         embedding = None
         if embedder is not None:
@@ -149,14 +148,13 @@ def _kept_latency(index, queries: list[str], repeat: int) -> dict:
     space (its first, untimed pass reads the matrix)."""
     from indexes.backend import keep_connections
     from indexes.pg.engine import PgIndex
-    from indexes.retrieval.filters import Filters
 
     keep_connections(4)
     try:
         with PgIndex(index.url, index.space) as served:
             log("postgres, kept as under wiki serve: all scopes, then one scope")
-            return {"all_scopes": leg_latency(served, queries, None, repeat=repeat),
-                    "one_scope": leg_latency(served, queries, Filters(scope="repo-3"),
+            return {"all_scopes": leg_latency(served, queries, as_searched(), repeat=repeat),
+                    "one_scope": leg_latency(served, queries, as_searched(scope="repo-3"),
                                              repeat=repeat)}
     finally:
         keep_connections(0)
@@ -204,6 +202,10 @@ def markdown(facts: dict, rows: list[dict]) -> str:
             "documents written and settled plus the extrapolated embedding wall time."]
     return "\n\n".join([header(title, facts), "## Build", build, *embedding,
                         "## Search latency (in process, limit 10)", latency,
+                        "Each query's filters are those `wiki search` makes: active "
+                        "entries valid at the current second, with the default lifetimes "
+                        "(`evals/bench_legs.py` `as_searched`; before session 21 the bench "
+                        "passed no validity time, so no cache was ever missed for it). "
                         "`hybrid` is one query as `wiki search` runs it in a warm process "
                         "(query encoding included); `fused` is the legs and fusion with the "
                         "query vector precomputed. `kept (wiki serve)`: the same space "

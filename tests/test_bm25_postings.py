@@ -314,3 +314,37 @@ def test_weights_whose_sums_round_are_ranked_by_fts5(tmp_path: Path) -> None:
     assert index.settle() is True
     index.weights = (0.3, 1.0, 1.0, 1.0, 0.1)
     assert index.settle() is False and postings.read_state(index.conn).build is None
+
+
+def _expiring(size: int) -> list[Document]:
+    """The Zipf corpus where some documents expire: by ``valid_until`` (past or future)
+    or by ``dated`` and the lifetime of their type."""
+    docs = _documents(size=size, seed=5)
+    for at in range(0, size, 7):
+        d = docs[at]
+        until, dated, kind = (("2020-01-01T00:00:00Z", "", "note") if at % 3 == 0 else
+                              ("2999-01-01T00:00:00Z", "", "note") if at % 3 == 1 else
+                              ("", f"2024-0{1 + at % 9}-15T00:00:00Z", "meeting"))
+        docs[at] = Document(d.key, d.doc_id, d.title, summary=d.summary, body=d.body,
+                            tags=d.tags, status=d.status, category=d.category,
+                            scope=d.scope, valid_until=until, dated=dated, doc_type=kind)
+    return docs
+
+
+def test_expiry_is_applied_exactly_while_the_rest_of_the_filter_is_kept(tmp_path: Path) -> None:
+    """A search passes the current second as ``valid_at``: the rows of the filter without
+    it are kept between searches and the documents expired at that second taken out, so
+    each second's answer is still the whole query's under the full filter (valid_until,
+    and dated plus the type's lifetime, on either side of the time)."""
+    index = _open(tmp_path / "expiry.sqlite", _expiring(400))
+    rng = random.Random(8)
+    for valid_at in ("2024-03-01T00:00:00Z", "2024-06-20T12:00:00Z", "2031-01-01T00:00:00Z"):
+        for base in (Filters(), Filters(scope="s1"), Filters(statuses=None, tags=("t1",))):
+            filters = Filters(statuses=base.statuses, scope=base.scope, tags=base.tags,
+                              valid_at=valid_at, lifetimes=(("meeting", 60.0),))
+            expired = set(index._expired(filters))
+            assert expired and len(expired) < 60, valid_at
+            for _ in range(15):
+                query = " ".join(rng.choices(VOCABULARY[:40], k=rng.randint(1, 5)))
+                assert _ranked(index, query, 30, filters) == whole_query(
+                    index, query, 30, filters, digits=None), (query, filters)

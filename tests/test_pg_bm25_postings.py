@@ -169,3 +169,56 @@ def test_words_matched_in_a_few_statements_equal_one_by_one(pg_database) -> None
             batched, seen = _statements(index, lambda k=key: index.words_matched(words, k))
             assert batched == [index.word_matches(w, key) for w in words], key
             assert len(seen) <= 6, seen
+
+
+def test_stale_documents_tie_with_packed_ones_by_key(pg_database) -> None:
+    """Identical documents, some packed and some written since the build, score the same
+    to the last bit and come out in key order (``COLLATE "C"``, as the SQL leg and
+    Python order them), not stale ones first (helper-32's reproduction)."""
+    with PgIndex(pg_database, "col") as index:
+        index.postings_from = 50
+        filler = [Document(f"f/{i:05d}.md", f"f{i}", f"w{i % 50:03d}", body="w001 w002")
+                  for i in range(100)]
+
+        def same(key: str) -> Document:
+            return Document(key, "id-" + key, "qqq zzz", body="qqq common words here")
+
+        index.upsert(filler + [same(k) for k in ["Ab.md", "B.md", "a b.md", "ab.md", "b.md"]])
+        assert index.settle() is True
+        index.upsert([same(k) for k in ["0.md", "a c.md", "aa.md", "\u00c4.md"]])
+        index.delete(["never-there.md"])  # removes nothing: notes nothing
+        assert index.conn.execute("SELECT count(*) FROM wiki_postings_stale WHERE space = "
+                                  "'col'").fetchone()[0] == 4
+        found = [(h.key, h.score) for h in index.search_bm25(
+            "qqq", limit=50, filters=Filters(statuses=None))]
+        assert [k for k, _ in found] == sorted(k for k, _ in found)
+        assert len({s for _, s in found}) == 1
+        assert [k for k, _ in found] == [k for k, _ in _whole(index, "qqq", 50,
+                                                               Filters(statuses=None))]
+
+
+def test_expiry_at_each_search_on_a_kept_mask(pg_database) -> None:
+    """The packed path keeps the mask of the filter without expiry and takes out the
+    documents expired at each search's ``valid_at``: the whole query's list at every
+    moment, before and after documents expire."""
+    rng = random.Random(9)
+    with PgIndex(pg_database, "x") as index:
+        index.postings_from = 100
+        docs = _documents(300)
+        for at in range(0, 300, 6):
+            d = docs[at]
+            until, dated = (("2020-01-01T00:00:00Z", "") if at % 4 == 0 else
+                            ("2999-01-01T00:00:00Z", "") if at % 4 == 1 else
+                            ("", f"2024-0{1 + at % 9}-10T00:00:00Z"))
+            docs[at] = Document(d.key, d.doc_id, d.title, summary=d.summary, body=d.body,
+                                tags=d.tags, status=d.status, category=d.category,
+                                scope=d.scope, valid_until=until, dated=dated,
+                                doc_type="meeting")
+        index.upsert(docs)
+        assert index.settle() is True
+        for moment in ("2024-03-01T00:00:00Z", "2024-07-01T00:00:00Z", "2031-01-01T00:00:00Z"):
+            for scope in (None, "s2"):
+                filters = Filters(scope=scope, valid_at=moment, lifetimes=(("meeting", 45.0),))
+                for _ in range(8):
+                    query = " ".join(rng.choices(VOCABULARY[:30], k=rng.randint(1, 5)))
+                    _agree(index, query, 40, filters)

@@ -305,3 +305,45 @@ def test_a_mark_is_not_held_once_another_space_dropped_shared_vectors(
         assert a.vectors.pending_count("m") == 1
         assert top_up_vectors(a, wide) == 0
         assert a.vectors.pending_count("m") == 0
+
+
+def test_the_kept_matrix_leaves_out_what_expired_at_each_search(pg_database: str) -> None:
+    """A search passes the current second as ``valid_at``: the kept matrix keeps the rows
+    of the filter without it and takes out, each search, the documents expired then
+    (``valid_until`` past, or ``dated`` plus the type's lifetime), as the database does."""
+    model = HashingEmbedder()
+    with PgIndex(pg_database, "s") as index:
+        _corpus(index, model)
+        docs = []
+        for i, (until, dated) in enumerate([("2020-01-01T00:00:00Z", ""),
+                                           ("2999-01-01T00:00:00Z", ""),
+                                           ("", "2024-01-15T00:00:00Z"),
+                                           ("", "2024-05-15T00:00:00Z")]):
+            docs.append(Document(key=f"e{i}", doc_id=f"e{i}", title="hotel taxi receipts",
+                                 body="hotel taxi receipts hotel", valid_until=until,
+                                 dated=dated, doc_type="meeting"))
+        index.upsert(docs)
+        top_up_vectors(index, model)
+    query = model.encode(["hotel taxi receipts"])[0]
+    moments = ["2024-03-01T00:00:00Z", "2024-06-01T00:00:00Z", "2031-01-01T00:00:00Z"]
+    wanted = {}
+    with PgIndex(pg_database, "s") as index:
+        for moment in moments:
+            filters = Filters(valid_at=moment, lifetimes=(("meeting", 60.0),))
+            wanted[moment] = [h.key for h in index.search_vector(query, model.name, limit=12,
+                                                                 filters=filters)]
+    KEPT.keep(2)
+    try:
+        for moment in moments:
+            filters = Filters(valid_at=moment, lifetimes=(("meeting", 60.0),))
+            with PgIndex(pg_database, "s") as index:
+                kept = [h.key for h in index.search_vector(query, model.name, limit=12,
+                                                           filters=filters)]
+                started = [h.key for h in index.start_vector(query, model.name, limit=12,
+                                                             filters=filters)()]
+            assert kept == started == wanted[moment], moment
+    finally:
+        KEPT.keep(0)
+    assert "e0" not in wanted[moments[0]] and "e1" in wanted[moments[0]]
+    assert "e2" in wanted[moments[0]] and "e2" not in wanted[moments[1]]
+    assert "e3" in wanted[moments[1]] and "e3" not in wanted[moments[2]]

@@ -22,7 +22,7 @@ from indexes.pg import bm25 as pg_bm25
 from indexes.pg import postings as pg_postings
 from indexes.pg import ranking
 from indexes.pg.connections import KEPT
-from indexes.pg.filters import pg_sql
+from indexes.pg.filters import mask_filter, pg_sql
 from indexes.pg.prepared import PREPARED, StaleConnection
 from indexes.pg.rows import HIT_COLUMNS, PgDocRows
 from indexes.pg.schema import (
@@ -267,10 +267,13 @@ class PgIndex:
         keys = list(keys)
         if keys:
             with self.transaction():
-                for table in ("wiki_docs", "wiki_names", "wiki_terms", "wiki_revalidate"):
+                removed = [r[0] for r in self.conn.execute(
+                    "DELETE FROM wiki_docs WHERE space = %s AND key = ANY(%s) RETURNING key",
+                    (self.space, keys))]
+                for table in ("wiki_names", "wiki_terms", "wiki_revalidate"):
                     self.conn.execute(f"DELETE FROM {table} WHERE space = %s AND "
                                       "key = ANY(%s)", (self.space, keys))
-                pg_postings.note_stale(self.conn, self.space, keys)
+                pg_postings.note_stale(self.conn, self.space, removed)
                 self.vectors.delete(keys)
         return len(keys)
 
@@ -360,7 +363,7 @@ class PgIndex:
                                        limit=limit, weights=self.weights, rank=self.rank,
                                        frequencies=self._frequencies,
                                        narrow=(filters or Filters()).narrow,
-                                       idle=not self._depth)
+                                       idle=not self._depth, mask=mask_filter(filters))
 
     def _frequencies(self, version: int) -> Callable[[list[str]], dict[str, int]]:
         """The lexemes' document frequencies at the space's write counter ``version``, from
@@ -404,7 +407,7 @@ class PgIndex:
         or over the kept matrix in a long-running process)."""
         where, params = pg_sql(filters)
         found = self.vectors.search(query_vector, model, where=where, params=params,
-                                    limit=limit)
+                                    limit=limit, mask=mask_filter(filters))
         return scored_hits(found, self.docs.hits(k for k, _ in found))
 
     def start_vector(self, query_vector, model: str, *, limit: int = 10,
@@ -420,7 +423,7 @@ class PgIndex:
             return lambda: self.search_vector(resolved(query_vector), model, limit=limit,
                                               filters=filters)
         where, params = pg_sql(filters)
-        rows = self.vectors.row_filter(matrix, where, params)
+        rows = self.vectors.row_filter(matrix, where, params, mask_filter(filters))
         work = vector_workers().submit(
             contextvars.copy_context().run, rank_vector, query_vector, model, rows=rows,
             limit=limit, path=None, stamp=None, matrix=matrix)

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from indexes.documents import Hit, hits_from_rows
-from indexes.retrieval.maxscore import exact_weights, fts5_idf
+from indexes.pg.filters import MaskFilter, can_expire_keys, expired_keys
+from indexes.retrieval.maxscore import exact_weights
 
 if TYPE_CHECKING:
     import numpy as np
@@ -167,49 +168,111 @@ def _build(conn, space: str, build: str) -> Build | None:
     return found
 
 
-def _filter(conn, space: str, build: Build, where: str, params: list, version: int,
+def _filter(conn, space: str, build: Build, mask: MaskFilter, version: int,
             idle: bool) -> tuple[bool, np.ndarray] | None:
-    """The documents ``where`` keeps, as ``(keep, numbers)``: the numbers kept, or (when
+    """The documents ``mask`` keeps, as ``(keep, numbers)``: the numbers kept, or (when
     fewer than :data:`FEW_LEFT_OUT` are left out) those left out; ``None``: none left
-    out. Kept per build, condition and write counter when read outside a write."""
+    out. The part without expiry is kept per build, condition and write counter when read
+    outside a write (a search's ``valid_at``, the current second, would never hit a cache
+    keyed by it); the documents expired now are taken out each search, looked for among
+    those that can expire."""
     import numpy as np
 
-    key = (where, repr(params), version)
+    key = (mask.where, repr(mask.params), version)
     if idle and key in build.filters:
-        return build.filters[key]
+        found = build.filters[key]
+    else:
+        found = _timeless(conn, space, build, mask)
+        if idle:
+            if len(build.filters) > 256:
+                build.filters.clear()
+            build.filters[key] = found
+    if mask.expiry is None:
+        return found
+    can = build.filters.get(("can expire", mask.expiring_types, version)) if idle else None
+    if can is None:
+        can = can_expire_keys(conn, space, mask.expiring_types)
+        if idle:
+            build.filters[("can expire", mask.expiring_types, version)] = can
+    expired = {build.numbers[k] for k in expired_keys(conn, space, mask.expiry, can)
+               if k in build.numbers}
+    if not expired:
+        return found
+    dropped = np.array(sorted(expired), dtype=np.int64)
+    if found is None:
+        return False, dropped
+    if found[0]:
+        return True, np.setdiff1d(found[1], dropped)
+    return False, np.union1d(found[1], dropped)
+
+
+def _timeless(conn, space: str, build: Build, mask: MaskFilter) -> tuple[bool, np.ndarray] | None:
+    import numpy as np
+
     left_out = [r[0] for r in conn.execute(
-        f"SELECT d.key FROM wiki_docs d WHERE d.space = %s AND NOT coalesce(({where}), false) "
-        "LIMIT %s", [space, *params, FEW_LEFT_OUT])]
+        f"SELECT d.key FROM wiki_docs d WHERE d.space = %s AND "
+        f"NOT coalesce(({mask.where}), false) LIMIT %s", [space, *mask.params, FEW_LEFT_OUT])]
     if len(left_out) < FEW_LEFT_OUT:
         numbers = [build.numbers[k] for k in left_out if k in build.numbers]
-        found = (False, np.array(numbers, dtype=np.int64)) if numbers else None
-    else:
-        found = (True, np.array([build.numbers[r[0]] for r in conn.execute(
-            f"SELECT d.key FROM wiki_docs d WHERE d.space = %s AND {where}",
-            [space, *params]) if r[0] in build.numbers], dtype=np.int64))
-    if idle:
-        if len(build.filters) > 256:
-            build.filters.clear()
-        build.filters[key] = found
-    return found
+        return (False, np.array(numbers, dtype=np.int64)) if numbers else None
+    return True, np.array([build.numbers[r[0]] for r in conn.execute(
+        f"SELECT d.key FROM wiki_docs d WHERE d.space = %s AND {mask.where}",
+        [space, *mask.params]) if r[0] in build.numbers], dtype=np.int64)
+
+
+def _stale_scores(conn, space: str, keys: list[str], terms: list[str],
+                  classes: tuple[float, float, float, float], df: dict[str, int],
+                  stats) -> dict[str, float]:
+    """``key -> score`` of the stale ``keys`` holding any of ``terms``, from their rows of
+    ``wiki_terms`` now, summed in ``terms`` order with the packed documents' arithmetic
+    (:func:`~indexes.retrieval.bm25_arrays.phrase_scores`): the SQL leg's expression
+    orders its operations otherwise, and two documents tied to the last bit came out
+    stale ones first (helper-32)."""
+    import numpy as np
+
+    from indexes.retrieval.bm25_arrays import ScoreBoard, TermPostings, phrase_scores
+
+    a, b, c, d = classes
+    rows = conn.execute(
+        "SELECT key, lexeme, (fa * %s + fb * %s + fc * %s + fd * %s)::float4, doc_len "
+        "FROM wiki_terms WHERE space = %s AND key = ANY(%s) AND lexeme = ANY(%s)",
+        (a, b, c, d, space, keys, terms)).fetchall()
+    numbers = {key: n for n, key in enumerate(sorted({r[0] for r in rows}))}
+    if not numbers:
+        return {}
+    lengths = np.zeros(len(numbers), dtype=np.float64)
+    by_term: dict[str, list[tuple[int, float]]] = {}
+    for key, lexeme, freq, length in rows:
+        lengths[numbers[key]] = length
+        by_term.setdefault(lexeme, []).append((numbers[key], freq))
+    board = ScoreBoard(len(numbers))
+    for term in terms:
+        found = sorted(by_term.get(term, ()))
+        if found:
+            postings = TermPostings(np.array([n for n, _ in found], dtype=np.int64),
+                                    np.array([f for _, f in found], dtype=np.float32))
+            board.add(postings.rowids, phrase_scores(
+                postings, df=df.get(term, 0), n_rows=stats.docs,
+                avgdl=max(stats.avg_len, 1.0), lengths=lengths))
+    return {key: float(board.scores[n]) for key, n in numbers.items()}
 
 
 def search(conn, space: str, terms: list[str], tsquery: str, where: str, params: list, *,
            limit: int, classes: tuple[float, float, float, float], stats,
            frequencies: Callable[[list[str]], dict[str, int]],
-           full_scores: Callable[[list[str], dict[str, float]], dict[str, float]],
            passing: Callable[[list[str], tuple[str, list]], set[str]],
-           idle: bool) -> list[Hit] | None:
+           idle: bool, mask: MaskFilter | None = None) -> list[Hit] | None:
     """The ``limit`` best documents of ``space`` holding any of ``terms`` (lexemes) that
     pass ``where`` (and the phrase of ``tsquery``, when it holds ``<->``), by the BM25 of
     :func:`indexes.pg.bm25.search_bm25`, ties by key; ``None`` when the space has no
     usable postings (none built, other weights, too stale) or the phrase check would read
     too many documents: the caller runs the SQL leg.
 
-    Stale keys are scored by ``full_scores(keys, idf)`` and checked by ``passing(keys,
-    condition)`` (the SQL leg's own statements); the documents' frequencies then come from
-    ``frequencies`` (counted from ``wiki_terms``). ``idle``: outside a write (what is read
-    may be kept)."""
+    Stale keys are scored from their rows of ``wiki_terms`` (:func:`_stale_scores`) and
+    checked by ``passing(keys, condition)`` (the SQL leg's own statement); the documents'
+    frequencies then come from ``frequencies`` (counted from ``wiki_terms``). ``idle``:
+    outside a write (what is read may be kept). ``mask``: the same filter split for the
+    kept mask (:class:`~indexes.pg.filters.MaskFilter`; default: ``where`` as it is)."""
     if limit <= 0 or not terms or stats.docs <= 0 or not exact_weights(classes):
         return None
     # one statement, one snapshot: the build, its stale keys and the lexemes' postings
@@ -235,7 +298,6 @@ def search(conn, space: str, terms: list[str], tsquery: str, where: str, params:
                                    np.frombuffer(freqs, dtype=">f4").astype(np.float32))
               for lexeme, nums, freqs in zip(row[3], row[4], row[5], strict=True)}
     df = frequencies(terms) if stale else {t: len(p.rowids) for t, p in stored.items()}
-    idf = {t: fts5_idf(df.get(t, 0), stats.docs) for t in terms}
     board = ScoreBoard(len(build.keys))
     for term in terms:
         if term in stored:
@@ -246,7 +308,8 @@ def search(conn, space: str, terms: list[str], tsquery: str, where: str, params:
                              dtype=np.int64)
     if len(stale_numbers):
         board.drop(stale_numbers)
-    chosen = _filter(conn, space, build, where, params, stats.version, idle)
+    chosen = _filter(conn, space, build, mask or MaskFilter(where, params), stats.version,
+                     idle)
     if chosen is not None and chosen[0]:
         board.keep_only(chosen[1])
     elif chosen is not None:
@@ -261,8 +324,8 @@ def search(conn, space: str, terms: list[str], tsquery: str, where: str, params:
         if len(kept) < limit and len(ranked) == limit * 4:
             return None  # more candidates to check than is worth it here
         ranked = [(k, s) for k, s in ranked if k in kept]
-    if stale:
-        scored = full_scores(stale, idf)
+    if stale:  # scored by the same arithmetic, so ties with packed documents are exact
+        scored = _stale_scores(conn, space, stale, terms, classes, df, stats)
         kept = passing(list(scored), condition)
         ranked += [(k, s) for k, s in scored.items() if k in kept]
     best = sorted(ranked, key=lambda item: (-item[1], item[0]))[:limit]

@@ -49,7 +49,8 @@ def lexemes(conn, query: str) -> tuple[str, list[str]]:
 def search_fulltext(conn, space: str, query: str, where: str, params: list, *, limit: int,
                     weights: tuple[float, ...], rank: str = "bm25",
                     frequencies: Callable[[int], Callable[[list[str]], dict[str, int]]]
-                    | None = None, narrow: bool = False, idle: bool = True) -> list[Hit]:
+                    | None = None, narrow: bool = False, idle: bool = True,
+                    mask=None) -> list[Hit]:
     """Documents matching any query word, best first (raises ``EmptyQueryError``).
 
     ``bm25`` (:func:`indexes.pg.bm25.search_bm25`) reads the postings of the query's
@@ -61,7 +62,8 @@ def search_fulltext(conn, space: str, query: str, where: str, params: list, *, l
     counter (the engine keeps them); default: counted for each query. ``narrow``: the
     filter keeps a small part of the space (:attr:`Filters.narrow`). A space with packed
     postings (:mod:`indexes.pg.postings`) is scored from them, the same list; ``idle``:
-    outside a write, so what is read for that may be kept."""
+    outside a write, so what is read for that may be kept; ``mask``: the filter split for
+    the mask it keeps (:class:`indexes.pg.filters.MaskFilter`)."""
     tsquery, terms = lexemes(conn, query)
     if not tsquery:
         return []
@@ -73,9 +75,7 @@ def search_fulltext(conn, space: str, query: str, where: str, params: list, *, l
         classes = (a, b, c, d)
         packed = pg_postings.search(
             conn, space, terms, tsquery, where, params, limit=limit, classes=classes,
-            stats=stats, frequencies=lookup, idle=idle,
-            full_scores=lambda keys, idf: pg_bm25.full_scores(conn, space, keys, terms, idf,
-                                                              stats, classes),
+            stats=stats, frequencies=lookup, idle=idle, mask=mask,
             passing=lambda keys, condition: pg_bm25.passing(conn, space, keys, condition))
         if packed is not None:
             return packed

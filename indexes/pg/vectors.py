@@ -17,6 +17,7 @@ import psycopg
 from psycopg import sql
 
 from indexes.pg.bm25 import space_stats
+from indexes.pg.filters import MaskFilter, can_expire_keys, expired_keys
 from indexes.sqlite.engine import FEW_LEFT_OUT
 from indexes.sqlite.vectors import (
     MAX_SENTENCES,
@@ -286,37 +287,55 @@ class PgVectorStore:
             SHARED_MATRICES.put(shared, matrix)
         return matrix
 
-    def row_filter(self, matrix: Matrix, where: str, params: list) -> RowFilter | None:
+    def row_filter(self, matrix: Matrix, where: str, params: list,
+                   mask: MaskFilter | None = None) -> RowFilter | None:
         """The documents of ``matrix`` passing ``where`` (over ``wiki_docs d``) as a
         :class:`~indexes.sqlite.vectors.RowFilter` of matrix positions, the shorter list as
-        SQLite's engine picks it (``None``: nothing left out). Kept with the matrix per
-        condition until the space's documents change (``wiki_stats.version``); read anew
-        inside a transaction."""
+        SQLite's engine picks it (``None``: nothing left out). ``mask``: the same filter
+        split (:class:`~indexes.pg.filters.MaskFilter`): its part without expiry is kept
+        with the matrix per condition until the space's documents change
+        (``wiki_stats.version``; read anew inside a transaction), and the documents
+        expired now are taken out each search (a search's ``valid_at`` is the current
+        second: a cache keyed by it never served twice)."""
+        mask = mask or MaskFilter(where, params)
         idle = self.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         version = space_stats(self.conn, self.space).version
         kept = matrix.derived.setdefault("pg_filters", {})
-        key = (where, repr(params))
-        if idle and kept.get(key, (None,))[0] == version:
-            return kept[key][1]
         positions = matrix.derived.get("pg_positions")
         if positions is None:
             positions = matrix.derived["pg_positions"] = {
                 key: i for i, key in enumerate(matrix.keys)}
-        left_out = [r[0] for r in self.conn.execute(
-            "SELECT d.key FROM wiki_docs d WHERE d.space = %s AND NOT coalesce((" + where +
-            "), false) LIMIT %s", [self.space, *params, FEW_LEFT_OUT])]
-        if len(left_out) < FEW_LEFT_OUT:
-            found = RowFilter.of((positions[k] for k in left_out if k in positions),
-                                 keep=False) if left_out else None
+        key = (mask.where, repr(mask.params))
+        if idle and kept.get(key, (None,))[0] == version:
+            found = kept[key][1]
         else:
-            found = RowFilter.of((positions[r[0]] for r in self.conn.execute(
-                "SELECT d.key FROM wiki_docs d WHERE d.space = %s AND " + where,
-                [self.space, *params]) if r[0] in positions), keep=True)
-        if idle:
-            if len(kept) > 256:
-                kept.clear()
-            kept[key] = (version, found)
-        return found
+            found = self._timeless_rows(positions, mask)
+            if idle:
+                if len(kept) > 256:
+                    kept.clear()
+                kept[key] = (version, found)
+        if mask.expiry is None:
+            return found
+        expiring = ("can expire", mask.expiring_types)
+        if idle and kept.get(expiring, (None,))[0] == version:
+            can = kept[expiring][1]
+        else:
+            can = can_expire_keys(self.conn, self.space, mask.expiring_types)
+            if idle:
+                kept[expiring] = (version, can)
+        expired = expired_keys(self.conn, self.space, mask.expiry, can)
+        return RowFilter.without(found, (positions[k] for k in expired if k in positions))
+
+    def _timeless_rows(self, positions: dict[str, int], mask: MaskFilter) -> RowFilter | None:
+        left_out = [r[0] for r in self.conn.execute(
+            "SELECT d.key FROM wiki_docs d WHERE d.space = %s AND NOT coalesce((" +
+            mask.where + "), false) LIMIT %s", [self.space, *mask.params, FEW_LEFT_OUT])]
+        if len(left_out) < FEW_LEFT_OUT:
+            return RowFilter.of((positions[k] for k in left_out if k in positions),
+                                keep=False) if left_out else None
+        return RowFilter.of((positions[r[0]] for r in self.conn.execute(
+            "SELECT d.key FROM wiki_docs d WHERE d.space = %s AND " + mask.where,
+            [self.space, *mask.params]) if r[0] in positions), keep=True)
 
     def _reachable(self, where: str, params: list) -> int:
         """How many of the space's documents pass ``where``: counted once per write
@@ -337,7 +356,7 @@ class PgVectorStore:
         return self._counted[key][1]
 
     def search(self, query_vector, model: str, *, where: str, params: list,
-               limit: int) -> list[tuple[str, float]]:
+               limit: int, mask: MaskFilter | None = None) -> list[tuple[str, float]]:
         """``(key, cosine of the best chunk)`` of the ``limit`` nearest documents of this
         space passing the condition ``where`` over ``wiki_docs d``, best first.
 
@@ -352,13 +371,14 @@ class PgVectorStore:
         is read once per stamp and kept, and the leg ranks here as SQLite's does
         (:func:`indexes.sqlite.vectors.nearest`: exact, sign bits from 50,000 chunks) with
         the filter's documents kept per condition: no distance is computed in the
-        database, whose CPU the replicas share, and a scope costs no more than no filter."""
+        database, whose CPU the replicas share, and a scope costs no more than no filter
+        (``mask``: the filter split so, :meth:`row_filter`)."""
         query_vector = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         dim = int(query_vector.shape[0])
         if self.kept is not None:
             matrix = self.matrix(model, dim)
             return nearest(matrix, query_vector, limit=limit,
-                           rows=self.row_filter(matrix, where, params))
+                           rows=self.row_filter(matrix, where, params, mask))
         wanted = max(limit * CHUNKS_PER_DOC, 100)
         reachable = self._reachable(where, params)
         stored = self.conn.execute(

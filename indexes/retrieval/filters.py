@@ -7,7 +7,7 @@ scope or past its expiry can never reach the fusion, whatever leg would have fou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,14 @@ class Filters:
         as it goes instead of ranking everything first."""
         return bool(self.scope is not None or self.category or self.categories or self.tags)
 
+    def timeless(self) -> Filters:
+        """The same filter without expiry (``valid_at = None``): what it keeps changes only
+        with the documents, so an engine can keep its rows between searches; the expired
+        ones at ``valid_at`` are then taken out (:meth:`expiry_sql` over the few documents
+        that can expire: ``valid_until`` or ``dated`` set). A search passes the current
+        second as ``valid_at``, so a cache keyed by it never served twice."""
+        return replace(self, valid_at=None)
+
     def sql(self) -> tuple[str, list]:
         """A SQL condition over table alias ``d`` and its parameters."""
         clauses: list[str] = []
@@ -60,13 +68,23 @@ class Filters:
             clauses.append("d.scope = ?")
             params.append(self.scope)
         if self.valid_at is not None:
-            clause, values = self._expiry_sql()
+            clause, values = self.expiry_sql()
             clauses.append(clause)
             params.extend(values)
         return (" AND ".join(clauses) or "1"), params
 
-    def _expiry_sql(self) -> tuple[str, list]:
-        """Kept when not expired at ``valid_at`` (see the class docstring)."""
+    def can_expire_sql(self) -> tuple[str, list]:
+        """The documents the expiry condition can leave out at some time (the others are
+        kept at any ``valid_at``): a ``valid_until``, or a ``dated`` time and a type with
+        a lifetime; a condition over alias ``d`` and its parameters."""
+        types = [doc_type for doc_type, _ in self.lifetimes]
+        typed = (f" OR (d.dated != '' AND d.doc_type IN ({','.join('?' * len(types))}))"
+                 if types else "")
+        return f"(d.valid_until != ''{typed})", types
+
+    def expiry_sql(self) -> tuple[str, list]:
+        """Kept when not expired at ``valid_at`` (see the class docstring): a condition over
+        alias ``d`` and its parameters (``valid_at`` must be set)."""
         params: list = [self.valid_at]
         lifetime = []
         for doc_type, days in self.lifetimes:
@@ -75,6 +93,8 @@ class Filters:
         by_type = " OR ".join(lifetime) or "0"
         return (f"(CASE WHEN d.valid_until != '' THEN d.valid_until > ? "
                 f"WHEN d.dated = '' THEN 1 ELSE NOT ({by_type}) END)"), params
+
+
 
 
 def _under(folder: str, params: list) -> str:

@@ -149,6 +149,18 @@ class RowFilter:
         """The filter of these rowids (any order, repeats allowed)."""
         return cls(array("q", rowids), keep)
 
+    @classmethod
+    def without(cls, base: RowFilter | None, dropped: Iterable[int]) -> RowFilter | None:
+        """``base`` (``None``: everything) with the rowids ``dropped`` left out too."""
+        dropped = set(dropped)
+        if not dropped:
+            return base
+        if base is None:
+            return cls.of(sorted(dropped), keep=False)
+        if base.keep:
+            return cls.of((r for r in base.rowids if r not in dropped), keep=True)
+        return cls.of(sorted(dropped.union(base.rowids)), keep=False)
+
     def mask(self, matrix: Matrix) -> np.ndarray:
         """A bool per document of ``matrix``: may it be ranked. Raises ``ValueError``
         when ``matrix`` was made without rowids."""

@@ -142,14 +142,19 @@ def sync(wiki: Wiki, index: IndexBackend) -> SyncReport:
     return SyncReport(head, invalid=[(p, m) for p, (_, m) in sorted(invalid.items())])
 
 
-def _index_head(wiki: Wiki, index: IndexBackend, head: str) -> SyncReport:
-    """Inside a write transaction: index ``head`` and record it."""
+def _index_head(wiki: Wiki, index: IndexBackend, head: str, *,
+                settle: bool = True) -> SyncReport:
+    """Inside a write transaction: index ``head`` and record it; ``settle``: then bring
+    what the index derives as a whole up to date (``IndexBackend.settle``: a large
+    index's BM25 postings; not for a throwaway ``--as-of`` snapshot, which would build
+    them to search once)."""
     report = _apply(wiki, index, head)
     index.set_meta(COMMIT_KEY, head)
     config = wiki.store.read_path(head, CONFIG_PATH)
     index.set_meta(CONFIG_KEY, config.decode("utf-8") if config else "")
     _configure(index)
-    index.settle()  # with the column weights just configured
+    if settle:
+        index.settle()  # with the column weights just configured
     return report
 
 
@@ -316,7 +321,7 @@ def snapshot_index(wiki: Wiki, commit: str) -> Iterator[IndexBackend]:
         index = open_backend(url, f"{index_space(wiki)}@{commit[:12]}-{uuid.uuid4().hex[:8]}")
         try:
             with index.transaction():
-                _index_head(wiki, index, commit)
+                _index_head(wiki, index, commit, settle=False)
             yield index
         finally:
             try:
@@ -327,7 +332,7 @@ def snapshot_index(wiki: Wiki, commit: str) -> Iterator[IndexBackend]:
     with tempfile.TemporaryDirectory(prefix="wiki-asof-") as folder, \
             SearchIndex(Path(folder) / "index.sqlite") as index:
         with index.transaction():
-            _index_head(wiki, index, commit)
+            _index_head(wiki, index, commit, settle=False)
         live = wiki.database_path()
         if live.exists():  # outside the transaction: SQLite cannot ATTACH/DETACH inside one
             borrow_embeddings(index, live)
