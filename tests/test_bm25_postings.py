@@ -15,28 +15,17 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from zipf_corpus import FILTERS, VOCABULARY, corpus, whole_query
+from zipf_corpus import FILTERS, PAIRS, VOCABULARY, corpus, whole_query, with_pairs
 
 from indexes.documents import Document
 from indexes.retrieval.filters import Filters
 from indexes.sqlite import postings
 from indexes.sqlite.engine import SearchIndex
 
-PAIRS = ["w001-w002", "w000-w003", "w005-w004"]
-"""Hyphenated pairs: FTS5 makes each a phrase of two adjacent tokens."""
-
 
 def _documents(size: int = 600, seed: int = 7) -> list[Document]:
     """The Zipf corpus with some bodies holding the hyphenated pairs."""
-    docs = corpus(seed=seed, size=size)
-    rng = random.Random(seed)
-    for at in rng.sample(range(size), size // 6):
-        doc = docs[at]
-        docs[at] = Document(doc.key, doc.doc_id, doc.title, summary=doc.summary,
-                            body=f"{doc.body} {rng.choice(PAIRS)}", aliases=doc.aliases,
-                            tags=doc.tags, status=doc.status, category=doc.category,
-                            scope=doc.scope)
-    return docs
+    return with_pairs(size, seed=seed)
 
 
 def _open(path: Path, documents: list[Document]) -> SearchIndex:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from zipf_corpus import FILTERS, VOCABULARY, corpus
+from zipf_corpus import FILTERS, VOCABULARY, with_pairs
 
 from indexes.documents import Document
 from indexes.pg import bm25 as pg_bm25
@@ -25,14 +25,7 @@ PAIRS = ["w001-w002", "w000-w003"]
 
 
 def _documents(size: int, seed: int = 7) -> list[Document]:
-    docs = corpus(seed=seed, size=size)
-    rng = random.Random(seed)
-    for at in rng.sample(range(size), size // 5):
-        d = docs[at]
-        docs[at] = Document(d.key, d.doc_id, d.title, summary=d.summary,
-                            body=f"{d.body} {rng.choice(PAIRS)}", aliases=d.aliases,
-                            tags=d.tags, status=d.status, category=d.category, scope=d.scope)
-    return docs
+    return with_pairs(size, seed=seed, share=5, pairs=PAIRS)
 
 
 def _whole(index: PgIndex, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
@@ -222,3 +215,27 @@ def test_expiry_at_each_search_on_a_kept_mask(pg_database) -> None:
                 for _ in range(8):
                     query = " ".join(rng.choices(VOCABULARY[:30], k=rng.randint(1, 5)))
                     _agree(index, query, 40, filters)
+
+
+def test_document_frequencies_come_from_the_packed_postings_while_fresh(pg_database) -> None:
+    """A space with fresh packed postings answers a lexeme's df from its one row (length
+    of its numbers); with stale keys, or without postings, from ``wiki_terms``: the same
+    numbers in every state."""
+    with PgIndex(pg_database, "f") as index:
+        index.postings_from = 50
+        docs = _documents(120)
+        index.upsert(docs)
+        words = ["w000", "w001", "w150", "absent", "w000"]
+
+        def counted() -> dict[str, int]:
+            return {w: index.conn.execute(
+                "SELECT count(*) FROM wiki_terms WHERE space = 'f' AND lexeme = %s",
+                (w,)).fetchone()[0] for w in words}
+
+        assert pg_bm25.document_frequencies(index.conn, "f", words) == counted()
+        assert index.settle() is True
+        found, seen = _statements(index, lambda: pg_bm25.document_frequencies(
+            index.conn, "f", words))
+        assert found == counted() and len(seen) == 1
+        index.upsert([Document(docs[0].key, "x", "w150 w150", body="w000")])
+        assert pg_bm25.document_frequencies(index.conn, "f", words) == counted()

@@ -45,3 +45,21 @@ def whole_query(index: SearchIndex, query: str, limit: int, filters: Filters, *,
         f"ON d.rowid = docs_fts.rowid WHERE docs_fts MATCH ? AND {where} "
         "ORDER BY s DESC, d.rowid LIMIT ?", [match_expression(query), *params, limit])
     return [(key, score if digits is None else round(score, digits)) for key, score in rows]
+
+
+PAIRS = ["w001-w002", "w000-w003", "w005-w004"]
+"""Hyphenated pairs: FTS5 makes each a phrase of two adjacent tokens (PostgreSQL a
+``<->`` phrase the documents must match)."""
+
+
+def with_pairs(size: int, *, seed: int = 7, share: int = 6,
+               pairs: list[str] = PAIRS) -> list[Document]:
+    """:func:`corpus` with one body in ``share`` also holding one of ``pairs``."""
+    docs = corpus(seed=seed, size=size)
+    rng = random.Random(seed)
+    for at in rng.sample(range(size), size // share):
+        d = docs[at]
+        docs[at] = Document(d.key, d.doc_id, d.title, summary=d.summary,
+                            body=f"{d.body} {rng.choice(pairs)}", aliases=d.aliases,
+                            tags=d.tags, status=d.status, category=d.category, scope=d.scope)
+    return docs
