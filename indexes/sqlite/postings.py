@@ -6,15 +6,17 @@ What is stored (schema migration 10):
 - ``postings``: per term (as FTS5's tokenizer makes it), the rowids holding it (int32
   blob, ascending) and its occurrences in each weighted by column (float32 blob), read
   from FTS5's own index through ``fts5vocab`` (:func:`build`);
-- ``postings_rows``: the column weights the frequencies were summed with and each row's
-  length in tokens (int32 blob indexed by rowid, FTS5's ``docsize``);
+- ``postings_rows``: the build's random name, the column weights the frequencies were
+  summed with (only weights that sum exactly are used:
+  :func:`indexes.retrieval.maxscore.exact_weights`) and each row's length in tokens
+  (int32 blob indexed by rowid, FTS5's ``docsize``);
 - ``postings_stale``: rowids written since (insert, update, delete; kept by triggers
   while postings exist). A search scores them with FTS5 itself, so results are exact
   between builds; the engine builds again when too many are stale (:data:`REBUILD_STALE`).
 
 Costs at 100,000 entries (151,449 chunks, 26,370 terms, 11.0 M postings): a build reads
-20.9 M token instances in ~6 s and stores ~88 MB; a search reads the blobs of its
-terms only (a word in 45,000 rows: 360 KB).
+20.9 M token instances in 7.6 s (evals/results/bench-scale.md) and stores ~88 MB; a
+search reads the blobs of its terms only (a word in 45,000 rows: 360 KB).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from typing import TYPE_CHECKING
 from indexes.documents import Hit, hits_from_rows
 from indexes.retrieval.passages import TOKENIZER
 
-if TYPE_CHECKING:  # numpy is imported where postings are read: a search of a small index,
-
+if TYPE_CHECKING:  # numpy is imported only where postings are read or built: a search of
+    # a small index, or one the embedding server ranks, never imports it
     from indexes.retrieval.bm25_arrays import Contributions, TermPostings
     from indexes.sqlite.vectors import RowFilter
 
