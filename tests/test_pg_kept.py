@@ -229,10 +229,13 @@ class _Proxy:
                 threading.Thread(target=self._pipe, args=(a, b, stop), daemon=True).start()
 
     def _pipe(self, src, dst, stop) -> None:
-        while data := src.recv(65536):
-            if stop.is_set():
-                return  # swallowed: the peer never hears of it
-            dst.sendall(data)
+        try:
+            while data := src.recv(65536):
+                if stop.is_set():
+                    return  # swallowed: the peer never hears of it
+                dst.sendall(data)
+        except OSError:  # either side hung up (the client replaced the silent connection)
+            return
 
 
 def test_a_kept_connection_gone_silent_is_replaced(pg_database: str, keeping,
