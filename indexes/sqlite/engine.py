@@ -311,17 +311,29 @@ class SearchIndex:
         entries, inside the caller's write transaction (or one of its own), so other
         writers wait for it and readers do not."""
         if not self.conn.in_transaction:
+            if self._settle_step() is None:  # the common case: no write lock for nothing
+                return False
             with self.transaction():
                 return self.settle()
-        n_docs = self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+        step = self._settle_step()
+        if step == "build":
+            postings.build(self.conn, self.weights)
+        elif step == "drop":
+            postings.drop(self.conn)
+        return step == "build"
+
+    def _settle_step(self) -> str | None:
+        """What :meth:`settle` has to do now: ``"build"``, ``"drop"`` (the postings can no
+        longer be used: the index shrank below the size, or the weights do not sum
+        exactly) or ``None``."""
+        n_docs = self.count(Filters(statuses=None))
         state = postings.read_state(self.conn)
         if postings.due(state, self.weights, n_docs, postings_from=self.postings_from):
-            postings.build(self.conn, self.weights)
-            return True
+            return "build"
         if state.build is not None and (n_docs < self.postings_from
                                         or not state.usable(self.weights, n_docs)):
-            postings.drop(self.conn)
-        return False
+            return "drop"
+        return None
 
     def _document_frequency(self, match: str) -> int:
         """How many documents the FTS5 expression ``match`` matches (a phrase's df), kept
@@ -477,9 +489,10 @@ class SearchIndex:
         if not can_expire:
             return []
         clause, params = filters.expiry_sql()
-        return [r[0] for r in self.conn.execute(
-            "SELECT d.rowid FROM json_each(?) j CROSS JOIN docs d ON d.rowid = j.value "
-            f"WHERE NOT coalesce(({clause}), 0)", [json.dumps(can_expire), *params])]
+        return self.memo.get(("expired", *types, *params), lambda: [  # BM25 + vector legs
+            r[0] for r in self.conn.execute(
+                "SELECT d.rowid FROM json_each(?) j CROSS JOIN docs d ON d.rowid = j.value "
+                f"WHERE NOT coalesce(({clause}), 0)", [json.dumps(can_expire), *params])])
 
     def _read_row_filter(self, where: str, params: list) -> RowFilter | None:
         left_out = [r[0] for r in self.conn.execute(
