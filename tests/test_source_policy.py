@@ -430,3 +430,66 @@ def test_mcp_ask_and_lint_refuse_the_same(wiki: Wiki, repo: Path, secret: Path,
     report = tools.lint(select=["W002"])
     _no_secret(json.dumps(report))
     assert len(report["findings"]) == 2 and server.seen == [] and connections == []
+
+
+def test_the_kept_policy_sees_every_later_change_and_runs_git_once(repo: Path, tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """The policy's ``git config`` run is kept while the configuration is unchanged (one
+    run, not one per served ``ask``), and every later change is seen by the next load:
+    the repository's file, ``config.worktree``, the file ``GIT_CONFIG_GLOBAL`` names,
+    settings passed in ``GIT_CONFIG_*`` variables, and a file the configuration includes."""
+    import git as gitpython
+
+    from wiki.store import gitrepo
+
+    monkeypatch.setattr(gitrepo, "SETTLED_NS", 0)  # this test's files count as settled
+    runs: list[tuple] = []
+    real = gitpython.Git.execute
+
+    def counted(self, command, **kwargs):
+        runs.append(tuple(command[:2]))
+        return real(self, command, **kwargs)
+
+    monkeypatch.setattr(gitpython.Git, "execute", counted)
+    handle = gitpython.Repo(repo)
+
+    def roots() -> list[str]:
+        return [p.name for p in SourcePolicy.load(handle).roots]
+
+    (tmp_path / "a").mkdir()
+    git(repo, "config", "wiki.sourceRoots", str(tmp_path / "a"))
+    assert roots() == ["a"]
+    before = len(runs)
+    assert roots() == ["a"] and roots() == ["a"]
+    assert len(runs) == before  # kept: no git run for an unchanged configuration
+    for name in ("b", "c", "d", "e"):
+        (tmp_path / name).mkdir()
+    git(repo, "config", "wiki.sourceRoots", str(tmp_path / "b"))
+    assert roots() == ["b"]
+    worktree = Path(handle.git_dir) / "config.worktree"
+    git(repo, "config", "extensions.worktreeConfig", "true")
+    assert roots() == ["b"]
+    worktree.write_text(f"[wiki]\n\tsourceRoots = {tmp_path / 'c'}\n")  # only that file
+    assert roots() == ["b", "c"]
+    worktree.unlink()
+    git(repo, "config", "--unset", "extensions.worktreeConfig")
+    assert roots() == ["b"]
+    global_file = tmp_path / "global.gitconfig"
+    global_file.write_text(f"[wiki]\n\tsourceRoots = {tmp_path / 'd'}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_file))
+    assert roots() == ["d", "b"]
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "wiki.sourceRoots")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(tmp_path / "e"))
+    assert roots() == ["b", "e"]
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(tmp_path / "a"))
+    assert roots() == ["b", "a"]
+    for name in ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"):
+        monkeypatch.delenv(name)
+    extra = tmp_path / "extra.gitconfig"
+    extra.write_text(f"[wiki]\n\tsourceRoots = {tmp_path / 'c'}\n")
+    git(repo, "config", "include.path", str(extra))
+    assert roots() == ["b", "c"]
+    extra.write_text(f"[wiki]\n\tsourceRoots = {tmp_path / 'e'}\n")  # only the included file
+    assert roots() == ["b", "e"]

@@ -10,7 +10,7 @@ spaces are never blocked. Batches go through ``executemany`` (pipelined by psyco
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import psycopg
@@ -193,6 +193,13 @@ class PgIndex:
         row = self.conn.execute("SELECT value FROM wiki_meta WHERE space = %s AND key = %s",
                                 (self.space, key)).fetchone()
         return row[0] if row else None
+
+    def get_metas(self, keys: Sequence[str]) -> dict[str, str]:
+        """``key -> stored value`` of those of ``keys`` this space holds, in one
+        statement (one snapshot)."""
+        return dict(self.conn.execute(
+            "SELECT key, value FROM wiki_meta WHERE space = %s AND key = ANY(%s)",
+            (self.space, list(keys))).fetchall())
 
     def set_meta(self, key: str, value: str) -> None:
         """Store ``value`` under ``key`` in this space."""

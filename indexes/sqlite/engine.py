@@ -14,7 +14,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -189,6 +189,13 @@ class SearchIndex:
         """The stored value for ``key`` or ``None``."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
+
+    def get_metas(self, keys: Sequence[str]) -> dict[str, str]:
+        """``key -> stored value`` of those of ``keys`` stored, in one statement."""
+        keys = list(keys)
+        return dict(self.conn.execute(
+            f"SELECT key, value FROM meta WHERE key IN ({', '.join('?' * len(keys))})",
+            keys).fetchall()) if keys else {}
 
     def set_meta(self, key: str, value: str) -> None:
         """Store ``value`` under ``key`` (call inside :meth:`transaction` when batching)."""

@@ -220,10 +220,19 @@ def _endpoint(item: str) -> tuple[Address, int] | None:
         return None
 
 
-def _git_settings(repo: Any) -> list[tuple[str, str]]:
-    """``(lower-case key, value)`` of the policy's git config keys, all levels."""
+def _git_settings(repo: Any) -> tuple[tuple[str, str], ...]:
+    """``(lower-case key, value)`` of the policy's git config keys, all levels: one
+    ``git config`` run, kept while the configuration files and ``GIT_CONFIG*`` variables
+    are unchanged (:meth:`wiki.store.gitrepo.KeptGitConfigs.kept`; a run per served
+    ``ask`` was a fork of the whole server process)."""
     if repo is None:
-        return []
+        return ()
+    from wiki.store.gitrepo import GIT_CONFIGS
+
+    return GIT_CONFIGS.kept(repo, "source policy", lambda: _read_git_settings(repo))
+
+
+def _read_git_settings(repo: Any) -> tuple[tuple[str, str], ...]:
     import git
 
     try:
@@ -231,12 +240,9 @@ def _git_settings(repo: Any) -> list[tuple[str, str]]:
                               r"^wiki\.(sourceroots|allowprivatenetwork)$",
                               with_exceptions=False)
     except git.GitCommandError:  # an unreadable config is git's to report
-        return []
-    found = []
-    for line in out.splitlines():
-        key, _, value = line.partition(" ")
-        found.append((key.lower(), value))
-    return found
+        return ()
+    return tuple((key.lower(), value) for key, _, value in
+                 (line.partition(" ") for line in out.splitlines()))
 
 
 def git_path_refusal(relative: str) -> str | None:

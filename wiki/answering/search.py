@@ -120,11 +120,11 @@ class SearchSettings:
     lifetimes: tuple[tuple[str, float], ...]
 
     @classmethod
-    def of(cls, index: IndexBackend) -> SearchSettings:
+    def of(cls, index: IndexBackend, text: str | None = None) -> SearchSettings:
         """The settings of the commit ``index`` was synced to (made once per parsed
         config: :func:`wiki.config.parsed_config` gives the same object for the same
-        text)."""
-        config = indexed_config(index)
+        text); ``text``: its ``wiki.toml`` as the sync read it (else read from ``index``)."""
+        config = indexed_config(index, text)
         kept = _SETTINGS.get(id(config))
         if kept is not None and kept[0] is config:
             return kept[1]
@@ -317,7 +317,7 @@ class _Encoded:
 def _search(index: IndexBackend, report: SyncReport, request: SearchRequest,
             wiki: Wiki | None, client, progress: Progress | None) -> SearchResult:
     check_filters(index, request.filters)  # a filter naming nothing: a usage error
-    settings = SearchSettings.of(index)
+    settings = SearchSettings.of(index, report.config)
     config = settings.search
     filters = _valid(request.filters or filters_for(), settings.lifetimes, request.as_of)
     fusion = FusionConfig(legs=tuple(request.legs or config.legs), k=config.rrf_k,

@@ -60,6 +60,8 @@ class SyncReport:
     updated: int = 0
     removed: int = 0
     invalid: list[tuple[str, str]] = field(default_factory=list)
+    config: str | None = None
+    """The indexed ``wiki.toml`` text, as read with the commit (``None``: not read)."""
 
 
 def to_document(entry: Entry, blob_sha: str) -> Document:
@@ -131,15 +133,22 @@ def sync(wiki: Wiki, index: IndexBackend) -> SyncReport:
     be a wiki (it has ``wiki.toml``) when it was indexed, so it is not read from git
     again."""
     head = wiki.head()
-    if head is None or index.get_meta(COMMIT_KEY) != head:
+    found = index.get_metas(_SYNCED_KEYS)  # one read of what an indexed head needs
+    if head is None or found.get(COMMIT_KEY) != head:
         head = wiki.require_head()
-    if index.get_meta(COMMIT_KEY) != head:
-        with index.transaction():
-            if index.get_meta(COMMIT_KEY) != head:  # not synced by another process meanwhile
-                return _index_head(wiki, index, head)
-    _configure(index)
-    invalid = json.loads(index.get_meta(INVALID_KEY) or "{}")
-    return SyncReport(head, invalid=[(p, m) for p, (_, m) in sorted(invalid.items())])
+        if found.get(COMMIT_KEY) != head:
+            with index.transaction():
+                if index.get_meta(COMMIT_KEY) != head:  # not synced by another meanwhile
+                    return _index_head(wiki, index, head)
+            found = index.get_metas(_SYNCED_KEYS)
+    config = found.get(CONFIG_KEY) or ""
+    index.weights = tuple(parsed_config(config).search.weights)
+    invalid = json.loads(found.get(INVALID_KEY) or "{}")
+    return SyncReport(head, invalid=[(p, m) for p, (_, m) in sorted(invalid.items())],
+                      config=config)
+
+
+_SYNCED_KEYS = (COMMIT_KEY, CONFIG_KEY, INVALID_KEY)
 
 
 def _index_head(wiki: Wiki, index: IndexBackend, head: str, *,
@@ -151,7 +160,8 @@ def _index_head(wiki: Wiki, index: IndexBackend, head: str, *,
     report = _apply(wiki, index, head)
     index.set_meta(COMMIT_KEY, head)
     config = wiki.store.read_path(head, CONFIG_PATH)
-    index.set_meta(CONFIG_KEY, config.decode("utf-8") if config else "")
+    report.config = config.decode("utf-8") if config else ""
+    index.set_meta(CONFIG_KEY, report.config)
     _configure(index)
     if settle:
         index.settle()  # with the column weights just configured
@@ -170,9 +180,10 @@ def still_at(index: IndexBackend, commit: str) -> bool:
     return index.get_meta(COMMIT_KEY) == commit
 
 
-def indexed_config(index: IndexBackend) -> WikiConfig:
-    """The ``wiki.toml`` settings of the indexed commit (read without touching git)."""
-    return parsed_config(index.get_meta(CONFIG_KEY) or "")
+def indexed_config(index: IndexBackend, text: str | None = None) -> WikiConfig:
+    """The ``wiki.toml`` settings of the indexed commit (read without touching git);
+    ``text``: that file's text as already read with the commit (:attr:`SyncReport.config`)."""
+    return parsed_config((index.get_meta(CONFIG_KEY) or "") if text is None else text)
 
 
 def _configure(index: IndexBackend) -> None:

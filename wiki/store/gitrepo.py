@@ -74,36 +74,73 @@ class KeptGitConfigs:
     the paths of its files (they follow ``HOME`` and ``XDG_CONFIG_HOME``) and each file's
     status (times in ns, size, inode) are unchanged, and only once every file is
     :data:`SETTLED_NS` old. A configuration that includes other files (``[include]``,
-    ``[includeIf ...]``, any case) is read anew each time. Thread-safe."""
+    ``[includeIf ...]``, any case) is read anew each time. Values computed from the
+    configuration (:meth:`kept`) are kept by the same rule. Thread-safe."""
 
     REPOS = 32
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[tuple, object]] = {}
+        self._kept: dict[str, tuple[tuple, object, dict]] = {}
         self._lock = threading.Lock()
+
+    @staticmethod
+    def _stamp(repo: git.Repo) -> tuple:
+        """What a kept reading depends on: the configuration files (gitpython's levels,
+        the files ``GIT_CONFIG_GLOBAL`` / ``GIT_CONFIG_SYSTEM`` name, the work tree's
+        ``config.worktree``), each file's status, and the ``GIT_CONFIG*`` variables
+        (``git -c``, ``GIT_CONFIG_COUNT``...), which ``git config`` also reads."""
+        files = tuple(repo._get_config_path(level) for level in _CONFIG_LEVELS) + tuple(
+            os.environ[name] for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM")
+            if os.environ.get(name)) + (os.path.join(repo.git_dir, "config.worktree"),)
+        variables = tuple(sorted((k, v) for k, v in os.environ.items()
+                                 if k.startswith("GIT_CONFIG")))
+        return files, tuple(file_status(path) for path in files), variables
 
     def reader(self, repo: git.Repo):
         """A read ``GitConfigParser`` of ``repo``'s whole configuration (read only)."""
-        files = tuple(repo._get_config_path(level) for level in _CONFIG_LEVELS)
-        stamp = (files, tuple(file_status(path) for path in files))
+        return self._entry(repo)[1]
+
+    def kept(self, repo: git.Repo, name: str, make):
+        """``make()`` (a value read from ``repo``'s configuration, such as a ``git config``
+        run's output), computed once and kept under ``name`` while the configuration is
+        unchanged, by :meth:`reader`'s rule (with an include, computed every time). Raises
+        what ``make`` raises (nothing is kept then)."""
+        stamp, _, values = self._entry(repo)
+        if values is None:
+            return make()
+        with self._lock:
+            if name in values:
+                return values[name]
+        value = make()
+        if self._stamp(repo) == stamp:  # unchanged while it ran
+            with self._lock:
+                values[name] = value
+        return value
+
+    def _entry(self, repo: git.Repo) -> tuple[tuple, object, dict | None]:
+        """``(stamp, reader, kept values)``; the values are ``None`` for a reading that
+        may not be kept (files too recent, or an include)."""
+        stamp = self._stamp(repo)
         key = os.path.realpath(repo.git_dir)
         with self._lock:
             kept = self._kept.get(key)
         if kept is not None and kept[0] == stamp:
-            return kept[1]
+            return kept
         settled = time.time_ns() - SETTLED_NS
         reader = repo.config_reader()
         reader.read()
         includes = any(section.partition('"')[0].strip().lower().startswith("include")
                        for section in reader.sections())
-        if not includes and all(st is None or (st[0] < settled and st[1] < settled)
-                                for st in stamp[1]):
-            with self._lock:
-                self._kept.pop(key, None)
-                self._kept[key] = (stamp, reader)
-                while len(self._kept) > self.REPOS:
-                    self._kept.pop(next(iter(self._kept)))
-        return reader
+        if includes or not all(st is None or (st[0] < settled and st[1] < settled)
+                               for st in stamp[1]):
+            return stamp, reader, None
+        entry = (stamp, reader, {})
+        with self._lock:
+            self._kept.pop(key, None)
+            self._kept[key] = entry
+            while len(self._kept) > self.REPOS:
+                self._kept.pop(next(iter(self._kept)))
+        return entry
 
 
 def file_status(path: str, *, follow: bool = True) -> tuple | None:
