@@ -239,3 +239,47 @@ def test_document_frequencies_come_from_the_packed_postings_while_fresh(pg_datab
         assert found == counted() and len(seen) == 1
         index.upsert([Document(docs[0].key, "x", "w150 w150", body="w000")])
         assert pg_bm25.document_frequencies(index.conn, "f", words) == counted()
+
+
+def test_a_build_without_key_rows_or_rebuilt_mid_search_answers_by_sql(pg_database) -> None:
+    """Numbers and keys are mapped in SQL, by the build's rows of ``wiki_postings_keys``:
+    a build made by code before that table (no rows) ranks by the SQL leg until
+    ``settle`` builds again, and a build replaced between a search's statements makes that
+    search answer by SQL, never with another build's numbers. A process that never read
+    the build's keys (a new one) ranks the same."""
+    from indexes.pg import postings as pg_postings
+
+    with PgIndex(pg_database, "k") as index:
+        index.postings_from = 50
+        index.upsert(_documents(200))
+        assert index.settle() is True
+        assert _packed_ran(index, "w000 w010")
+        pg_postings._BUILDS.clear()  # as a process that searches once
+        for filters in FILTERS:
+            _agree(index, "w000 w010 w001-w002", 7, filters)
+        index.conn.execute("DELETE FROM wiki_postings_keys WHERE space = 'k'")  # older code
+        pg_postings._BUILDS.clear()
+        assert not _packed_ran(index, "w000 w010")
+        _agree(index, "w000 w010", 7, Filters(scope="s1"))
+        assert index.settle() is True and _packed_ran(index, "w000 w010")
+        real = pg_postings._filter
+
+        def rebuilt_meanwhile(conn, space, build, *args):
+            """Another process builds again (same documents, a new name) just before
+            this search reads its filter."""
+            for table in ("wiki_postings_docs", "wiki_postings_keys"):
+                conn.execute(f"UPDATE {table} SET build = 'again' WHERE space = 'k'")
+            return real(conn, space, build, *args)
+
+        pg_postings._BUILDS.clear()
+        pg_postings._filter = rebuilt_meanwhile
+        try:
+            found, seen = _statements(index, lambda: index.search_bm25(
+                "w000 w010", limit=7, filters=Filters(scope="s1")))
+        finally:
+            pg_postings._filter = real
+        assert any(pg_bm25.WHOLE_QUERY in s or "ORDER BY score DESC" in s for s in seen)
+        assert _packed_ran(index, "w000 w010")  # the new build
+        _agree(index, "w000 w010", 7, Filters(scope="s1"))
+        assert [h.key for h in found] == [h.key for h in index.search_bm25(
+            "w000 w010", limit=7, filters=Filters(scope="s1"))]
