@@ -4,6 +4,7 @@ Each test names the kind of fault it holds; the fix is in the shared path."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -548,3 +549,19 @@ def test_a_number_as_a_fact_key_in_a_proposed_file_is_a_clear_error(cli, wiki: W
     assert result.exit_code == 2, result.output
     assert "rates.md:3: field 'facts': fact key 2026 must be text: quote it ('2026')" \
         in result.output
+
+
+def test_an_entry_at_a_path_too_long_to_check_out_is_left_out_not_the_whole_index(
+        cli, wiki: Wiki) -> None:
+    """A path past 1,024 bytes (review refuses it; plain git lands it) is one invalid
+    entry: the index holds the others (on PostgreSQL a 2,650-byte key failed every sync's
+    BM25 postings build, helper-34)."""
+    long_path = "ops/" + "/".join(["d" * 200] * 13) + "/deploy.md"
+    assert len(long_path.encode()) > 2_600
+    _land_raw(wiki, {"ops/a.md": "---\nid: a1\ntitle: Deploy\n---\nDeploy with CI.\n",
+                     long_path: "---\nid: l1\ntitle: Deploy long\n---\nDeploy far away.\n"})
+    result = cli("search", "deploy", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert "ops/a.md" in result.stdout and "Deploy far away" not in result.stdout
+    status = json.loads(cli("status", "--json").stdout)
+    assert status["invalid_entries"] == 1 and status["by_status"] == {"active": 1}

@@ -68,11 +68,13 @@ CREATE TABLE IF NOT EXISTS wiki_postings_stale (
     space TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (space, key));
 CREATE TABLE IF NOT EXISTS wiki_postings_keys (
     space TEXT NOT NULL, build TEXT NOT NULL, num INT4 NOT NULL, key TEXT NOT NULL,
-    PRIMARY KEY (space, build, num));
-CREATE UNIQUE INDEX IF NOT EXISTS wiki_postings_keys_key ON wiki_postings_keys
-    (space, build, key) INCLUDE (num);
+    PRIMARY KEY (space, build, num), UNIQUE (space, build, key) INCLUDE (num));
 """
-"""Schema 4's tables (part of :data:`indexes.pg.schema.DDL`). ``wiki_postings_keys`` came
+"""Schema 4's tables (part of :data:`indexes.pg.schema.DDL`); the key index of
+``wiki_postings_keys`` is a constraint of its ``CREATE TABLE IF NOT EXISTS``, which takes
+no lock once the table exists (a ``CREATE INDEX IF NOT EXISTS`` waits for any
+transaction that wrote the table: a new process's open waited out a 15 s build,
+helper-34). ``wiki_postings_keys`` came
 later without a new version: code before it ignores it, and a build it makes has no rows
 there, which this code treats as no build (it searches by SQL and ``settle`` builds
 again). Its rows carry their build, so rows a build of that older code left behind never
@@ -412,4 +414,6 @@ def search(conn, space: str, terms: list[str], tsquery: str, where: str, params:
     rows = {r[0]: r for r in conn.execute(
         "SELECT d.key, d.doc_id, d.title, d.summary, d.category, d.status FROM wiki_docs d "
         "WHERE d.space = %s AND d.key = ANY(%s)", [space, [k for k, _ in best]])}
-    return hits_from_rows([(*rows[k], s) for k, s in best if k in rows], negate=False)
+    if len(rows) < len(best):  # deleted by another process meanwhile: not a short list
+        return None
+    return hits_from_rows([(*rows[k], s) for k, s in best], negate=False)

@@ -8,12 +8,10 @@ import unicodedata
 
 from wiki.config import CONFIG_PATH
 from wiki.store import indextree
+from wiki.store.treepaths import MAX_PATH_BYTES
 
 MAX_NAME_BYTES = 255
 """The longest component most file systems hold."""
-MAX_PATH_BYTES = 1024
-"""The longest path a checkout on macOS can hold (``PATH_MAX``; Linux allows 4,096, a
-Windows checkout without ``core.longpaths`` far less), before the folder it is cloned to."""
 _WINDOWS_INVALID = set('\\:*?"<>|') | {chr(c) for c in range(32)}
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
                      *(f"lpt{i}" for i in range(1, 10))}

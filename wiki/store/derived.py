@@ -40,6 +40,7 @@ from wiki.store.index_url import index_exists, index_space, index_url
 from wiki.store.lifetimes import as_time, dated, iso
 from wiki.store.markdown_text import answer_sentences, plain_text
 from wiki.store.notices import notify
+from wiki.store.treepaths import MAX_PATH_BYTES
 from wiki.store.workspace import Wiki
 
 if TYPE_CHECKING:
@@ -209,6 +210,9 @@ def _apply(wiki: Wiki, index: IndexBackend, head: str) -> SyncReport:
             invalid[path] = previous[path]
             continue
         try:
+            if len(path.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+                raise EntryError(path[:80] + "...", f"a path longer than {MAX_PATH_BYTES} "
+                                 "bytes is not indexed (review refuses it too)")
             entry = Entry.parse(path, wiki.store.read(sha))
         except EntryError as exc:
             invalid[path] = [sha, str(exc)]

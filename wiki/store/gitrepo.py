@@ -74,73 +74,119 @@ class KeptGitConfigs:
     the paths of its files (they follow ``HOME`` and ``XDG_CONFIG_HOME``) and each file's
     status (times in ns, size, inode) are unchanged, and only once every file is
     :data:`SETTLED_NS` old. A configuration that includes other files (``[include]``,
-    ``[includeIf ...]``, any case) is read anew each time. Values computed from the
-    configuration (:meth:`kept`) are kept by the same rule. Thread-safe."""
+    ``[includeIf ...]``, any case) is read anew each time. Values read by ``git config``
+    itself are kept by :meth:`kept`, whose rule follows git's own reading. Thread-safe."""
 
     REPOS = 32
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[tuple, object, dict]] = {}
+        self._kept: dict[str, tuple[tuple, object]] = {}
+        self._values: dict[tuple[str, str], tuple[tuple[str, ...], tuple, object]] = {}
         self._lock = threading.Lock()
-
-    @staticmethod
-    def _stamp(repo: git.Repo) -> tuple:
-        """What a kept reading depends on: the configuration files (gitpython's levels,
-        the files ``GIT_CONFIG_GLOBAL`` / ``GIT_CONFIG_SYSTEM`` name, the work tree's
-        ``config.worktree``), each file's status, and the ``GIT_CONFIG*`` variables
-        (``git -c``, ``GIT_CONFIG_COUNT``...), which ``git config`` also reads."""
-        files = tuple(repo._get_config_path(level) for level in _CONFIG_LEVELS) + tuple(
-            os.environ[name] for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM")
-            if os.environ.get(name)) + (os.path.join(repo.git_dir, "config.worktree"),)
-        variables = tuple(sorted((k, v) for k, v in os.environ.items()
-                                 if k.startswith("GIT_CONFIG")))
-        return files, tuple(file_status(path) for path in files), variables
 
     def reader(self, repo: git.Repo):
         """A read ``GitConfigParser`` of ``repo``'s whole configuration (read only)."""
-        return self._entry(repo)[1]
-
-    def kept(self, repo: git.Repo, name: str, make):
-        """``make()`` (a value read from ``repo``'s configuration, such as a ``git config``
-        run's output), computed once and kept under ``name`` while the configuration is
-        unchanged, by :meth:`reader`'s rule (with an include, computed every time). Raises
-        what ``make`` raises (nothing is kept then)."""
-        stamp, _, values = self._entry(repo)
-        if values is None:
-            return make()
-        with self._lock:
-            if name in values:
-                return values[name]
-        value = make()
-        if self._stamp(repo) == stamp:  # unchanged while it ran
-            with self._lock:
-                values[name] = value
-        return value
-
-    def _entry(self, repo: git.Repo) -> tuple[tuple, object, dict | None]:
-        """``(stamp, reader, kept values)``; the values are ``None`` for a reading that
-        may not be kept (files too recent, or an include)."""
-        stamp = self._stamp(repo)
+        files = tuple(repo._get_config_path(level) for level in _CONFIG_LEVELS)
+        stamp = (files, tuple(file_status(path) for path in files))
         key = os.path.realpath(repo.git_dir)
         with self._lock:
             kept = self._kept.get(key)
         if kept is not None and kept[0] == stamp:
-            return kept
+            return kept[1]
         settled = time.time_ns() - SETTLED_NS
         reader = repo.config_reader()
         reader.read()
         includes = any(section.partition('"')[0].strip().lower().startswith("include")
                        for section in reader.sections())
-        if includes or not all(st is None or (st[0] < settled and st[1] < settled)
-                               for st in stamp[1]):
-            return stamp, reader, None
-        entry = (stamp, reader, {})
+        if not includes and all(st is None or (st[0] < settled and st[1] < settled)
+                                for st in stamp[1]):
+            with self._lock:
+                self._kept.pop(key, None)
+                self._kept[key] = (stamp, reader)
+                while len(self._kept) > self.REPOS:
+                    self._kept.pop(next(iter(self._kept)))
+        return reader
+
+    def kept(self, repo: git.Repo, name: str, make):
+        """``make()`` (a value read by running ``git config``), computed once and kept
+        under ``name`` while what git read it from is unchanged: the files ``git config
+        --show-origin --list`` names (so git's own system prefix, ``config.worktree`` and
+        the like), the files git would read that do not exist yet, each file's status,
+        the ownership of the git dir and work tree (git refuses a repository of another
+        owner), ``HOME``, ``XDG_CONFIG_HOME`` and every ``GIT_CONFIG*`` variable. Never
+        kept when the configuration includes files (any scope, as git sees it), names
+        settings outside files (``GIT_CONFIG``, ``GIT_CONFIG_PARAMETERS``,
+        ``GIT_CONFIG_COUNT``), git cannot list it, or a file is younger than
+        :data:`SETTLED_NS`. Raises what ``make`` raises (nothing is kept then)."""
+        if any(os.environ.get(name_) for name_ in _UNKEPT_VARIABLES):
+            return make()
+        key = (os.path.realpath(repo.git_dir), name)
         with self._lock:
-            self._kept.pop(key, None)
-            self._kept[key] = entry
-            while len(self._kept) > self.REPOS:
-                self._kept.pop(next(iter(self._kept)))
-        return entry
+            found = self._values.get(key)
+        if found is not None and _config_stamp(repo, found[0]) == found[1]:
+            return found[2]
+        files = _config_files(repo)
+        if files is None:
+            return make()
+        stamp = _config_stamp(repo, files)
+        settled = time.time_ns() - SETTLED_NS
+        value = make()
+        if all(st is None or (st[0] < settled and st[1] < settled) for st in stamp[0]) \
+                and _config_stamp(repo, files) == stamp:  # unchanged while it ran
+            with self._lock:
+                self._values.pop(key, None)
+                self._values[key] = (files, stamp, value)
+                while len(self._values) > self.REPOS:
+                    self._values.pop(next(iter(self._values)))
+        return value
+
+
+_UNKEPT_VARIABLES = ("GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT")
+"""Variables that give ``git config`` settings or a file of its own: a reading under
+them is never kept."""
+
+
+def _config_files(repo: git.Repo) -> tuple[str, ...] | None:
+    """Every file ``git config`` of ``repo`` reads or would read: those it reports settings
+    from (``--show-origin``), and where the system, user, global, repository and work-tree
+    files are or would be. ``None`` when a reading may not be kept: git cannot list the
+    configuration (a repository it refuses), a setting comes from outside a file, or any
+    setting includes another file."""
+    import git as gitpython
+
+    try:
+        listed = repo.git.config("--show-origin", "--list", "-z", with_exceptions=True,
+                                 strip_newline_in_stdout=False)
+    except gitpython.GitCommandError:
+        return None
+    fields = listed.split("\0")
+    files = {str(repo._get_config_path(level)) for level in _CONFIG_LEVELS}
+    files.add(os.path.join(repo.git_dir, "config.worktree"))
+    files.update(os.environ[name] for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM")
+                 if os.environ.get(name))
+    where = repo.working_tree_dir or repo.git_dir
+    for origin, setting in zip(fields[0::2], fields[1::2], strict=False):
+        name = setting.partition("\n")[0].lower()
+        if name.startswith(("include.", "includeif.")) or not origin.startswith("file:"):
+            return None
+        files.add(os.path.join(where, origin[len("file:"):]))
+    return tuple(sorted(files))
+
+
+def _config_stamp(repo: git.Repo, files: tuple[str, ...]) -> tuple:
+    """The status of ``files``, the owners of the git dir and work tree, and the
+    variables that move git's configuration files (what :meth:`KeptGitConfigs.kept`
+    compares)."""
+    owners = []
+    for folder in (repo.git_dir, repo.working_tree_dir):
+        try:
+            st = os.stat(folder) if folder else None
+        except OSError:
+            st = None
+        owners.append((st.st_uid, st.st_dev) if st else None)
+    variables = tuple(sorted((k, v) for k, v in os.environ.items()
+                             if k.startswith("GIT_CONFIG") or k in ("HOME", "XDG_CONFIG_HOME")))
+    return tuple(file_status(path) for path in files), tuple(owners), variables
 
 
 def file_status(path: str, *, follow: bool = True) -> tuple | None:

@@ -16,6 +16,13 @@ from wiki.config import CONFIG_PATH
 from wiki.errors import ConfigError, quoted
 from wiki.store.indextree import INDEX_NAME
 
+MAX_PATH_BYTES = 1024
+"""The longest path a checkout on macOS can hold (``PATH_MAX``; Linux allows 4,096, a
+Windows checkout without ``core.longpaths`` far less), before the folder it is cloned to.
+Review refuses a longer new path (:mod:`wiki.review.filenames`); an index leaves an entry
+at a longer path out as invalid (a key that long also passes no database's index: a
+PostgreSQL btree entry holds at most 2,704 bytes)."""
+
 
 def folders_of(paths: Iterable[str]) -> set[str]:
     """Every folder above a path of ``paths`` (``a/b/c.md`` -> ``a``, ``a/b``)."""

@@ -1,0 +1,241 @@
+"""The kept source policy (``KeptGitConfigs.kept``: one ``git config`` run kept while what
+git read it from is unchanged) against what a fresh ``git config`` says, after each change
+a user or an attacker can make: includes git follows (in ``config.worktree``, in the
+``GIT_CONFIG_GLOBAL`` file, through ``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_PARAMETERS``, behind
+a value gitpython's parser misreads, on a branch condition), ``GIT_CONFIG``, a symlink
+retargeted, a same-size rewrite with its mtime restored, a linked worktree, threads, and an
+owner change. Reproductions of helper-33's review (session 22); each failed before."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import git
+
+from wiki.adapters import SourcePolicy
+
+
+@pytest.fixture
+def setup(repo: Path, tmp_path: Path, monkeypatch):
+    import git as gitpython
+
+    from wiki.store import gitrepo
+
+    monkeypatch.setattr(gitrepo, "SETTLED_NS", 0)  # this test's files count as settled
+    for n in "abcde":
+        (tmp_path / n).mkdir()
+    handle = gitpython.Repo(repo)
+
+    def roots():
+        return sorted(p.name for p in SourcePolicy.load(handle).roots)
+
+    def truth():
+        out = subprocess.run(["git", "config", "--type=path", "--get-regexp",
+                              r"^wiki\.sourceroots$"], cwd=repo, capture_output=True,
+                             text=True).stdout
+        return sorted(Path(line.split(" ", 1)[1]).name for line in out.splitlines())
+    return repo, tmp_path, handle, roots, truth
+
+
+def test_include_in_config_worktree(setup):
+    repo, tmp, handle, roots, truth = setup
+    inc = tmp / "inc.gitconfig"
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    git(repo, "config", "extensions.worktreeConfig", "true")
+    (Path(handle.git_dir) / "config.worktree").write_text(f"[include]\n\tpath = {inc}\n")
+    assert roots() == truth() == ["a"]
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")   # user revokes a, allows b
+    assert roots() == truth()
+
+
+def test_onbranch_in_config_worktree(setup):
+    repo, tmp, handle, roots, truth = setup
+    inc = tmp / "inc.gitconfig"
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    git(repo, "config", "extensions.worktreeConfig", "true")
+    (Path(handle.git_dir) / "config.worktree").write_text(
+        f'[includeIf "onbranch:main"]\n\tpath = {inc}\n')
+    assert roots() == truth() == ["a"]
+    git(repo, "checkout", "-q", "-b", "other")
+    assert roots() == truth()
+
+
+def test_include_in_git_config_global_file(setup, monkeypatch):
+    repo, tmp, handle, roots, truth = setup
+    inc = tmp / "inc.gitconfig"
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    g = tmp / "elsewhere.gitconfig"
+    g.write_text(f"[include]\n\tpath = {inc}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(g))
+    assert roots() == truth() == ["a"]
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")
+    assert roots() == truth()
+
+
+def test_git_config_variable_file(setup, monkeypatch):
+    repo, tmp, handle, roots, truth = setup
+    f = tmp / "only.gitconfig"
+    f.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    monkeypatch.setenv("GIT_CONFIG", str(f))   # git-config(1): used as --file
+    assert roots() == truth() == ["a"]
+    f.write_text(f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")
+    assert roots() == truth()
+
+
+def test_include_via_git_config_count(setup, monkeypatch):
+    repo, tmp, handle, roots, truth = setup
+    inc = tmp / "inc.gitconfig"
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "include.path")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(inc))
+    assert roots() == truth() == ["a"]
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")
+    assert roots() == truth()
+
+
+def test_include_via_git_config_parameters(setup, monkeypatch):
+    repo, tmp, handle, roots, truth = setup
+    inc = tmp / "inc.gitconfig"
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", f"'include.path={inc}'")
+    assert roots() == truth() == ["a"]
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")
+    assert roots() == truth()
+
+
+def test_symlink_retarget(setup):
+    repo, tmp, handle, roots, truth = setup
+    cfg = Path(handle.git_dir) / "config"
+    x, y = tmp / "x.cfg", tmp / "y.cfg"
+    base = cfg.read_text()
+    x.write_text(base + f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    y.write_text(base + f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")
+    cfg.unlink()
+    cfg.symlink_to(x)
+    assert roots() == truth() == ["a"]
+    link = tmp / "l"
+    link.symlink_to(y)
+    os.replace(link, cfg)
+    assert roots() == truth()
+
+
+def test_same_size_touch_r_real_settle(setup, monkeypatch):
+    from wiki.store import gitrepo
+    monkeypatch.setattr(gitrepo, "SETTLED_NS", 2_000_000_000)
+    repo, tmp, handle, roots, truth = setup
+    cfg = Path(handle.git_dir) / "config"
+    ref = tmp / "ref"
+    cfg.write_text(cfg.read_text() + f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    ref.touch()
+    os.utime(ref, ns=(os.stat(cfg).st_atime_ns, os.stat(cfg).st_mtime_ns))
+    time.sleep(2.2)
+    assert roots() == truth() == ["a"]
+    assert roots() == ["a"]
+    with open(cfg, "r+") as fh:  # in place, same size, same inode, mtime restored
+        text = fh.read().replace(f"{tmp/'a'}", f"{tmp/'b'}")
+        fh.seek(0)
+        fh.write(text)
+    os.utime(cfg, ns=(os.stat(ref).st_atime_ns, os.stat(ref).st_mtime_ns))
+    assert roots() == truth()
+
+
+def test_hidden_include_real_settle(setup, monkeypatch):
+    """gitpython's parser and git's disagree: git honours the [include], gitpython swallows
+    it as the rest of a quoted value, so the policy is kept (real 2 s settle)."""
+    from wiki.store import gitrepo
+    monkeypatch.setattr(gitrepo, "SETTLED_NS", 2_000_000_000)
+    repo, tmp, handle, roots, truth = setup
+    inc = tmp / "inc.gitconfig"
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    cfg = Path(handle.git_dir) / "config"
+    cfg.write_text(cfg.read_text() + f'[wiki]\n\tnote = "x\\\ny" ;c\n[include]\n\tpath = {inc}\n')
+    time.sleep(2.2)
+    assert roots() == truth() == ["a"]
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")   # revoke a
+    time.sleep(2.2)
+    assert roots() == truth()
+
+
+def test_worktree_include_real_settle(setup, monkeypatch):
+    from wiki.store import gitrepo
+    monkeypatch.setattr(gitrepo, "SETTLED_NS", 2_000_000_000)
+    repo, tmp, handle, roots, truth = setup
+    inc = tmp / "inc.gitconfig"
+    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    git(repo, "config", "extensions.worktreeConfig", "true")
+    git(repo, "config", "--worktree", "include.path", str(inc))
+    time.sleep(2.2)
+    assert roots() == truth() == ["a"]
+    inc.write_text("")   # revoke every root
+    assert roots() == truth()
+
+
+def test_linked_worktree(setup, monkeypatch):
+    import git as gitpython
+    repo, tmp, handle, roots, truth = setup
+    wt = tmp / "wt"
+    git(repo, "worktree", "add", "-q", str(wt), "-b", "side")
+    git(repo, "config", "extensions.worktreeConfig", "true")
+    h2 = gitpython.Repo(wt)
+
+    def r2():
+        return sorted(p.name for p in SourcePolicy.load(h2).roots)
+
+    def t2():
+        return sorted(Path(line.split(" ", 1)[1]).name for line in subprocess.run(
+            ["git", "config", "--get-regexp", r"^wiki\.sourceroots$"], cwd=wt,
+            capture_output=True, text=True).stdout.splitlines())
+    git(wt, "config", "--worktree", "wiki.sourceRoots", str(tmp / "a"))
+    assert r2() == t2() == ["a"] and roots() == truth() == []
+    git(wt, "config", "--worktree", "wiki.sourceRoots", str(tmp / "b"))
+    assert r2() == t2() == ["b"] and roots() == truth() == []
+
+
+def test_threads(setup):
+    import threading
+
+    import git as gitpython
+    repo, tmp, handle, roots, truth = setup
+    stop = [False]
+    bad = []
+    def reader():
+        h = gitpython.Repo(repo)
+        while not stop[0]:
+            got = sorted(p.name for p in SourcePolicy.load(h).roots)
+            if got and got != ["a"] and got != ["b"]:
+                bad.append(got)
+    ts = [threading.Thread(target=reader) for _ in range(3)]
+    for t in ts:
+        t.start()
+    for i in range(30):
+        git(repo, "config", "wiki.sourceRoots", str(tmp / "ab"[i % 2]))
+    stop[0] = True
+    for t in ts:
+        t.join()
+    final = truth()
+    time.sleep(0.05)
+    assert roots() == final and not bad
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing a folder's owner needs root")
+def test_ownership_change(setup):
+    repo, tmp, handle, roots, truth = setup
+    git(repo, "config", "wiki.sourceRoots", str(tmp / "a"))
+    assert roots() == truth() == ["a"]
+    os.chown(repo, 65534, 65534)   # the work tree now belongs to someone else
+    assert roots() == truth()
+
+
+def test_a_configuration_git_reads_and_gitpython_cannot_parse_still_loads(setup):
+    """The kept policy reads git's own listing, not gitpython's parser, which raised on a
+    continued value with a comment (a configuration git reads: the policy failed to load)."""
+    repo, tmp, handle, roots, truth = setup
+    cfg = Path(handle.git_dir) / "config"
+    cfg.write_text(cfg.read_text() + f'[wiki]\n\tx = "a" \\\nb # c\n\tsourceRoots = {tmp / "a"}\n')
+    assert roots() == truth() == ["a"]
+    assert roots() == ["a"]
