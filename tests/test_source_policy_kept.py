@@ -239,3 +239,108 @@ def test_a_configuration_git_reads_and_gitpython_cannot_parse_still_loads(setup)
     cfg.write_text(cfg.read_text() + f'[wiki]\n\tx = "a" \\\nb # c\n\tsourceRoots = {tmp / "a"}\n')
     assert roots() == truth() == ["a"]
     assert roots() == ["a"]
+
+
+# -- a second review (helper-35): the repository as git finds it, and the cost ------------------
+
+def _truth(folder: Path) -> list[str]:
+    out = subprocess.run(["git", "config", "--type=path", "--get-regexp",
+                          r"^wiki\.sourceroots$"], cwd=folder, capture_output=True,
+                         text=True).stdout
+    return sorted(Path(line.split(" ", 1)[1]).name for line in out.splitlines())
+
+
+def _names(handle) -> list[str]:
+    return sorted(p.name for p in SourcePolicy.load(handle).roots)
+
+
+def _git_runs(monkeypatch) -> list:
+    import git as gitpython
+
+    runs: list = []
+    real = gitpython.cmd.Git.execute
+
+    def counted(self, command, *args, **kwargs):
+        runs.append(command)
+        return real(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(gitpython.cmd.Git, "execute", counted)
+    return runs
+
+
+def test_a_work_tree_pointed_at_another_git_dir(setup):
+    import git as gitpython
+
+    _, tmp, _, _, _ = setup
+    tree = tmp / "wt"
+    tree.mkdir()
+    subprocess.run(["git", "init", "-q", "--separate-git-dir", str(tmp / "g1"), str(tree)],
+                   check=True)
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp / "g2")], check=True)
+    git(tmp / "g2", "config", "core.bare", "false")
+    git(tree, "config", "wiki.sourceRoots", str(tmp / "a"))
+    handle = gitpython.Repo(tree)
+    assert _names(handle) == _truth(tree) == ["a"]
+    (tree / ".git").write_text(f"gitdir: {tmp / 'g2'}\n")  # g2 allows nothing
+    assert _names(handle) == _truth(tree) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing an owner needs root")
+def test_a_linked_worktree_whose_git_file_changes_owner(setup):
+    import git as gitpython
+
+    _, tmp, _, _, _ = setup
+    main = tmp / "r"
+    main.mkdir()
+    git(main, "init", "-q")
+    git(main, "commit", "-q", "--allow-empty", "-m", "x")
+    git(main, "config", "wiki.sourceRoots", str(tmp / "a"))
+    tree = tmp / "wt"
+    git(main, "worktree", "add", "-q", str(tree))
+    handle = gitpython.Repo(tree)
+    assert _names(handle) == _truth(tree) == ["a"]
+    os.chown(tree / ".git", 65534, 65534)  # git now ignores the repository's settings
+    assert _names(handle) == _truth(tree)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing an owner needs root")
+def test_two_work_trees_of_one_git_dir_trusted_apart(setup):
+    import git as gitpython
+
+    _, tmp, _, _, _ = setup
+    first, second = tmp / "r", tmp / "w"
+    first.mkdir()
+    second.mkdir()
+    git(first, "init", "-q")
+    git(first, "config", "wiki.sourceRoots", str(tmp / "a"))
+    (second / ".git").write_text(f"gitdir: {first / '.git'}\n")
+    for path in (first, first / ".git", second, second / ".git"):
+        os.chown(path, 65534, 65534)  # someone else's repository
+    Path(os.environ["GIT_CONFIG_GLOBAL"]).write_text(f"[safe]\n\tdirectory = {first}\n")
+    assert _names(gitpython.Repo(first)) == _truth(first) == ["a"]
+    assert _names(gitpython.Repo(second)) == _truth(second)
+
+
+def test_a_relative_global_file_is_never_kept(setup, monkeypatch):
+    repo, tmp, handle, _, _ = setup
+    (repo / "sub").mkdir()
+    (repo / "g.cfg").write_text("")
+    monkeypatch.chdir(repo / "sub")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "g.cfg")  # git opens it in the work tree
+    assert _names(handle) == _truth(repo) == []
+    (repo / "g.cfg").write_text(f"[wiki]\n\tsourceRoots = {tmp / 'a'}\n")
+    assert _names(handle) == _truth(repo) == ["a"]
+
+
+def test_an_include_in_the_global_file_costs_one_git_run_per_load(setup, monkeypatch):
+    repo, tmp, handle, _, _ = setup
+    included = tmp / "inc.cfg"
+    included.write_text("[user]\n\tname = x\n")
+    Path(os.environ["GIT_CONFIG_GLOBAL"]).write_text(f"[include]\n\tpath = {included}\n")
+    assert _names(handle) == []
+    runs = _git_runs(monkeypatch)
+    for _ in range(5):
+        assert _names(handle) == []
+    assert len(runs) == 5  # the policy's own run, not a listing too (was 10)
+    included.write_text(f"[wiki]\n\tsourceRoots = {tmp / 'a'}\n")
+    assert _names(handle) == _truth(repo) == ["a"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import stat
 import threading
 import time
 import unicodedata
@@ -112,32 +113,50 @@ class KeptGitConfigs:
         under ``name`` while what git read it from is unchanged: the files ``git config
         --show-origin --list`` names (so git's own system prefix, ``config.worktree`` and
         the like), the files git would read that do not exist yet, each file's status,
-        the ownership of the git dir and work tree (git refuses a repository of another
-        owner), ``HOME``, ``XDG_CONFIG_HOME`` and every ``GIT_CONFIG*`` variable. Never
-        kept when the configuration includes files (any scope, as git sees it), names
-        settings outside files (``GIT_CONFIG``, ``GIT_CONFIG_PARAMETERS``,
-        ``GIT_CONFIG_COUNT``), git cannot list it, or a file is younger than
-        :data:`SETTLED_NS`. Raises what ``make`` raises (nothing is kept then)."""
-        if any(os.environ.get(name_) for name_ in _UNKEPT_VARIABLES):
+        the work tree's ``.git`` entry and the owners of it, the git dir and the work
+        tree (git ignores a repository of another owner), ``HOME``, ``XDG_CONFIG_HOME``
+        and every ``GIT_CONFIG*`` variable. Never kept when the configuration includes
+        files (any scope, as git sees it), names settings outside files (``GIT_CONFIG``,
+        ``GIT_CONFIG_PARAMETERS``, ``GIT_CONFIG_COUNT``, a relative
+        ``GIT_CONFIG_GLOBAL``/``GIT_CONFIG_SYSTEM``), git cannot list it, or a file is
+        younger than :data:`SETTLED_NS`; that verdict is itself kept under the same
+        stamp, so such a configuration costs ``make()``'s git run alone. Least recently
+        used entries go first past :attr:`REPOS`. Raises what ``make`` raises."""
+        if any(os.environ.get(variable) for variable in _UNKEPT_VARIABLES) or any(
+                not os.path.isabs(os.environ.get(variable) or "/")
+                for variable in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM")):
             return make()
-        key = (os.path.realpath(repo.git_dir), name)
+        key = (os.path.realpath(repo.git_dir), os.path.realpath(repo.working_tree_dir or
+                                                                repo.git_dir), name)
         with self._lock:
             found = self._values.get(key)
         if found is not None and _config_stamp(repo, found[0]) == found[1]:
-            return found[2]
-        files = _config_files(repo)
-        if files is None:
-            return make()
+            files, _, value, retry_at = found
+            if retry_at is None:
+                with self._lock:  # most recently used last
+                    if self._values.get(key) is found:
+                        self._values[key] = self._values.pop(key)
+                return value
+            if time.time_ns() < retry_at:
+                return make()
+        files, keepable = _config_files(repo)
         stamp = _config_stamp(repo, files)
-        settled = time.time_ns() - SETTLED_NS
         value = make()
-        if all(st is None or (st[0] < settled and st[1] < settled) for st in stamp[0]) \
-                and _config_stamp(repo, files) == stamp:  # unchanged while it ran
-            with self._lock:
-                self._values.pop(key, None)
-                self._values[key] = (files, stamp, value)
-                while len(self._values) > self.REPOS:
-                    self._values.pop(next(iter(self._values)))
+        if _config_stamp(repo, files) != stamp:  # changed while it ran: nothing to keep
+            return value
+        times = [t for st in stamp[0] if st is not None for t in st[:2]]
+        settled_at = max(times, default=0) + SETTLED_NS
+        if not keepable:
+            entry = (files, stamp, None, float("inf"))
+        elif settled_at > time.time_ns():
+            entry = (files, stamp, None, settled_at)
+        else:
+            entry = (files, stamp, value, None)
+        with self._lock:
+            self._values.pop(key, None)
+            self._values[key] = entry
+            while len(self._values) > self.REPOS:
+                self._values.pop(next(iter(self._values)))
         return value
 
 
@@ -146,47 +165,55 @@ _UNKEPT_VARIABLES = ("GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT")
 them is never kept."""
 
 
-def _config_files(repo: git.Repo) -> tuple[str, ...] | None:
-    """Every file ``git config`` of ``repo`` reads or would read: those it reports settings
-    from (``--show-origin``), and where the system, user, global, repository and work-tree
-    files are or would be. ``None`` when a reading may not be kept: git cannot list the
-    configuration (a repository it refuses), a setting comes from outside a file, or any
-    setting includes another file."""
+def _config_files(repo: git.Repo) -> tuple[tuple[str, ...], bool]:
+    """``(files, keepable)``: every file ``git config`` of ``repo`` reads or would read
+    (those it reports settings from with ``--show-origin``, and where the system, user,
+    global, repository and work-tree files are or would be), and whether a reading may be
+    kept: not when git cannot list the configuration (a repository it refuses), a setting
+    comes from outside a file, or any setting includes another file."""
     import git as gitpython
 
-    try:
-        listed = repo.git.config("--show-origin", "--list", "-z", with_exceptions=True,
-                                 strip_newline_in_stdout=False)
-    except gitpython.GitCommandError:
-        return None
-    fields = listed.split("\0")
     files = {str(repo._get_config_path(level)) for level in _CONFIG_LEVELS}
     files.add(os.path.join(repo.git_dir, "config.worktree"))
     files.update(os.environ[name] for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM")
                  if os.environ.get(name))
+    try:
+        listed = repo.git.config("--show-origin", "--list", "-z", with_exceptions=True,
+                                 strip_newline_in_stdout=False)
+    except gitpython.GitCommandError:
+        return tuple(sorted(files)), False
+    fields = listed.split("\0")
     where = repo.working_tree_dir or repo.git_dir
+    keepable = True
     for origin, setting in zip(fields[0::2], fields[1::2], strict=False):
         name = setting.partition("\n")[0].lower()
         if name.startswith(("include.", "includeif.")) or not origin.startswith("file:"):
-            return None
-        files.add(os.path.join(where, origin[len("file:"):]))
-    return tuple(sorted(files))
+            keepable = False
+        elif origin.startswith("file:"):
+            files.add(os.path.join(where, origin[len("file:"):]))
+    return tuple(sorted(files)), keepable
 
 
 def _config_stamp(repo: git.Repo, files: tuple[str, ...]) -> tuple:
-    """The status of ``files``, the owners of the git dir and work tree, and the
-    variables that move git's configuration files (what :meth:`KeptGitConfigs.kept`
-    compares)."""
+    """The status of ``files``, the work tree's ``.git`` entry (a file naming the git dir
+    in a linked worktree or submodule: not followed), the owners of the git dir, the
+    work tree and that entry, and the variables that move git's configuration files
+    (what :meth:`KeptGitConfigs.kept` compares)."""
     owners = []
-    for folder in (repo.git_dir, repo.working_tree_dir):
+    tree = repo.working_tree_dir
+    for path, follow in ((repo.git_dir, True), (tree, True),
+                         (os.path.join(tree, ".git") if tree else None, False)):
         try:
-            st = os.stat(folder) if folder else None
+            st = (os.stat(path) if follow else os.lstat(path)) if path else None
         except OSError:
             st = None
         owners.append((st.st_uid, st.st_dev) if st else None)
+    entry = file_status(os.path.join(tree, ".git"), follow=False) if tree else None
+    if entry is not None and stat.S_ISDIR(entry[4]):
+        entry = entry[3:]  # a folder's times move with every git write inside it
     variables = tuple(sorted((k, v) for k, v in os.environ.items()
                              if k.startswith("GIT_CONFIG") or k in ("HOME", "XDG_CONFIG_HOME")))
-    return tuple(file_status(path) for path in files), tuple(owners), variables
+    return tuple(file_status(path) for path in files), entry, tuple(owners), variables
 
 
 def file_status(path: str, *, follow: bool = True) -> tuple | None:
