@@ -283,3 +283,69 @@ def test_a_build_without_key_rows_or_rebuilt_mid_search_answers_by_sql(pg_databa
         _agree(index, "w000 w010", 7, Filters(scope="s1"))
         assert [h.key for h in found] == [h.key for h in index.search_bm25(
             "w000 w010", limit=7, filters=Filters(scope="s1"))]
+
+
+def test_a_hit_deleted_by_another_process_mid_search_is_no_short_list(pg_database) -> None:
+    """On the stale path, a document another process deletes between the search's
+    statements makes the search answer by SQL (the list after the delete), not a list one
+    hit short (helper-34)."""
+    with PgIndex(pg_database, "d") as index, PgIndex(pg_database, "d") as other:
+        index.postings_from = 50
+        docs = _documents(200)
+        index.upsert(docs)
+        assert index.settle() is True
+        index.upsert([docs[50]])  # one stale key: the path that reads keys, then rows
+        fifth = index.search_bm25("w000 w010", limit=5)[-1].key
+        execute = index.conn.execute
+
+        def deleted_meanwhile(sql, params=None, **kwargs):
+            if str(sql).startswith("SELECT d.key, d.doc_id"):  # the search's last statement
+                other.delete([fifth])
+            return execute(sql, params, **kwargs)
+
+        index.conn.execute = deleted_meanwhile
+        try:
+            found = index.search_bm25("w000 w010", limit=5)
+        finally:
+            del index.conn.execute
+        assert len(found) == 5 and fifth not in {h.key for h in found}
+        assert [h.key for h in found] == [h.key for h in index.search_bm25("w000 w010",
+                                                                          limit=5)]
+
+
+def test_a_new_process_does_not_wait_for_another_processs_build(pg_database) -> None:
+    """Opening the index runs the schema's statements; none may wait for a transaction
+    that is building a space's postings (a ``CREATE INDEX IF NOT EXISTS`` on the key
+    table did: a new ``wiki search`` waited out the build, helper-34)."""
+    import threading
+    import time
+
+    import psycopg
+
+    from indexes.pg import postings as pg_postings
+    from indexes.pg import prepared
+
+    with PgIndex(pg_database, "L") as index:
+        index.upsert(_documents(200))
+    builder = psycopg.connect(pg_database, autocommit=True)
+    try:
+        with builder.transaction():
+            pg_postings.drop(builder, "L")
+            assert pg_postings.settle(builder, "L", (1.0, 1.0, 1.0, 1.0), 200,
+                                      postings_from=50)
+            opened: dict = {}
+
+            def open_fresh() -> None:
+                prepared.PREPARED._seen.clear()  # as a new process
+                start = time.monotonic()
+                with PgIndex(pg_database, "other"):
+                    opened["s"] = time.monotonic() - start
+
+            opener = threading.Thread(target=open_fresh)
+            opener.start()
+            opener.join(timeout=1.5)
+            waited = opener.is_alive()
+        opener.join()
+    finally:
+        builder.close()
+    assert not waited and opened["s"] < 1.5
