@@ -21,6 +21,8 @@ from wiki.adapters import SourcePolicy
 
 @pytest.fixture
 def setup(repo: Path, tmp_path: Path, monkeypatch):
+    """``(repo, tmp_path, handle, roots, truth)``: the kept policy's root names and a fresh
+    ``git config``'s, for the test repository."""
     import git as gitpython
 
     from wiki.store import gitrepo
@@ -29,16 +31,18 @@ def setup(repo: Path, tmp_path: Path, monkeypatch):
     for n in "abcde":
         (tmp_path / n).mkdir()
     handle = gitpython.Repo(repo)
+    return repo, tmp_path, handle, lambda: _names(handle), lambda: _truth(repo)
 
-    def roots():
-        return sorted(p.name for p in SourcePolicy.load(handle).roots)
 
-    def truth():
-        out = subprocess.run(["git", "config", "--type=path", "--get-regexp",
-                              r"^wiki\.sourceroots$"], cwd=repo, capture_output=True,
-                             text=True).stdout
-        return sorted(Path(line.split(" ", 1)[1]).name for line in out.splitlines())
-    return repo, tmp_path, handle, roots, truth
+def _truth(folder: Path) -> list[str]:
+    out = subprocess.run(["git", "config", "--type=path", "--get-regexp",
+                          r"^wiki\.sourceroots$"], cwd=folder, capture_output=True,
+                         text=True).stdout
+    return sorted(Path(line.split(" ", 1)[1]).name for line in out.splitlines())
+
+
+def _names(handle) -> list[str]:
+    return sorted(p.name for p in SourcePolicy.load(handle).roots)
 
 
 def test_include_in_config_worktree(setup):
@@ -175,25 +179,18 @@ def test_worktree_include_real_settle(setup, monkeypatch):
     assert roots() == truth()
 
 
-def test_linked_worktree(setup, monkeypatch):
+def test_linked_worktree(setup):
     import git as gitpython
+
     repo, tmp, handle, roots, truth = setup
     wt = tmp / "wt"
     git(repo, "worktree", "add", "-q", str(wt), "-b", "side")
     git(repo, "config", "extensions.worktreeConfig", "true")
-    h2 = gitpython.Repo(wt)
-
-    def r2():
-        return sorted(p.name for p in SourcePolicy.load(h2).roots)
-
-    def t2():
-        return sorted(Path(line.split(" ", 1)[1]).name for line in subprocess.run(
-            ["git", "config", "--get-regexp", r"^wiki\.sourceroots$"], cwd=wt,
-            capture_output=True, text=True).stdout.splitlines())
+    other = gitpython.Repo(wt)
     git(wt, "config", "--worktree", "wiki.sourceRoots", str(tmp / "a"))
-    assert r2() == t2() == ["a"] and roots() == truth() == []
+    assert _names(other) == _truth(wt) == ["a"] and roots() == truth() == []
     git(wt, "config", "--worktree", "wiki.sourceRoots", str(tmp / "b"))
-    assert r2() == t2() == ["b"] and roots() == truth() == []
+    assert _names(other) == _truth(wt) == ["b"] and roots() == truth() == []
 
 
 def test_threads(setup):
@@ -242,17 +239,6 @@ def test_a_configuration_git_reads_and_gitpython_cannot_parse_still_loads(setup)
 
 
 # -- a second review (helper-35): the repository as git finds it, and the cost ------------------
-
-def _truth(folder: Path) -> list[str]:
-    out = subprocess.run(["git", "config", "--type=path", "--get-regexp",
-                          r"^wiki\.sourceroots$"], cwd=folder, capture_output=True,
-                         text=True).stdout
-    return sorted(Path(line.split(" ", 1)[1]).name for line in out.splitlines())
-
-
-def _names(handle) -> list[str]:
-    return sorted(p.name for p in SourcePolicy.load(handle).roots)
-
 
 def _git_runs(monkeypatch) -> list:
     import git as gitpython

@@ -27,8 +27,8 @@ What is stored (schema 4):
 A build runs inside PostgreSQL (one ``INSERT ... SELECT`` over ``wiki_terms``: 14.8 s at
 100,000 entries, evals/results/bench-scale.md); the process keeps each build's lengths
 (400 KB at 100,000 entries) and filters (:data:`KEPT_BUILDS`), so a query reads its
-lexemes' rows and the stale documents in one statement. Only class weights that sum exactly are used
-(:func:`indexes.retrieval.maxscore.exact_weights`).
+lexemes' rows and the stale documents in one statement. Only class weights that sum
+exactly are used (:func:`indexes.retrieval.maxscore.exact_weights`).
 """
 
 from __future__ import annotations
@@ -281,15 +281,12 @@ def _keys(conn, space: str, build: Build, numbers: list[int]) -> dict[int, str] 
     """``number -> key`` of ``numbers`` in ``build``; ``None`` when the build is no longer
     stored (built again since this search read it: what it read since may be of another
     build, so the caller answers by SQL instead)."""
-    row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM wiki_postings_docs WHERE space = %s AND build = %s), "
-        "ARRAY(SELECT num FROM wiki_postings_keys WHERE space = %s AND build = %s AND "
-        "num = ANY(%s) ORDER BY num), ARRAY(SELECT key FROM wiki_postings_keys WHERE "
-        "space = %s AND build = %s AND num = ANY(%s) ORDER BY num)",
-        (space, build.name, space, build.name, numbers, space, build.name, numbers)).fetchone()
-    if not row[0] or len(row[1]) != len(set(numbers)):
-        return None
-    return dict(zip(row[1], row[2], strict=True))
+    rows = conn.execute(  # one row with NULLs when the build holds none of them
+        "SELECT k.num, k.key FROM wiki_postings_docs b LEFT JOIN wiki_postings_keys k ON "
+        "k.space = b.space AND k.build = b.build AND k.num = ANY(%s) WHERE b.space = %s "
+        "AND b.build = %s", (numbers, space, build.name)).fetchall()
+    found = {num: key for num, key in rows if num is not None}
+    return found if rows and len(found) == len(set(numbers)) else None
 
 
 def _stale_scores(conn, space: str, keys: list[str], terms: list[str],

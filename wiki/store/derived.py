@@ -143,7 +143,7 @@ def sync(wiki: Wiki, index: IndexBackend) -> SyncReport:
                     return _index_head(wiki, index, head)
             found = index.get_metas(_SYNCED_KEYS)
     config = found.get(CONFIG_KEY) or ""
-    index.weights = tuple(parsed_config(config).search.weights)
+    _configure(index, config)
     invalid = json.loads(found.get(INVALID_KEY) or "{}")
     return SyncReport(head, invalid=[(p, m) for p, (_, m) in sorted(invalid.items())],
                       config=config)
@@ -187,8 +187,8 @@ def indexed_config(index: IndexBackend, text: str | None = None) -> WikiConfig:
     return parsed_config((index.get_meta(CONFIG_KEY) or "") if text is None else text)
 
 
-def _configure(index: IndexBackend) -> None:
-    index.weights = tuple(indexed_config(index).search.weights)
+def _configure(index: IndexBackend, text: str | None = None) -> None:
+    index.weights = tuple(indexed_config(index, text).search.weights)
 
 
 def _apply(wiki: Wiki, index: IndexBackend, head: str) -> SyncReport:

@@ -82,7 +82,11 @@ class KeptGitConfigs:
 
     def __init__(self) -> None:
         self._kept: dict[str, tuple[tuple, object]] = {}
-        self._values: dict[tuple[str, str], tuple[tuple[str, ...], tuple, object]] = {}
+        self._values: dict[tuple[str, str, str],
+                           tuple[tuple[str, ...], tuple, object, float | None]] = {}
+        """``(git dir, work tree, name) -> (files, stamp, value, retry_at)``: ``retry_at``
+        ``None`` for a kept value, else when to look again (ns; ``inf``: once the stamp
+        changes) while ``make()`` runs every time."""
         self._lock = threading.Lock()
 
     def reader(self, repo: git.Repo):
@@ -186,11 +190,12 @@ def _config_files(repo: git.Repo) -> tuple[tuple[str, ...], bool]:
     where = repo.working_tree_dir or repo.git_dir
     keepable = True
     for origin, setting in zip(fields[0::2], fields[1::2], strict=False):
-        name = setting.partition("\n")[0].lower()
-        if name.startswith(("include.", "includeif.")) or not origin.startswith("file:"):
-            keepable = False
-        elif origin.startswith("file:"):
+        if origin.startswith("file:"):
             files.add(os.path.join(where, origin[len("file:"):]))
+        else:
+            keepable = False
+        if setting.partition("\n")[0].lower().startswith(("include.", "includeif.")):
+            keepable = False
     return tuple(sorted(files)), keepable
 
 
