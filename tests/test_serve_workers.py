@@ -51,7 +51,18 @@ def _serve(config: Path, log: Path, port: int, workers: int = 2) -> subprocess.P
 
 
 def _workers_of(pid: int) -> list[int]:
-    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    """The forked workers of server ``pid``: its children that run the same command line.
+    Other children are short-lived helpers the server starts (``git`` runs), which a read
+    of ``/proc`` can catch mid-run."""
+    def cmdline(child: int | str) -> bytes | None:
+        try:
+            return Path(f"/proc/{child}/cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            return None
+
+    own = cmdline(pid)
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [int(child) for child in children if cmdline(child) == own]
 
 
 def _gone(pid: int, seconds: float = WAIT) -> bool:
