@@ -14,7 +14,9 @@ Protocol, one JSON line each way per request (several requests may share a conne
 ``{"op": "encode", "model": m, "texts": [...]}`` -> ``{"ok": true, "model": m, "dim": d,
 "n": n, "vectors": base64(float32 little-endian, row-major)}``; ``{"op": "ping"}`` ->
 ``{"ok": true, "model": m, "dim": d, "pid": p}``; ``{"op": "nearest", ...}`` ranks an index
-file's vectors for a query vector (:mod:`indexes.embedding.embed_nearest`); failures ->
+file's vectors for a query vector (:mod:`indexes.embedding.embed_nearest`),
+``{"op": "nearest_space", ...}`` a PostgreSQL space's (:mod:`indexes.embedding.embed_nearest_pg`);
+failures ->
 ``{"ok": false, "error": s}``.
 
 This module imports only the stdlib (numpy when vectors are decoded or computed: a
@@ -56,6 +58,7 @@ from indexes.embedding.query_vector import QueryVector
 if TYPE_CHECKING:
     import numpy as np
 
+    from indexes.retrieval.filters import Filters
     from indexes.sqlite.vectors import RowFilter
 
 __all__ = ["AutoEmbedder", "RemoteEmbedder", "default_socket_path", "get_embedder"]
@@ -159,9 +162,31 @@ class RemoteEmbedder:
         not already running: this does not start one)."""
         if model != self.name:
             return None
-        request = {"op": "nearest", "model": model, "index": str(path), "stamp": stamp,
-                   "vector": base64.b64encode(vector.data).decode("ascii"),
-                   "limit": limit, "rows": rows_request(rows)}
+        return self._nearest({"op": "nearest", "model": model, "index": str(path),
+                              "stamp": stamp, "rows": rows_request(rows)}, vector, limit)
+
+    def nearest_space(self, vector: QueryVector, conninfo: str, space: str, stamp: str,
+                      model: str, *, limit: int,
+                      filters: Filters | None) -> list[tuple[str, float]] | None:
+        """The ``limit`` documents of the PostgreSQL ``space`` nearest to ``vector``
+        (``(key, cosine)``, best first; only those ``filters`` keeps, ``None``: the default
+        filter), ranked by the server over the space's matrix it keeps per ``stamp``
+        (:mod:`indexes.embedding.embed_nearest_pg`; ``conninfo``: the client's resolved
+        connection, :func:`indexes.pg.vectors.connection_address`). ``None`` when the
+        server has no matrix at ``stamp`` yet (it reads one then), cannot reach the
+        database, fails or answers out of protocol: the caller ranks in the database."""
+        from indexes.embedding.embed_nearest_pg import filters_request
+
+        if model != self.name:
+            return None
+        return self._nearest({"op": "nearest_space", "model": model, "conninfo": conninfo,
+                              "space": space, "stamp": stamp,
+                              "filters": filters_request(filters)}, vector, limit)
+
+    def _nearest(self, request: dict, vector: QueryVector,
+                 limit: int) -> list[tuple[str, float]] | None:
+        request = {**request, "vector": base64.b64encode(vector.data).decode("ascii"),
+                   "limit": limit}
         sock = _try_connect(self.socket_path, self.request_timeout)
         if sock is None:
             return None

@@ -3,8 +3,9 @@
 Spawned by :class:`indexes.embedding.embed_server.RemoteEmbedder` as ``python -m
 indexes.embedding.embed_server`` (which runs :func:`main`); the protocol is in
 :mod:`indexes.embedding.embed_server`'s docstring. A short request (a query's) goes before the
-waiting batches of a long one (:class:`_QueriesFirst`); ``nearest`` requests
-(:mod:`indexes.embedding.embed_nearest`) do not wait for the model at all.
+waiting batches of a long one (:class:`_QueriesFirst`); ``nearest`` and
+``nearest_space`` requests (:mod:`indexes.embedding.embed_nearest`,
+:mod:`indexes.embedding.embed_nearest_pg`) do not wait for the model at all.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from indexes.embedding import embed_nearest, embedders
 from indexes.embedding.embed_nearest import MatrixCache
+from indexes.embedding.embed_nearest_pg import SpaceMatrices
 from indexes.embedding.embed_server import MAX_REQUEST_BYTES, SHORT, _try_connect, log
 from indexes.embedding.embed_spec import EmbedderSpec
 from indexes.embedding.embedders import Embedder
@@ -102,6 +104,7 @@ class _Server(socketserver.ThreadingUnixStreamServer):
     def __init__(self, socket_path: Path, embedder: Embedder) -> None:
         self.embedder = embedder
         self.matrices = MatrixCache()
+        self.spaces = SpaceMatrices()
         self.lock = _QueriesFirst()  # tokenizers and torch modules are not thread-safe
         self.last_request = time.monotonic()
         super().__init__(str(socket_path), _Handler)
@@ -112,6 +115,8 @@ class _Server(socketserver.ThreadingUnixStreamServer):
             return {"ok": True, "model": model, "dim": self.embedder.dim, "pid": os.getpid()}
         if op == "nearest":  # no model lock: the matrix is numpy's, not the model's
             return embed_nearest.answer(request, model, self.matrices)
+        if op == "nearest_space":  # a PostgreSQL space's matrix, kept as wiki serve keeps it
+            return self.spaces.answer(request, model)
         if op != "encode":
             raise ValueError(f"unknown op {op!r}")
         if request.get("model") != model:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 
 import psycopg
@@ -408,10 +409,18 @@ class PgIndex:
         return ranking.search_names(self.conn, self.space, query, where, params, limit=limit)
 
     def search_vector(self, query_vector, model: str, *, limit: int = 10,
-                      filters: Filters | None = None) -> list[Hit]:
+                      filters: Filters | None = None, ask_server: bool = True) -> list[Hit]:
         """Documents by the cosine of their best chunk to ``query_vector``
         (:meth:`indexes.pg.vectors.PgVectorStore.search`: HNSW or exact in the database,
-        or over the kept matrix in a long-running process)."""
+        or over the kept matrix in a long-running process). A one-shot process whose query
+        the embedding server encoded lets that server rank over the matrix it keeps
+        (:meth:`~indexes.pg.vectors.PgVectorStore.server_ranking`) unless ``ask_server`` is
+        False, as ``wiki serve`` ranks; the database when the server cannot."""
+        if ask_server and getattr(query_vector, "searcher", None) is not None:
+            ask = self.vectors.server_ranking(model, limit=limit, filters=filters)
+            found = ask(query_vector) if ask is not None else None
+            if found is not None:
+                return scored_hits(found, self.docs.hits(k for k, _ in found))
         where, params = pg_sql(filters)
         found = self.vectors.search(query_vector, model, where=where, params=params,
                                     limit=limit, mask=mask_filter(filters))
@@ -427,8 +436,7 @@ class PgIndex:
         Future of one, whose exception it raises) and gives :meth:`search_vector`'s hits."""
         matrix = self.vectors.current(model)
         if matrix is None:
-            return lambda: self.search_vector(resolved(query_vector), model, limit=limit,
-                                              filters=filters)
+            return self._start_served(query_vector, model, limit=limit, filters=filters)
         where, params = pg_sql(filters)
         rows = self.vectors.row_filter(matrix, where, params, mask_filter(filters))
         work = vector_workers().submit(
@@ -439,6 +447,35 @@ class PgIndex:
             found, vector = work.result()
             if found is None:  # a vector of another dimension: the database path says so
                 return self.search_vector(vector, model, limit=limit, filters=filters)
+            return scored_hits(found, self.docs.hits(k for k, _ in found))
+
+        return hits
+
+    def _start_served(self, query_vector, model: str, *, limit: int,
+                      filters: Filters | None) -> Callable[[], list[Hit]]:
+        """:meth:`start_vector` in a one-shot process: when the query may come from the
+        embedding server (a pending encoding or a served vector), a worker thread waits
+        for it and asks that server to rank (no SQL there) while the lexical legs run;
+        the database ranks when it cannot (:meth:`search_vector`)."""
+        served = isinstance(query_vector, Future) or \
+            getattr(query_vector, "searcher", None) is not None
+        ask = self.vectors.server_ranking(model, limit=limit, filters=filters) \
+            if served else None
+        if ask is None:
+            return lambda: self.search_vector(resolved(query_vector), model, limit=limit,
+                                              filters=filters, ask_server=False)
+
+        def ranked() -> tuple[list[tuple[str, float]] | None, object]:
+            vector = resolved(query_vector)
+            return ask(vector), vector
+
+        work = vector_workers().submit(contextvars.copy_context().run, ranked)
+
+        def hits() -> list[Hit]:
+            found, vector = work.result()
+            if found is None:
+                return self.search_vector(vector, model, limit=limit, filters=filters,
+                                          ask_server=False)
             return scored_hits(found, self.docs.hits(k for k, _ in found))
 
         return hits

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import psycopg
@@ -18,6 +18,7 @@ from psycopg import sql
 
 from indexes.pg.bm25 import space_stats
 from indexes.pg.filters import MaskFilter, can_expire_keys, expired_keys
+from indexes.retrieval.filters import Filters
 from indexes.sqlite.engine import FEW_LEFT_OUT
 from indexes.sqlite.vectors import (
     MAX_SENTENCES,
@@ -45,6 +46,27 @@ EXACT_DOCS = 5_000
 """At most this many reachable documents: exact distances, no HNSW scan."""
 EXACT_SHARE = 0.25
 """Reachable documents under this share of all stored vectors: exact distances too."""
+
+
+CLIENT_SIDE = frozenset({"connect_timeout", "application_name", "fallback_application_name"})
+"""Connection parameters that say how a client connects, not where: left out of
+:func:`connection_address`, so every connection to one database has one address."""
+
+
+def connection_address(conn) -> str:
+    """Where ``conn`` is connected, as a connection string another process of this user
+    can use to reach the same database: libpq's resolved parameters (host, port, database,
+    user, TLS settings; values from the environment and the service file included) and the
+    password the connection used (from the URL, ``PGPASSWORD`` or the password file), so
+    the other process's own environment plays no part. It holds the password: send it only
+    where this user alone can read it (the embedding server's socket)."""
+    from psycopg.conninfo import make_conninfo
+
+    params = {name: value for name, value in conn.info.get_parameters().items()
+              if name not in CLIENT_SIDE}
+    if conn.info.password:
+        params["password"] = conn.info.password
+    return make_conninfo("", **params)
 
 
 def as_array(value) -> np.ndarray:
@@ -235,18 +257,45 @@ class PgVectorStore:
                  for h, v in zip(hashes, vectors, strict=True)])
         self._bump()
 
-    def current(self, model: str) -> Matrix | None:
+    def current(self, model: str, *, stamp: str | None = None) -> Matrix | None:
         """With :attr:`kept`: the kept matrix of ``model`` at this space's :meth:`stamp`
-        (one statement, never the vectors), else ``None`` (also when none is kept yet or
-        inside a transaction)."""
+        (one statement, never the vectors; none when the caller read the ``stamp``
+        itself), else ``None`` (also when none is kept yet or inside a transaction)."""
         if self.kept is None:
             return None
         if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             return None
-        stamp = self.stamp()
+        stamp = stamp or self.stamp()
         if stamp is None:
             return None
         return SHARED_MATRICES.get((*self.kept, self.space, model), f"{stamp}:{model}")
+
+    def server_ranking(self, model: str, *, limit: int, filters: Filters | None
+                       ) -> Callable[[object], list[tuple[str, float]] | None] | None:
+        """For a one-shot process (no :attr:`kept`), outside a transaction: a call that asks
+        the embedding server that encoded a query vector to rank this space for it over
+        the matrix the server keeps (``searcher.nearest_space``,
+        :mod:`indexes.embedding.embed_nearest_pg`), with this space's :meth:`stamp` and
+        connection read now, in the caller's thread (the call makes no SQL, so a worker
+        thread may run it). The call returns ``(key, cosine)`` pairs, or ``None`` when the
+        vector came from no server or the server could not answer (then rank here:
+        :meth:`search`). ``None`` instead of a call when the space has no stamp."""
+        if self.kept is not None or \
+                self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            return None
+        stamp = self.stamp()
+        if stamp is None:
+            return None
+        address, space = connection_address(self.conn), self.space
+
+        def ask(vector) -> list[tuple[str, float]] | None:
+            searcher = getattr(vector, "searcher", None)
+            if searcher is None or not hasattr(searcher, "nearest_space"):
+                return None
+            return searcher.nearest_space(vector, address, space, stamp, model, limit=limit,
+                                          filters=filters)
+
+        return ask
 
     def matrix(self, model: str, dim: int) -> Matrix:
         """Every chunk vector of ``model`` in this space, grouped by document (cached until

@@ -1,0 +1,264 @@
+"""A one-shot process on PostgreSQL lets the embedding server that encoded its query rank
+the vector leg over the space's matrix the server keeps (``nearest_space``,
+:mod:`indexes.embedding.embed_nearest_pg`), with the answer the database gives; whenever
+the server cannot answer for the space as the client sees it (no matrix read yet, another
+stamp, another database, a request out of protocol) the database ranks. Real model, real
+server process, real PostgreSQL. Each test fails on the code before: the database ranked
+every one-shot leg (an exact scan under a scope: ~120 ms at 100,000 entries)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from served_vectors import MODEL
+
+from indexes.documents import Document
+from indexes.embedding import embedders
+from indexes.embedding.embed_nearest_pg import (
+    APPLICATION_NAME,
+    filters_from_request,
+    filters_request,
+)
+from indexes.embedding.embed_server import RemoteEmbedder
+from indexes.pg.engine import PgIndex
+from indexes.pg.vectors import connection_address
+from indexes.retrieval.filters import Filters
+from wiki.answering.embedding import ensure_vectors, top_up_vectors
+
+pytestmark = pytest.mark.skipif(embedders.load_default.probe() is not None,
+                                reason="the real embedding model is not installed")
+
+TEXTS = ["Book flights and hotels for work trips; file the travel voucher.",
+         "Salaries are paid every second Friday by direct deposit.",
+         "Request a laptop from IT; it ships within a week.",
+         "Rotate your signing keys every ninety days.",
+         "Annual leave accrues at four hours per pay period.",
+         "Taxi and rental car receipts go with the travel voucher.",
+         "Per diem covers meals and incidental expenses on a trip.",
+         "The security team reviews badge access every quarter."]
+FILTERS = [Filters(), Filters(scope="team-a"), Filters(statuses=None),
+           Filters(valid_at="2024-06-01T00:00:00Z", lifetimes=(("meeting", 60.0),)),
+           Filters(category="travel", tags=("money",))]
+
+
+class Recording(psycopg.Connection):
+    """A psycopg connection that notes the SQL it runs (to tell which side ranked)."""
+
+    statements: list[str]
+
+    def execute(self, query, params=None, **kwargs):  # noqa: ANN001, ANN201 (psycopg's)
+        self.statements.append(query.as_string(self) if hasattr(query, "as_string")
+                               else str(query))
+        return super().execute(query, params, **kwargs)
+
+
+def _recording(url: str) -> Recording:
+    conn = Recording.connect(url, autocommit=True)
+    conn.statements = []
+    return conn
+
+
+def _corpus(index: PgIndex, remote: RemoteEmbedder) -> None:
+    docs = []
+    for i, text in enumerate(TEXTS * 3):
+        docs.append(Document(
+            key=f"d{i:02d}", doc_id=f"d{i:02d}", title=f"entry {i}", body=text,
+            scope="team-a" if i % 3 == 0 else "", category="travel" if i % 2 else "people",
+            tags=("money",) if i % 4 < 2 else (),
+            status="superseded" if i % 10 == 9 else "active",
+            doc_type="meeting" if i % 5 == 4 else "", dated="2024-01-15T00:00:00Z"
+            if i % 5 == 4 else "", valid_until="2024-05-01T00:00:00Z" if i == 7 else ""))
+    index.upsert(docs)
+    ensure_vectors(index, remote)
+
+
+def _served(remote: RemoteEmbedder, index: PgIndex, query, filters: Filters | None,
+            limit: int = 8) -> list[tuple[str, float]]:
+    """The server's answer for the space as ``index`` sees it, once the server has read
+    the matrix (its first answer is ``None``: it reads in the background)."""
+    stamp, address = index.vectors.stamp(), connection_address(index.conn)
+    deadline = time.monotonic() + 60
+    while (found := remote.nearest_space(query, address, index.space, stamp, MODEL,
+                                         limit=limit, filters=filters)) is None:
+        assert time.monotonic() < deadline, "the server never read the space's matrix"
+        time.sleep(0.05)
+    return found
+
+
+@pytest.mark.parametrize("filters", FILTERS)
+def test_the_server_ranks_a_space_as_the_database_does(pg_database: str, remote, filters,
+                                                       ) -> None:
+    with PgIndex(pg_database, "s") as index:
+        _corpus(index, remote)
+        query = remote.encode_query("how do I claim a taxi on a work trip")
+        database = index.search_vector(query, MODEL, limit=8, filters=filters,
+                                       ask_server=False)
+        served = _served(remote, index, query, filters)
+    assert [k for k, _ in served] == [h.key for h in database] and database
+    assert [s for _, s in served] == pytest.approx([h.score for h in database], abs=1e-5)
+    # the index's own leg, direct and started beside the lexical legs, now asks the
+    # server: the same hits, and no distance computed in the database
+    conn = _recording(pg_database)
+    with PgIndex(pg_database, "s", conn=conn) as index:
+        direct = index.search_vector(query, MODEL, limit=8, filters=filters)
+        started = index.start_vector(query, MODEL, limit=8, filters=filters)()
+    assert [(h.key, round(h.score, 5)) for h in direct] == \
+        [(h.key, round(h.score, 5)) for h in started] == \
+        [(h.key, round(h.score, 5)) for h in database]
+    assert not [s for s in conn.statements if "<=>" in s], conn.statements
+
+
+def test_a_space_changed_since_the_server_read_it_is_never_answered_from_the_old_matrix(
+        pg_database: str, remote) -> None:
+    with PgIndex(pg_database, "s") as index:
+        _corpus(index, remote)
+        query = remote.encode_query("reimbursement for a museum ticket")
+        old_stamp = index.vectors.stamp()
+        _served(remote, index, query, None)
+        index.upsert([Document(key="new", doc_id="new", title="Museum tickets",
+                               body="A museum ticket bought for work is reimbursed.")])
+        top_up_vectors(index, remote)
+        assert index.vectors.stamp() != old_stamp
+        # the client's own stamp is the new one: the server has no matrix for it yet
+        assert remote.nearest_space(query, connection_address(index.conn), "s",
+                                    index.vectors.stamp(), MODEL, limit=3,
+                                    filters=None) is None
+        # asked with the old stamp, the server reads the new one and refuses
+        assert remote.nearest_space(query, connection_address(index.conn), "s", old_stamp,
+                                    MODEL, limit=3, filters=None) is None
+        first = index.search_vector(query, MODEL, limit=3)  # the database, meanwhile
+        assert first[0].key == "new"
+        assert _served(remote, index, query, None, limit=3)[0][0] == "new"
+
+
+def test_another_database_with_the_same_space_is_never_answered_for(
+        pg_url: str, pg_database: str, remote) -> None:
+    name = "other_" + pg_database.split("?")[0].rsplit("/", 1)[1]
+    other = pg_url.replace("/postgres?", f"/{name}?", 1)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        with PgIndex(pg_database, "s") as first, PgIndex(other, "s") as second:
+            _corpus(first, remote)
+            _corpus(second, remote)
+            query = remote.encode_query("signing keys")
+            _served(remote, first, query, None)
+            # the first database's stamp sent with the second's address: never answered
+            assert remote.nearest_space(query, connection_address(second.conn), "s",
+                                        first.vectors.stamp(), MODEL, limit=3,
+                                        filters=None) is None
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_the_server_connects_where_the_client_did_whatever_its_own_environment(
+        pg_database: str, monkeypatch) -> None:
+    """libpq reads ``PGDATABASE`` and friends from the environment; the address sent to
+    the server names the database the client reached, not one the server's environment
+    would pick."""
+    name = pg_database.split("?")[0].rsplit("/", 1)[1]
+    monkeypatch.setenv("PGDATABASE", name)
+    without = pg_database.replace(f"/{name}?", "/?", 1)
+    with psycopg.connect(without, autocommit=True) as conn:
+        address = connection_address(conn)
+    monkeypatch.setenv("PGDATABASE", "postgres")
+    with psycopg.connect(address, autocommit=True) as conn:
+        assert conn.execute("SELECT current_database()").fetchone()[0] == name
+
+
+@pytest.mark.parametrize("filters", FILTERS + [None])
+def test_filters_travel_as_they_were_given(filters) -> None:
+    assert filters_from_request(json.loads(json.dumps(filters_request(filters)))) == filters
+
+
+@pytest.mark.parametrize("field", [
+    [], {"scope": 3}, {"tags": "money"}, {"statuses": [1]}, {"valid_at": "yesterday"},
+    {"lifetimes": [["meeting"]]}, {"lifetimes": [["meeting", "60"]]},
+    {"lifetimes": [["meeting", float("nan")]]}, {"where": "TRUE"}])
+def test_a_malformed_filters_field_is_refused(field) -> None:
+    with pytest.raises(ValueError, match="filters"):
+        filters_from_request(field)
+
+
+@pytest.mark.parametrize("change", [
+    {"conninfo": ""}, {"conninfo": "host=/nowhere/at/all dbname=x"}, {"space": 3},
+    {"stamp": ""}, {"limit": 0}, {"filters": {"where": "TRUE"}}, {"model": "another"}])
+def test_a_request_the_server_cannot_answer_is_ranked_in_the_database(
+        pg_database: str, remote, change: dict) -> None:
+    with PgIndex(pg_database, "s") as index:
+        _corpus(index, remote)
+        query = remote.encode_query("annual leave")
+        request = {"op": "nearest_space", "model": MODEL,
+                   "conninfo": connection_address(index.conn), "space": "s",
+                   "stamp": index.vectors.stamp(), "filters": None, **change}
+        request = {**request, "limit": request.get("limit", 3), "vector": _base64(query)}
+        with socket.socket(socket.AF_UNIX) as sock:  # the protocol, as any client sends it
+            sock.connect(str(remote.socket_path))
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            reply = json.loads(sock.makefile("rb").readline())
+        assert reply.get("ok") is False and reply.get("error"), reply
+        # and the leg itself still answers, from the database
+        assert index.search_vector(query, MODEL, limit=3)[0].key in {"d04", "d12", "d20"}
+
+
+def _base64(query) -> str:
+    import base64
+
+    return base64.b64encode(query.data).decode("ascii")
+
+
+def test_a_query_encoded_in_process_never_asks_a_server(pg_database: str, remote,
+                                                        tmp_path: Path) -> None:
+    """An array has no server: the leg ranks in the database without reading a stamp."""
+    import numpy as np
+
+    with PgIndex(pg_database, "s") as index:
+        _corpus(index, remote)
+        vector = np.asarray(remote.encode_query("payroll friday"))
+    conn = _recording(pg_database)
+    with PgIndex(pg_database, "s", conn=conn) as index:
+        hits = index.start_vector(vector, MODEL, limit=3, filters=None)()
+    assert hits[0].key in {"d01", "d09", "d17"}
+    assert [s for s in conn.statements if "<=>" in s]
+    stamp = "SELECT key, value FROM wiki_meta WHERE space = %s AND key IN (%s, %s)"
+    assert stamp not in conn.statements, conn.statements
+
+
+def test_a_wiki_search_command_on_postgres_is_ranked_by_the_server(
+        repo: Path, cli, served_runtime: Path, on_postgres: str) -> None:
+    """The whole command, as a user runs it: its first search has the server read the
+    space's matrix (the server's own connection says so), the next is ranked there, and
+    the hits are those of a command that ranks in the database."""
+    from served_vectors import TOPICS, landed_with_server
+
+    env = landed_with_server(cli, repo, {f"{name}.md": f"# {name.title()}\n\n{text}\n"
+                                         for name, text in TOPICS.items()}, served_runtime)
+    argv = [sys.executable, "-m", "wiki_cli", "search", "--json", "travel voucher"]
+    first = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True,
+                           timeout=300)  # embeds the entries and starts the server
+    assert first.returncode == 0, first.stderr[-2000:]
+    deadline = time.monotonic() + 60
+    with psycopg.connect(on_postgres, autocommit=True) as conn:
+        while not conn.execute("SELECT count(*) FROM pg_stat_activity WHERE "
+                               "application_name = %s AND datname = current_database()",
+                               (APPLICATION_NAME,)).fetchone()[0]:
+            assert time.monotonic() < deadline, "the server never connected"
+            time.sleep(0.1)
+    served = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert served.returncode == 0, served.stderr[-2000:]
+    here = subprocess.run(argv, cwd=repo, capture_output=True, text=True,
+                          env={**env, "WIKI_EMBED_SERVER": "off"}, timeout=300)
+    assert here.returncode == 0, here.stderr[-2000:]
+    ranked = [(h["path"], round(h["score"], 4)) for h in json.loads(served.stdout)["hits"]]
+    assert ranked and ranked == [(h["path"], round(h["score"], 4))
+                                 for h in json.loads(here.stdout)["hits"]]
+    assert "vector" in json.loads(served.stdout)["legs"]
