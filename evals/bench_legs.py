@@ -43,15 +43,19 @@ def fresh_question(index) -> None:
 
 
 def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
-                fusion: FusionConfig | None = None) -> dict:
+                fusion: FusionConfig | None = None, embedder=None) -> dict:
     """``name -> {n, p50_ms, p95_ms}`` for encode, alias, bm25, vector, fused, confidence,
     hybrid; every timed call starts as a new question would (:func:`fresh_question`).
     ``filters``: a :class:`~indexes.retrieval.filters.Filters`, ``None``, or a call that
     makes each question's filters (as `wiki search` does: validity checked at the
-    current second, :func:`as_searched`)."""
-    from evals.embedcache import embedder
+    current second, :func:`as_searched`). ``embedder``: the model that encodes the
+    queries (default: the in-process one, :func:`evals.embedcache.embedder`); one with
+    ``encode_query`` (the embedding server's client) encodes through it, so the server
+    may rank the vector leg as it does for a `wiki search` command."""
+    from evals.embedcache import embedder as in_process
 
-    model = embedder()
+    model = embedder or in_process()
+    encode = getattr(model, "encode_query", None) or (lambda text: model.encode([text])[0])
     fusion = fusion or FusionConfig()
     config = FusionConfig(fusion.legs, fusion.k, max(fusion.window, 10), fusion.weights)
     from indexes.retrieval.coverage import coverage
@@ -71,7 +75,7 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
     for number in range(repeat + 1):
         for q in queries:
             start = time.perf_counter()
-            vector = model.encode([q])[0]
+            vector = encode(q)
             encode = (time.perf_counter() - start) * 1000
             filters = make()
             spent = {}
@@ -86,7 +90,7 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
             spent["confidence"] = (time.perf_counter() - start) * 1000
             fresh_question(index)
             start = time.perf_counter()
-            pending = encode_in_background(lambda text: model.encode([text])[0], q)
+            pending = encode_in_background(encode, q)
             legs = run_legs(index, q, config, filters=filters, query_vector=pending,
                             model=model.name).legs
             hits = fuse(legs, config, limit=10)

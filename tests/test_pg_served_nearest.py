@@ -262,3 +262,43 @@ def test_a_wiki_search_command_on_postgres_is_ranked_by_the_server(
     assert ranked and ranked == [(h["path"], round(h["score"], 4))
                                  for h in json.loads(here.stdout)["hits"]]
     assert "vector" in json.loads(served.stdout)["legs"]
+
+
+def test_whatever_answers_on_the_socket_never_shows_what_the_filters_leave_out(
+        pg_database: str, remote) -> None:
+    """A reply out of protocol is ranked in the database; a well-formed one naming a
+    superseded entry or one outside the scope is checked against the filters again."""
+    import shutil
+    import tempfile
+
+    from test_server_nearest import HostileServer
+
+    from indexes.embedding.query_vector import QueryVector
+
+    with PgIndex(pg_database, "s") as index:
+        _corpus(index, remote)
+        query = remote.encode_query("signing keys")
+        expected = [h.key for h in index.search_vector(query, MODEL, limit=3,
+                                                       ask_server=False)]
+        short = Path(tempfile.mkdtemp(prefix="hp-", dir="/tmp"))
+        try:
+            for number, reply in enumerate((
+                    b'{"ok": true, "hits": [["d01", 0.99], ["x", 1.5]]}\n', b"garbage\n",
+                    b'{"ok": false, "error": "\\u001b[31mred"}\n')):
+                where = short / f"h{number}.sock"
+                HostileServer(where, reply)
+                hostile = QueryVector(query.data, query.dim, searcher=RemoteEmbedder(
+                    MODEL, socket_path=where, start=False, request_timeout=5))
+                assert [h.key for h in index.search_vector(hostile, MODEL, limit=3)] == \
+                    expected
+            where = short / "excl.sock"  # d09 is superseded, d01 outside team-a
+            HostileServer(where, b'{"ok": true, "hits": [["d09", 0.9], ["d01", 0.8]]}\n')
+            squatter = QueryVector(query.data, query.dim, searcher=RemoteEmbedder(
+                MODEL, socket_path=where, start=False, request_timeout=5))
+            assert [h.key for h in index.search_vector(squatter, MODEL, limit=3)] == ["d01"]
+            assert index.search_vector(squatter, MODEL, limit=3,
+                                       filters=Filters(scope="team-a")) == []
+            assert [h.key for h in index.start_vector(squatter, MODEL, limit=3,
+                                                      filters=None)()] == ["d01"]
+        finally:
+            shutil.rmtree(short, ignore_errors=True)

@@ -27,11 +27,14 @@ SERVER_CODE = ("embedding/embed_server.py", "embedding/embed_service.py",
                "embedding/embed_reply.py", "embedding/embed_socket.py",
                "embedding/query_vector.py", "sqlite/vectors.py",
                "embedding/onnx_embedder.py", "embedding/onnx_build.py",
-               "embedding/packaged_model.py", "embedding/embed_spec.py")
+               "embedding/packaged_model.py", "embedding/embed_spec.py",
+               "embedding/embed_nearest_pg.py", "pg/vectors.py", "pg/filters.py",
+               "retrieval/filters.py")
 """The modules (in ``indexes/``) whose code a running server and its clients share,
 those that compute the vectors among them: a server still running the code from before
 an edit of how a text is encoded (one text per run instead of padded batches, say) would
-have answered with vectors the new code never gives."""
+have answered with vectors the new code never gives; those that rank and filter a
+PostgreSQL space for a client (``nearest_space``) with them."""
 
 
 @functools.cache

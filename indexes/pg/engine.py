@@ -420,7 +420,7 @@ class PgIndex:
             ask = self.vectors.server_ranking(model, limit=limit, filters=filters)
             found = ask(query_vector) if ask is not None else None
             if found is not None:
-                return scored_hits(found, self.docs.hits(k for k, _ in found))
+                return self._served_hits(found, filters)
         where, params = pg_sql(filters)
         found = self.vectors.search(query_vector, model, where=where, params=params,
                                     limit=limit, mask=mask_filter(filters))
@@ -476,9 +476,17 @@ class PgIndex:
             if found is None:
                 return self.search_vector(vector, model, limit=limit, filters=filters,
                                           ask_server=False)
-            return scored_hits(found, self.docs.hits(k for k, _ in found))
+            return self._served_hits(found, filters)
 
         return hits
+
+    def _served_hits(self, found: list[tuple[str, float]],
+                     filters: Filters | None) -> list[Hit]:
+        """The hits of the embedding server's ranking, each checked against ``filters``
+        again as its row is read (one statement either way): whatever answers on the
+        socket never shows a document the filters leave out."""
+        where, params = pg_sql(filters)
+        return scored_hits(found, self.docs.hits((k for k, _ in found), where, params))
 
     def search_lexical(self, query: str, *, limit: int = 10,
                        filters: Filters | None = None) -> list[Hit]:

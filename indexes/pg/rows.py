@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from indexes.documents import Hit
 from indexes.sqlite.rows import Attributes, Card
@@ -17,14 +17,18 @@ class PgDocRows:
     def __init__(self, conn, space: str):
         self.conn, self.space = conn, space
 
-    def _rows(self, columns: str, keys: Iterable[str], order: str = ""):
+    def _rows(self, columns: str, keys: Iterable[str], order: str = "",
+              where: str = "TRUE", params: Sequence = ()):
         return self.conn.execute(
-            f"SELECT {columns} FROM wiki_docs d WHERE d.space = %s AND d.key = ANY(%s) {order}",
-            (self.space, list(keys))).fetchall()
+            f"SELECT {columns} FROM wiki_docs d WHERE d.space = %s AND d.key = ANY(%s) "
+            f"AND {where} {order}", (self.space, list(keys), *params)).fetchall()
 
-    def hits(self, keys: Iterable[str]) -> list[Hit]:
-        """Unranked hits (score 0.0) of the stored documents among ``keys``, by key."""
-        return [Hit(*row, 0.0) for row in self._rows(HIT_COLUMNS, keys, "ORDER BY d.key")]
+    def hits(self, keys: Iterable[str], where: str = "TRUE",
+             params: Sequence = ()) -> list[Hit]:
+        """Unranked hits (score 0.0) of the stored documents among ``keys`` that pass the
+        condition ``where`` over ``wiki_docs d`` (psycopg parameters ``params``), by key."""
+        return [Hit(*row, 0.0) for row in self._rows(HIT_COLUMNS, keys, "ORDER BY d.key",
+                                                      where, params)]
 
     def titles(self, keys: Iterable[str]) -> dict[str, str]:
         """``key -> title`` of the documents among ``keys``."""
