@@ -55,7 +55,7 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
     from evals.embedcache import embedder as in_process
 
     model = embedder or in_process()
-    encode = getattr(model, "encode_query", None) or (lambda text: model.encode([text])[0])
+    encode_one = getattr(model, "encode_query", None) or (lambda text: model.encode([text])[0])
     fusion = fusion or FusionConfig()
     config = FusionConfig(fusion.legs, fusion.k, max(fusion.window, 10), fusion.weights)
     from indexes.retrieval.coverage import coverage
@@ -75,7 +75,7 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
     for number in range(repeat + 1):
         for q in queries:
             start = time.perf_counter()
-            vector = encode(q)
+            vector = encode_one(q)
             encode = (time.perf_counter() - start) * 1000
             filters = make()
             spent = {}
@@ -90,7 +90,7 @@ def leg_latency(index, queries: list[str], filters, *, repeat: int = 3,
             spent["confidence"] = (time.perf_counter() - start) * 1000
             fresh_question(index)
             start = time.perf_counter()
-            pending = encode_in_background(encode, q)
+            pending = encode_in_background(encode_one, q)
             legs = run_legs(index, q, config, filters=filters, query_vector=pending,
                             model=model.name).legs
             hits = fuse(legs, config, limit=10)
