@@ -144,7 +144,8 @@ def keep_connections(size: int) -> None:
 
 def redacted(url: str) -> str:
     """``url`` without its password (``postgresql://user:***@host/db``, and a
-    ``password=`` query parameter as ``password=***``), for messages."""
+    ``password=`` query parameter or libpq ``key=value`` pair, quoted or not, as
+    ``password=***``), for messages."""
     url = _QUERY_PASSWORD.sub(r"\1***", url)
     head, at, tail = url.rpartition("@")
     if not at or ":" not in head.split("//", 1)[-1]:
@@ -153,7 +154,11 @@ def redacted(url: str) -> str:
     return f"{scheme}//{user.split(':', 1)[0]}:***@{tail}"
 
 
-_QUERY_PASSWORD = re.compile(r"((?:^|[?&\s])password=)[^&\s]*", re.IGNORECASE)
+_QUERY_PASSWORD = re.compile(r"((?:^|[?&\s])password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&\s]*)",
+                             re.IGNORECASE)
+"""A ``password=`` parameter of a URL's query or of a libpq ``key=value`` string, whose
+value may be quoted there (``password='a b\\'c'``): the name (group 1) and the value as
+written (group 2)."""
 _USER_PASSWORD = re.compile(r"^[a-z][a-z0-9+.-]*://[^/@?#:]*:(.*)@", re.IGNORECASE)
 
 
@@ -162,13 +167,22 @@ def scrubbed(message: str, url: str) -> str:
     password ``url`` holds replaced by ``***``: the URL's own, whole or in part (a driver
     may quote just the token it could not parse), and a ``password=`` parameter's."""
     found = [m[1] for m in (_USER_PASSWORD.match(url),) if m and m[1]]
-    found += re.findall(r"(?:^|[?&\s])password=([^&\s]*)", url, re.IGNORECASE)
+    found += [_unquoted(value) for _, value in _QUERY_PASSWORD.findall(url)]
     for secret in sorted({s for s in found if s}, key=len, reverse=True):
         pieces = [secret, urllib.parse.unquote(secret),
-                  *(p for p in re.split(r"%[0-9A-Fa-f]{0,2}", secret) if len(p) >= 4)]
+                  *(p for p in re.split(r"%[0-9A-Fa-f]{0,2}|[&\s]", secret) if len(p) >= 4)]
         for piece in pieces:  # a driver may quote the token it could not parse, decoded
             message = message.replace(piece, "***")
     return _QUERY_PASSWORD.sub(r"\1***", message)
+
+
+def _unquoted(value: str) -> str:
+    """A libpq ``key=value`` string's value as libpq reads it: single quotes taken off
+    (one left open runs to the end) and backslash escapes undone."""
+    if value.startswith("'"):
+        value = value[1:-1] if len(value) > 1 and value.endswith("'") else value[1:]
+        value = re.sub(r"\\(.)", r"\1", value)
+    return value
 
 
 def as_index_error(error: BaseException) -> IndexesError | None:

@@ -302,3 +302,206 @@ def test_whatever_answers_on_the_socket_never_shows_what_the_filters_leave_out(
                                                       filters=None)()] == ["d01"]
         finally:
             shutil.rmtree(short, ignore_errors=True)
+
+
+# found by an adversarial review of nearest_space (helper-36); each failed before its fix
+
+def _ask(remote, index: PgIndex, query, filters: Filters | None = None, limit: int = 8):
+    return remote.nearest_space(query, connection_address(index.conn), index.space,
+                                index.vectors.stamp(), MODEL, limit=limit, filters=filters)
+
+
+def _keys(hits) -> list[tuple[str, float]]:
+    return [(h.key, round(h.score, 5)) for h in hits]
+
+
+def _server_connections(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name "
+                            "= %s AND datname = current_database()",
+                            (APPLICATION_NAME,)).fetchone()[0]
+
+
+def test_documents_changed_without_a_vector_write_are_served_as_the_database_ranks(
+        pg_database: str, remote) -> None:
+    """A status, scope or expiry change and a delete move no vector stamp: the server's
+    filter is kept per ``wiki_stats.version`` and follows them."""
+    with PgIndex(pg_database, "s") as index:
+        _corpus(index, remote)
+        query = remote.encode_query("travel voucher for taxi receipts")
+        _served(remote, index, query, None)
+
+        def same(filters: Filters | None = None, limit: int = 8) -> None:
+            assert _keys(index.search_vector(query, MODEL, limit=limit, filters=filters)) \
+                == _keys(index.search_vector(query, MODEL, limit=limit, filters=filters,
+                                             ask_server=False))
+
+        same()
+        top = index.search_vector(query, MODEL, limit=1, ask_server=False)[0].key
+        index.conn.execute("UPDATE wiki_docs SET status = 'superseded' WHERE space = 's' "
+                           "AND key = %s", (top,))
+        same()
+        assert top not in [h.key for h in index.search_vector(query, MODEL, limit=8)]
+        index.conn.execute("UPDATE wiki_docs SET scope = 'zz' WHERE space = 's' AND "
+                           "key = 'd00'")
+        same(Filters(scope="team-a"))
+        index.conn.execute("UPDATE wiki_docs SET valid_until = '2020-01-01T00:00:00Z' "
+                           "WHERE space = 's' AND key = 'd05'")
+        same(Filters(valid_at="2024-06-01T00:00:00Z"))
+        for limit in (1, 3, 30, 100):
+            same(limit=limit)
+
+
+def test_an_embedding_another_space_saves_reaches_the_served_ranking(
+        pg_database: str, remote) -> None:
+    """Embeddings are shared by a database's spaces, and another space saving one moves
+    only its own stamp: a matrix read while a chunk waited for its vector is never kept,
+    so the server cannot go on ranking without that chunk."""
+    docs = [Document(key=f"d{i}", doc_id=f"d{i}", title=f"t{i}", body=text)
+            for i, text in enumerate(TEXTS)]
+    with PgIndex(pg_database, "a") as a, PgIndex(pg_database, "b") as b:
+        b.upsert(docs[:4])
+        ensure_vectors(b, remote)
+        b.upsert(docs[4:])  # four more, their vectors pending
+        query = remote.encode_query("taxi receipts and per diem on a trip")
+        assert _ask(remote, b, query) is None  # the server reads b's matrix (4 entries)
+        time.sleep(2)
+        a.upsert(docs)
+        ensure_vectors(a, remote)  # a embeds all eight texts, b's four among them
+        ensure_vectors(b, remote)  # nothing pending for b: no write, b's stamp unmoved
+        database = b.search_vector(query, MODEL, limit=8, ask_server=False)
+        assert len(database) == 8
+        assert [k for k, _ in _served(remote, b, query, None)] == [h.key for h in database]
+
+
+def test_a_busy_writer_does_not_pile_up_reads_of_one_space(pg_database: str, remote) -> None:
+    """One read per space at a time, whatever stamps the server is asked about."""
+    with PgIndex(pg_database, "s") as index:
+        _corpus(index, remote)
+        query = remote.encode_query("annual leave")
+        blocker = psycopg.connect(pg_database, autocommit=True)
+        try:
+            blocker.execute("BEGIN")
+            blocker.execute("LOCK TABLE wiki_embeddings IN ACCESS EXCLUSIVE MODE")
+            for i in range(12):  # a write moves the stamp, a search asks after each
+                index.vectors.replace_chunks(f"d{i:02d}", [TEXTS[i % 8] + f" ({i})"])
+                assert _ask(remote, index, query) is None
+            time.sleep(1)
+            piled = _server_connections(pg_database)
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+    assert piled <= 3, f"{piled} server connections for one space"
+
+
+def test_the_password_never_reaches_an_error_reply_or_the_server_log(
+        pg_database: str, remote) -> None:
+    """libpq's ``key=value`` form quotes a password with a space (``password='ab&cd
+    ef'``); an error that names the index named the rest of it."""
+    from indexes.pg.schema import VERSION
+
+    secret = "ab&cd SECRETTAIL"
+    url = pg_database.replace("postgres:@", "postgres:ab%26cd%20SECRETTAIL@", 1)
+    with PgIndex(url, "s") as index:
+        assert index.conn.info.password == secret
+        _corpus(index, remote)
+        query = remote.encode_query("annual leave")
+        request = {"op": "nearest_space", "model": MODEL,
+                   "conninfo": connection_address(index.conn), "space": "s",
+                   "stamp": index.vectors.stamp(), "filters": None, "limit": 3,
+                   "vector": _base64(query)}
+        index.conn.execute("UPDATE wiki_schema SET version = %s", (VERSION + 1,))
+        with socket.socket(socket.AF_UNIX) as sock:  # the server's first open refuses it
+            sock.connect(str(remote.socket_path))
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            reply = json.loads(sock.makefile("rb").readline())
+        index.conn.execute("UPDATE wiki_schema SET version = %s", (VERSION,))
+    assert reply.get("ok") is False and "schema version" in reply["error"], reply
+    log = remote.socket_path.with_name(remote.socket_path.stem + ".log").read_text()
+    for said in (reply["error"], log):
+        assert "SECRETTAIL" not in said and "ab&cd" not in said
+
+
+def test_a_write_under_way_does_not_hold_up_a_served_search(pg_database: str,
+                                                            remote) -> None:
+    """The server opens a database as a reader: no schema statement of its first open
+    waits for another process's open write transaction."""
+    import threading
+
+    with PgIndex(pg_database, "s") as index:
+        _corpus(index, remote)
+        query = remote.encode_query("annual leave")
+        database = _keys(index.search_vector(query, MODEL, limit=8, ask_server=False))
+        with psycopg.connect(pg_database) as writer:  # a sync's transaction, under way
+            writer.execute("UPDATE wiki_docs SET title = title || '!' WHERE space = 's'")
+            found: list = []
+            asking = threading.Thread(target=lambda: found.append(_served(
+                remote, index, query, None)))
+            asking.start()
+            asking.join(20)
+            waited = asking.is_alive()
+            writer.rollback()
+        asking.join(60)
+    assert not waited, "the served search waited for a writer"
+    assert [(k, round(s, 5)) for k, s in found[0]] == database
+
+
+def test_spaces_searched_in_turn_are_each_answered_by_the_server(pg_database: str,
+                                                                 remote) -> None:
+    """Three spaces (branches, wikis) searched in turn stay kept: the least recently used
+    matrix goes first, and a used one is not evicted."""
+    indexes = [PgIndex(pg_database, name) for name in ("a", "b", "c")]
+    try:
+        for index in indexes:
+            _corpus(index, remote)
+        query = remote.encode_query("annual leave")
+        for index in indexes:
+            _served(remote, index, query, None)
+        assert all(_ask(remote, index, query) is not None
+                   for _ in range(2) for index in indexes)
+    finally:
+        for index in indexes:
+            index.close()
+
+
+def test_an_as_of_snapshot_space_is_never_kept(wiki, repo: Path, on_postgres: str) -> None:
+    """``--as-of`` searches a throwaway space: neither the embedding server nor a
+    long-running process keeps its matrix (it would push out the live space's)."""
+    from conftest import ingest_and_land, write
+
+    from indexes.pg.connections import KEPT
+    from wiki.store.derived import snapshot_index
+
+    write(repo / "docs" / "tock.md", "# Tock\n\nTock line #670 is for time out of office.\n")
+    ingest_and_land(wiki, repo / "docs")
+    KEPT.keep(2)
+    try:
+        with snapshot_index(wiki, wiki.repo.commit(wiki.branch).hexsha) as index:
+            assert "@" in index.space and index.vectors.kept is None
+            assert index.vectors.server_ranking(MODEL, limit=3, filters=None) is None
+    finally:
+        KEPT.keep(0)
+
+
+def test_idle_connections_to_a_database_no_longer_used_are_closed(
+        pg_database: str, pg_url: str, monkeypatch) -> None:
+    """An idle connection past ``MAX_IDLE_S`` is closed on the next take or give back of
+    any database, and by ``sweep``; before, only of its own database."""
+    from indexes.pg import connections
+    from indexes.pg.connections import KEPT
+    from indexes.pg.engine import connect
+
+    monkeypatch.setattr(connections, "MAX_IDLE_S", 0.2)
+    KEPT.keep(2)
+    try:
+        first = KEPT.take(pg_database, connect)
+        KEPT.give_back(pg_database, first)
+        time.sleep(0.3)
+        other = KEPT.take(pg_url, connect)
+        assert first.closed
+        KEPT.give_back(pg_url, other)
+        time.sleep(0.3)
+        KEPT.sweep()
+        assert other.closed
+    finally:
+        KEPT.keep(0)

@@ -20,7 +20,11 @@ the client read (a nonce renewed by every write of the space's vectors, so anoth
 database's space of the same name never matches). Without a kept matrix at that stamp
 it says ``"hits": null`` at once and reads the matrix in a background thread; the client
 ranks in the database meanwhile, so a command never waits for the read (seconds at
-100,000 entries).
+100,000 entries). The server opens a database as a reader (the schema's version
+checked, never prepared: no lock a writer holds is waited for), reads one matrix per
+space at a time whatever stamps it is asked about, keeps the :data:`KEEP` used last,
+lets go of a database's idle connections after a minute, and names no password in an
+error it sends or logs.
 
 Request: ``{"op": "nearest_space", "model": m, "conninfo": s, "space": s, "stamp": s,
 "vector": base64(float32 LE), "limit": n, "filters": {Filters' fields} | null}``
@@ -40,9 +44,12 @@ from indexes.retrieval.filters import Filters
 
 log = logging.getLogger("wiki.embed_server")
 
-KEEP = 2
-"""Spaces whose matrices the server keeps (each ``chunks x dim x 4`` bytes: 232 MB at
-151,449 chunks)."""
+KEEP = 4
+"""Spaces whose matrices the server keeps, the least recently used let go first (each
+``chunks x dim x 4`` bytes: 232 MB at 151,449 chunks; a throwaway ``--as-of`` space is
+never asked about)."""
+READERS = 2
+"""Matrices read at once (each read holds a connection and builds a whole matrix)."""
 CONNECTIONS = 2
 """Idle connections the server keeps per database (:mod:`indexes.pg.connections`)."""
 MAX_CONNINFO = 4096
@@ -105,15 +112,21 @@ def filters_from_request(field) -> Filters | None:
                    categories=texts("categories"))
 
 
+class SpaceUnreadable(Exception):
+    """The database of a ``nearest_space`` request could not be read; the message names
+    why, with every password of the request's ``conninfo`` replaced by ``***``."""
+
+
 class SpaceMatrices:
     """What the server keeps for ``nearest_space`` requests: the matrices themselves live
     in :data:`indexes.sqlite.vectors.SHARED_MATRICES` (keyed by connection, space and
-    model, as ``wiki serve`` keeps them); this holds the reads under way, so each
-    (connection, space, model, stamp) is read by one thread at a time."""
+    model, as ``wiki serve`` keeps them; the :data:`KEEP` used last), and this holds the
+    reads under way: one per space at a time whatever stamps it is asked about (a writer
+    moving the stamp makes no pile of reads), at most :data:`READERS` at once."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._reading: set[tuple[str, str, str, str]] = set()
+        self._reading: set[tuple[str, str, str]] = set()
         self._prepared = False
 
     def _prepare(self) -> None:
@@ -126,16 +139,21 @@ class SpaceMatrices:
                 SHARED_MATRICES.FILES = KEEP
                 self._prepared = True
 
+    def sweep(self) -> None:
+        """Close the server's connections idle longer than
+        :data:`indexes.pg.connections.MAX_IDLE_S` (the server calls this every second, so
+        a database no longer asked about is let go)."""
+        if self._prepared:
+            from indexes.pg.connections import KEPT
+
+            KEPT.sweep()
+
     def answer(self, request: dict, model: str) -> dict:
         """The reply to a ``nearest_space`` request (see the module) for the server of
         ``model``. Raises ``ValueError`` for a malformed request and
-        :class:`~indexes.errors.IndexUnavailableError` (or a psycopg error) when the
-        database cannot be read (the server turns either into ``{"ok": false}``)."""
+        :class:`SpaceUnreadable` when the database cannot be read (the server turns
+        either into ``{"ok": false}``)."""
         import numpy as np
-
-        from indexes.pg.engine import PgIndex
-        from indexes.pg.filters import mask_filter, pg_sql
-        from indexes.sqlite.vectors import nearest
 
         if request.get("model") != model:
             raise ValueError(f"this server serves {model!r}, not {request.get('model')!r}")
@@ -156,16 +174,29 @@ class SpaceMatrices:
                                                validate=True), dtype="<f4").astype(np.float32)
         if not query.size or not np.isfinite(query).all():
             raise ValueError("vector must be finite float32 numbers")
-        from psycopg.conninfo import make_conninfo
-
-        conninfo = make_conninfo(conninfo, application_name=APPLICATION_NAME)
         self._prepare()
-        with PgIndex(conninfo, space) as index:
+        try:
+            from psycopg.conninfo import make_conninfo
+
+            conninfo = make_conninfo(conninfo, application_name=APPLICATION_NAME)
+            return self._rank(conninfo, space, stamp, model, query, limit, filters)
+        except ValueError:
+            raise
+        except Exception as exc:  # the database's, or a connection string psycopg refused
+            raise SpaceUnreadable(_said(exc, conninfo)) from None
+
+    def _rank(self, conninfo: str, space: str, stamp: str, model: str, query, limit: int,
+              filters: Filters | None) -> dict:
+        from indexes.pg.engine import PgIndex
+        from indexes.pg.filters import mask_filter, pg_sql
+        from indexes.sqlite.vectors import nearest
+
+        with PgIndex(conninfo, space, reader=True) as index:
             if index.vectors.stamp() != stamp:
                 return {"ok": True, "hits": None}  # changed since the client read it
             matrix = index.vectors.current(model, stamp=stamp)
             if matrix is None:
-                self._read_later(conninfo, space, model, stamp, int(query.size))
+                self._read_later(conninfo, space, model, int(query.size))
                 return {"ok": True, "hits": None}
             if matrix.vectors.shape[1] != query.size:
                 raise ValueError(f"the stored vectors have {matrix.vectors.shape[1]} "
@@ -175,26 +206,33 @@ class SpaceMatrices:
             found = nearest(matrix, query, rows=rows, limit=limit)
         return {"ok": True, "hits": [[key, score] for key, score in found]}
 
-    def _read_later(self, conninfo: str, space: str, model: str, stamp: str,
-                    dim: int) -> None:
-        key = (conninfo, space, model, stamp)
+    def _read_later(self, conninfo: str, space: str, model: str, dim: int) -> None:
+        key = (conninfo, space, model)
         with self._lock:
-            if key in self._reading:
-                return
+            if key in self._reading or len(self._reading) >= READERS:
+                return  # asked again once that read is done
             self._reading.add(key)
         threading.Thread(target=self._read, args=(key, dim), daemon=True,
                          name="read space matrix").start()
 
-    def _read(self, key: tuple[str, str, str, str], dim: int) -> None:
+    def _read(self, key: tuple[str, str, str], dim: int) -> None:
         from indexes.pg.engine import PgIndex
 
-        conninfo, space, model, _ = key
+        conninfo, space, model = key
         try:
-            with PgIndex(conninfo, space) as index:
+            with PgIndex(conninfo, space, reader=True) as index:
                 index.vectors.matrix(model, dim)  # kept for its stamp, as wiki serve keeps it
         except Exception as exc:  # a failed read only leaves ranking to the database
             log.warning("could not read the chunk vectors of space %r: %s", space,
-                        " ".join(str(exc).split()))
+                        _said(exc, conninfo))
         finally:
             with self._lock:
                 self._reading.discard(key)
+
+
+def _said(error: BaseException, conninfo: str) -> str:
+    """``error``'s first line, named by its type, without any password of ``conninfo``."""
+    from indexes.backend import scrubbed
+
+    lines = str(error).strip().splitlines()
+    return scrubbed(f"{type(error).__name__}: {lines[0] if lines else ''}", conninfo)

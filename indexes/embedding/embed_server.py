@@ -55,6 +55,12 @@ from indexes.embedding.embed_spec import SERVER_MODES, EmbedderSpec
 from indexes.embedding.embedders import Embedder, EmbedderUnavailableError
 from indexes.embedding.query_vector import QueryVector
 
+NEAREST_TIMEOUT_S = 30.0
+"""How long a client waits for a ``nearest`` or ``nearest_space`` answer (seconds) before
+it ranks itself: the server ranks in milliseconds, and reads an SQLite file's matrix in
+seconds at 100,000 entries; a server stuck on its database must not hold a command for
+the request timeout of an encoding batch."""
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -187,22 +193,25 @@ class RemoteEmbedder:
                  limit: int) -> list[tuple[str, float]] | None:
         request = {**request, "vector": base64.b64encode(vector.data).decode("ascii"),
                    "limit": limit}
-        sock = _try_connect(self.socket_path, self.request_timeout)
+        timeout = min(self.request_timeout, NEAREST_TIMEOUT_S)
+        sock = _try_connect(self.socket_path, timeout)
         if sock is None:
             return None
         try:
             with sock:
-                return reply_hits(self._request(sock, request), self.socket_path, limit)
+                return reply_hits(self._request(sock, request, timeout), self.socket_path,
+                                  limit)
         except EmbedderUnavailableError as exc:
             log.warning("nearest on the embedding server failed, ranking here: %s", exc)
             return None
 
-    def _request(self, sock: socket.socket, request: dict) -> dict:
+    def _request(self, sock: socket.socket, request: dict,
+                 timeout: float | None = None) -> dict:
         try:
             sock.sendall(json.dumps(request).encode() + b"\n")
         except OSError as exc:
             raise EmbedderUnavailableError(f"embedding server {self.socket_path}: {exc}") from exc
-        return read_reply(sock, self.socket_path, self.request_timeout)
+        return read_reply(sock, self.socket_path, timeout or self.request_timeout)
 
     def _connect(self) -> socket.socket:
         if (sock := _try_connect(self.socket_path, self.request_timeout)) is not None:

@@ -158,6 +158,7 @@ def serve(model_name: str, socket_path: Path, idle_seconds: float = 900,
              idle_seconds)
     try:
         while not stop.wait(min(1.0, max(idle_seconds / 4, 0.05))):
+            server.spaces.sweep()
             if not server.lock.locked() and \
                     time.monotonic() - server.last_request > idle_seconds:
                 log.info("idle for %gs, exiting", idle_seconds)

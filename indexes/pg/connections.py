@@ -9,7 +9,8 @@ see docs/decisions.md, "PostgreSQL under wiki serve".
 Once :meth:`KeptConnections.keep` is called (``wiki serve`` does), a closed index hands its
 connection back instead of closing it, and the next open takes the most recently returned
 one. A connection is kept only when it is open and idle (no transaction left open, none
-failed); one idle longer than :data:`MAX_IDLE_S` is closed; before reuse a connection must
+failed); one idle longer than :data:`MAX_IDLE_S` is closed (to any URL, on every take and
+give back, and by :meth:`KeptConnections.sweep`); before reuse a connection must
 answer an empty query within :data:`CHECK_TIMEOUT_S` (one the server dropped, or a server
 gone silent, is replaced by a new connection, so the caller never waits on it). A
 connection whose type adapters predate a change of its database (the ``vector`` extension
@@ -75,7 +76,7 @@ class KeptConnections:
         key = (os.getpid(), url)
         while True:
             with self._lock:
-                closing = self._expired(key)
+                closing = self._expired()
                 idle = self._idle.get(key)
                 taken = idle.pop() if idle else None
             for conn in closing:
@@ -95,7 +96,7 @@ class KeptConnections:
         if (self.size and not conn.closed
                 and conn.info.transaction_status == TransactionStatus.IDLE):
             with self._lock:
-                closing = self._expired(key)
+                closing = self._expired()
                 idle = self._idle.setdefault(key, [])
                 if len(idle) < self.size:
                     idle.append((time.monotonic(), conn))
@@ -104,15 +105,23 @@ class KeptConnections:
         for each in closing:
             _close(each)
 
-    def _expired(self, key: tuple[int, str]) -> list[psycopg.Connection]:
-        """Take the connections of ``key`` idle longer than :data:`MAX_IDLE_S` off its
-        stack (the oldest are at the bottom); the caller closes them outside the lock."""
-        idle = self._idle.get(key)
-        if not idle:
-            return []
+    def sweep(self) -> None:
+        """Close this process's connections idle longer than :data:`MAX_IDLE_S`, to every
+        URL (take and give back do so too; a process that may go without either for long,
+        such as the embedding server, calls this now and then)."""
+        with self._lock:
+            closing = self._expired()
+        for conn in closing:
+            _close(conn)
+
+    def _expired(self) -> list[psycopg.Connection]:
+        """Take this process's connections idle longer than :data:`MAX_IDLE_S` off their
+        stacks, whatever their URL (the oldest are at the bottom of each; a database no
+        longer asked about is let go too); the caller closes them outside the lock."""
         now, expired = time.monotonic(), []
-        while idle and now - idle[0][0] > MAX_IDLE_S:
-            expired.append(idle.pop(0)[1])
+        for (pid, _url), idle in self._idle.items():
+            while pid == os.getpid() and idle and now - idle[0][0] > MAX_IDLE_S:
+                expired.append(idle.pop(0)[1])
         return expired
 
     def clear(self) -> None:

@@ -95,10 +95,15 @@ class PgIndex:
 
     Raises :class:`IndexUnavailableError` (no connection, no pgvector) and
     :class:`IndexSchemaError` (a newer schema) at open. ``rank``: the full-text ranking
-    (:mod:`indexes.pg.ranking`)."""
+    (:mod:`indexes.pg.ranking`). ``reader``: a process that only reads (the embedding
+    server) checks the schema version at its first open instead of preparing the schema,
+    so it never waits for a writer's locks (:class:`IndexUnavailableError` when the schema
+    is not this release's). ``transient``: a throwaway space (``--as-of``), whose chunk
+    matrix no process keeps."""
 
     def __init__(self, url: str, space: str, *, weights: tuple[float, ...] = DEFAULT_WEIGHTS,
-                 chunk_words: int = CHUNK_WORDS, rank: str = "bm25", conn=None):
+                 chunk_words: int = CHUNK_WORDS, rank: str = "bm25", conn=None,
+                 reader: bool = False, transient: bool = False):
         self.url, self.space = url, space
         self.path = f"{redacted(url)} [{space}]"
         self.weights, self.chunk_words, self.rank = weights, chunk_words, rank
@@ -115,21 +120,29 @@ class PgIndex:
         self._depth = 0
         # the schema prepared and numpy arrays in and out of vector columns; both once per
         # process and URL, one check statement on later opens
+        prepare = self._check_schema if reader else self._ensure_schema
         try:
             try:
-                PREPARED.prepare(self.conn, url, self._ensure_schema)
+                PREPARED.prepare(self.conn, url, prepare)
             except StaleConnection:  # kept from before the database changed under it
                 self.conn.close()
                 self.conn = connect(url)
-                PREPARED.prepare(self.conn, url, self._ensure_schema)
+                PREPARED.prepare(self.conn, url, prepare)
         except psycopg.Error as exc:
             self.conn.close()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise IndexUnavailableError(f"{self.path}: cannot prepare the connection: "
                                         f"{scrubbed(first, self.url)}") from None
         self.vectors = PgVectorStore(self.conn, space, self.get_meta, self.set_meta,
-                                     kept=(url,) if KEPT.size else None)
+                                     kept=(url,) if KEPT.size and not transient else None,
+                                     shared=not transient)
         self.docs = PgDocRows(self.conn, space)
+
+    def _check_schema(self) -> None:
+        found = self.conn.execute("SELECT max(version) FROM wiki_schema").fetchone()[0]
+        if found != VERSION:
+            raise IndexUnavailableError(f"{self.path}: schema version {found}, not this "
+                                        f"reader's {VERSION}")
 
     def _ensure_schema(self) -> None:
         try:

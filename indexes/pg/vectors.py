@@ -81,13 +81,16 @@ class PgVectorStore:
     :class:`indexes.pg.engine.PgIndex` as ``index.vectors``; same methods as
     :class:`indexes.sqlite.vectors.VectorStore`)."""
 
-    def __init__(self, conn, space: str, get_meta, set_meta, *, kept: tuple | None = None):
+    def __init__(self, conn, space: str, get_meta, set_meta, *, kept: tuple | None = None,
+                 shared: bool = True):
         """``kept``: where this process keeps chunk matrices between opens (the database
         URL, under a long-running process: :func:`indexes.backend.keep_connections`);
-        then :meth:`search` ranks in this process over the kept matrix (see there)."""
+        then :meth:`search` ranks in this process over the kept matrix (see there).
+        ``shared``: False for a throwaway space, which the embedding server is never asked
+        to keep (:meth:`server_ranking`)."""
         self.conn, self.space = conn, space
         self.get_meta, self.set_meta = get_meta, set_meta
-        self.kept = kept
+        self.kept, self.shared = kept, shared
         self._matrix: dict[str, Matrix] = {}
         self._counted: dict[tuple, tuple[int, int]] = {}
 
@@ -279,8 +282,9 @@ class PgVectorStore:
         connection read now, in the caller's thread (the call makes no SQL, so a worker
         thread may run it). The call returns ``(key, cosine)`` pairs, or ``None`` when the
         vector came from no server or the server could not answer (then rank here:
-        :meth:`search`). ``None`` instead of a call when the space has no stamp."""
-        if self.kept is not None or \
+        :meth:`search`). ``None`` instead of a call when the space has no stamp or is a
+        throwaway one (not :attr:`shared`)."""
+        if self.kept is not None or not self.shared or \
                 self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             return None
         stamp = self.stamp()
@@ -300,8 +304,10 @@ class PgVectorStore:
     def matrix(self, model: str, dim: int) -> Matrix:
         """Every chunk vector of ``model`` in this space, grouped by document (cached until
         the store changes; with :attr:`kept`, shared by every open of this space in the
-        process while its :meth:`stamp` is unchanged, never read inside a transaction);
-        raises ``ValueError`` for a vector of another dimension."""
+        process while its :meth:`stamp` is unchanged, never read inside a transaction, nor
+        while a chunk waits for its vector: the embeddings table is shared, and another
+        space saving that vector does not move this space's stamp); raises ``ValueError``
+        for a vector of another dimension."""
         stamp = self.stamp() if self.kept is not None else None
         version = f"{stamp or self.get_meta(VERSION_KEY) or 0}:{model}"
         cached = self._matrix.get(model)
@@ -314,9 +320,14 @@ class PgVectorStore:
             self._matrix = {model: kept}
             return kept
         rows = self.conn.execute(
-            "SELECT c.key, e.dim, e.vector FROM wiki_chunks c JOIN wiki_embeddings e "
+            "SELECT c.key, e.dim, e.vector FROM wiki_chunks c LEFT JOIN wiki_embeddings e "
             "ON e.text_hash = c.text_hash AND e.model = %s WHERE c.space = %s "
             "ORDER BY c.key, c.chunk", (model, self.space), binary=True).fetchall()
+        # a chunk without a vector yet: the embeddings table is shared by every space, so
+        # another space may save it without this space's stamp moving; a matrix read
+        # without it is used by this store only, never kept for others
+        complete = all(row_dim is not None for _, row_dim, _ in rows)
+        rows = [row for row in rows if row[1] is not None]
         keys: list[str] = []
         starts: list[int] = []
         vectors = []
@@ -332,7 +343,7 @@ class PgVectorStore:
         matrix = Matrix(keys, np.array(starts + [len(vectors)], dtype=np.int64), array, version,
                         rowids=np.arange(len(keys), dtype=np.int64))
         self._matrix = {model: matrix}
-        if shared is not None:
+        if shared is not None and complete:
             SHARED_MATRICES.put(shared, matrix)
         return matrix
 

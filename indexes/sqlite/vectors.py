@@ -179,8 +179,9 @@ class SharedMatrices:
     handbook). A matrix is used only while the file (device, inode) and its :meth:`stamp`
     (a nonce renewed by every change) are the ones it was read under; a file without a
     nonce shares nothing, and nothing read inside a transaction is kept. At most
-    :attr:`FILES` files (each matrix is ``chunks x dim x 4`` bytes: 232 MB at 151,449
-    chunks). Thread-safe; a kept matrix is only read."""
+    :attr:`FILES` files, the least recently used let go first (each matrix is
+    ``chunks x dim x 4`` bytes: 232 MB at 151,449 chunks). Thread-safe; a kept matrix is
+    only read."""
 
     FILES = 8
 
@@ -189,10 +190,14 @@ class SharedMatrices:
         self._lock = threading.Lock()
 
     def get(self, key: tuple, version: str) -> Matrix | None:
-        """The kept matrix of ``key`` when it is at ``version``, else ``None``."""
+        """The kept matrix of ``key`` when it is at ``version``, else ``None``; one used is
+        the last to go (least recently used first)."""
         with self._lock:
             found = self._kept.get(key)
-        return found if found is not None and found.version == version else None
+            if found is None or found.version != version:
+                return None
+            self._kept[key] = self._kept.pop(key)
+        return found
 
     def put(self, key: tuple, matrix: Matrix) -> None:
         """Keep ``matrix`` for ``key`` (replacing that file's older one)."""

@@ -333,7 +333,8 @@ def snapshot_index(wiki: Wiki, commit: str) -> Iterator[IndexBackend]:
     are shared by every space anyway), cleared at the end."""
     url = index_url(wiki)
     if url:
-        index = open_backend(url, f"{index_space(wiki)}@{commit[:12]}-{uuid.uuid4().hex[:8]}")
+        index = open_backend(url, f"{index_space(wiki)}@{commit[:12]}-{uuid.uuid4().hex[:8]}",
+                             transient=True)
         try:
             with index.transaction():
                 _index_head(wiki, index, commit, settle=False)
