@@ -94,29 +94,37 @@ def answer(request: dict, model: str, cache: MatrixCache) -> dict:
     """The reply to a ``nearest`` request (see the module) for the server of ``model``.
     Raises ``ValueError`` for a malformed request, ``sqlite3.Error`` for an unreadable
     file (the server turns either into ``{"ok": false, "error": ...}``)."""
-    import numpy as np
-
-    if request.get("model") != model:
-        raise ValueError(f"this server serves {model!r}, not {request.get('model')!r}")
+    query, limit = checked_query(request, model)
     path, stamp = request.get("index"), request.get("stamp")
-    limit = request.get("limit")
     if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
         raise ValueError("index must be an absolute path")
     if not isinstance(stamp, str):
         raise ValueError("stamp must be a string")
-    if type(limit) is not int or not 0 < limit <= MAX_LIMIT:
-        raise ValueError(f"limit must be an integer in 1..{MAX_LIMIT}")
     rows = rows_from_request(request.get("rows"))
-    vector = request.get("vector")
-    query = np.frombuffer(base64.b64decode(vector if isinstance(vector, str) else "",
-                                           validate=True), dtype="<f4").astype(np.float32)
-    if not query.size or not np.isfinite(query).all():
-        raise ValueError("vector must be finite float32 numbers")
     matrix = cache.get(path, stamp, model, int(query.size))
     if matrix is None:
         return {"ok": True, "hits": None}
     found = nearest(matrix, query, rows=rows, limit=limit)
     return {"ok": True, "hits": [[key, score] for key, score in found]}
+
+
+def checked_query(request: dict, model: str):
+    """The ``(query vector, limit)`` of a ranking request to the server of ``model``: the
+    vector as a float32 numpy array. Raises ``ValueError`` for another model, a limit
+    outside 1..:data:`MAX_LIMIT` or a vector that is not finite float32 numbers."""
+    import numpy as np
+
+    if request.get("model") != model:
+        raise ValueError(f"this server serves {model!r}, not {request.get('model')!r}")
+    limit = request.get("limit")
+    if type(limit) is not int or not 0 < limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be an integer in 1..{MAX_LIMIT}")
+    vector = request.get("vector")
+    query = np.frombuffer(base64.b64decode(vector if isinstance(vector, str) else "",
+                                           validate=True), dtype="<f4").astype(np.float32)
+    if not query.size or not np.isfinite(query).all():
+        raise ValueError("vector must be finite float32 numbers")
+    return query, limit
 
 
 def rows_request(rows: RowFilter | None) -> dict | None:

@@ -33,13 +33,12 @@ Request: ``{"op": "nearest_space", "model": m, "conninfo": s, "space": s, "stamp
 
 from __future__ import annotations
 
-import base64
 import logging
 import threading
 from dataclasses import asdict, fields
 from datetime import datetime
 
-from indexes.embedding.embed_nearest import MAX_LIMIT
+from indexes.embedding.embed_nearest import checked_query
 from indexes.retrieval.filters import Filters
 
 log = logging.getLogger("wiki.embed_server")
@@ -153,12 +152,8 @@ class SpaceMatrices:
         ``model``. Raises ``ValueError`` for a malformed request and
         :class:`SpaceUnreadable` when the database cannot be read (the server turns
         either into ``{"ok": false}``)."""
-        import numpy as np
-
-        if request.get("model") != model:
-            raise ValueError(f"this server serves {model!r}, not {request.get('model')!r}")
+        query, limit = checked_query(request, model)
         conninfo, space, stamp = (request.get(k) for k in ("conninfo", "space", "stamp"))
-        limit = request.get("limit")
         if not isinstance(conninfo, str) or not conninfo or len(conninfo) > MAX_CONNINFO \
                 or "\0" in conninfo:
             raise ValueError("conninfo must be a connection string")
@@ -166,14 +161,7 @@ class SpaceMatrices:
             raise ValueError("space must be a string")
         if not isinstance(stamp, str) or not stamp:
             raise ValueError("stamp must be a string")
-        if type(limit) is not int or not 0 < limit <= MAX_LIMIT:
-            raise ValueError(f"limit must be an integer in 1..{MAX_LIMIT}")
         filters = filters_from_request(request.get("filters"))
-        vector = request.get("vector")
-        query = np.frombuffer(base64.b64decode(vector if isinstance(vector, str) else "",
-                                               validate=True), dtype="<f4").astype(np.float32)
-        if not query.size or not np.isfinite(query).all():
-            raise ValueError("vector must be finite float32 numbers")
         self._prepare()
         try:
             from psycopg.conninfo import make_conninfo
