@@ -146,6 +146,10 @@ def redacted(url: str) -> str:
     """``url`` without its password (``postgresql://user:***@host/db``, and a
     ``password=`` query parameter or libpq ``key=value`` pair, quoted or not, as
     ``password=***``), for messages."""
+    if "://" not in url and _conninfo_password(url):  # libpq's key=value form, parsed
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        return make_conninfo("", **{**conninfo_to_dict(url), "password": "***"})
     url = _QUERY_PASSWORD.sub(r"\1***", url)
     head, at, tail = url.rpartition("@")
     if not at or ":" not in head.split("//", 1)[-1]:
@@ -168,12 +172,29 @@ def scrubbed(message: str, url: str) -> str:
     may quote just the token it could not parse), and a ``password=`` parameter's."""
     found = [m[1] for m in (_USER_PASSWORD.match(url),) if m and m[1]]
     found += [_unquoted(value) for _, value in _QUERY_PASSWORD.findall(url)]
+    found.append(_conninfo_password(url) or "")
     for secret in sorted({s for s in found if s}, key=len, reverse=True):
         pieces = [secret, urllib.parse.unquote(secret),
                   *(p for p in re.split(r"%[0-9A-Fa-f]{0,2}|[&\s]", secret) if len(p) >= 4)]
         for piece in pieces:  # a driver may quote the token it could not parse, decoded
             message = message.replace(piece, "***")
     return _QUERY_PASSWORD.sub(r"\1***", message)
+
+
+def _conninfo_password(url: str) -> str | None:
+    """The password of connection string ``url`` (a URL or libpq's ``key=value`` form) as
+    libpq reads it, by psycopg's own parser (an unquoted ``key=value`` value runs to the
+    next space, ``&`` and escapes included); ``None`` when it has none, cannot be parsed,
+    or psycopg is not loaded (only a PostgreSQL index has such a string)."""
+    if sys.modules.get("psycopg") is None:
+        return None
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        password = conninfo_to_dict(url).get("password")
+    except Exception:  # noqa: BLE001 (any string a message may carry: never raise here)
+        return None
+    return str(password) if password else None
 
 
 def _unquoted(value: str) -> str:

@@ -505,3 +505,120 @@ def test_idle_connections_to_a_database_no_longer_used_are_closed(
         assert other.closed
     finally:
         KEPT.keep(0)
+
+
+# found by a second adversarial review (helper-37); each failed before its fix
+
+def test_a_password_with_an_ampersand_and_no_space_never_reaches_an_error_reply_or_log(
+        pg_database: str, remote) -> None:
+    """libpq's ``key=value`` form quotes a value only when it holds a space: a password
+    ``ab&cdSECRETTAIL`` travels as ``password=ab&cdSECRETTAIL``, and ``_QUERY_PASSWORD``
+    stops an unquoted value at ``&`` (a URL's separator, not libpq's), so ``redacted``
+    (the index's ``path`` in the schema error) and ``scrubbed`` mask only ``ab``."""
+    from indexes.pg.schema import VERSION
+
+    url = pg_database.replace("postgres:@", "postgres:ab%26cdSECRETTAIL@", 1)
+    with PgIndex(url, "s") as index:
+        assert index.conn.info.password == "ab&cdSECRETTAIL"
+        assert "password=ab&cdSECRETTAIL" in connection_address(index.conn)  # unquoted
+        _corpus(index, remote)
+        query = remote.encode_query("annual leave")
+        request = {"op": "nearest_space", "model": MODEL,
+                   "conninfo": connection_address(index.conn), "space": "s",
+                   "stamp": index.vectors.stamp(), "filters": None, "limit": 3,
+                   "vector": _base64(query)}
+        index.conn.execute("UPDATE wiki_schema SET version = %s", (VERSION + 1,))
+        try:
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.connect(str(remote.socket_path))
+                sock.sendall(json.dumps(request).encode() + b"\n")
+                reply = json.loads(sock.makefile("rb").readline())
+        finally:
+            index.conn.execute("UPDATE wiki_schema SET version = %s", (VERSION,))
+    assert reply.get("ok") is False and "schema version" in reply["error"], reply
+    log = remote.socket_path.with_name(remote.socket_path.stem + ".log").read_text()
+    for said in (reply["error"], log):
+        assert "SECRETTAIL" not in said, said[-500:]
+
+
+def test_scrubbed_masks_a_password_that_libpq_form_escapes_without_quotes(
+        pg_database: str) -> None:
+    """A password with ``'`` or ``\\`` but no space travels backslash-escaped and
+    unquoted (``password=it\\'sSECRET``); ``_unquoted`` undoes escapes only inside
+    quotes, so ``scrubbed`` looks for ``it\\'sSECRET`` and a message naming the password
+    as libpq read it (``it'sSECRET``) keeps it."""
+    from indexes.backend import scrubbed
+
+    url = pg_database.replace("postgres:@", "postgres:it%27sSECRET@", 1)
+    with PgIndex(url, "s") as index:
+        conninfo = connection_address(index.conn)
+        password = index.conn.info.password
+    assert password == "it'sSECRET"
+    said = scrubbed(f'could not use "{password}"', conninfo)
+    assert "SECRET" not in said, said
+
+
+def test_reads_stuck_on_one_database_do_not_starve_another(pg_url: str, pg_database: str,
+                                                           remote) -> None:
+    """``READERS`` (2) reads at once, and a read has no statement or lock timeout: two
+    reads waiting on a lock in one database (an ``ACCESS EXCLUSIVE`` lock held by an
+    idle-in-transaction session, a ``VACUUM FULL``, a silent network) hold both slots for
+    as long as it lasts, and no other database's space is ever read meanwhile: its
+    commands rank in the database (the slow path) without bound."""
+    other = "other_" + pg_database.split("?")[0].rsplit("/", 1)[1]
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {other} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {other}")
+    other_url = pg_url.replace("/postgres?", f"/{other}?", 1)
+    blocker = psycopg.connect(pg_database, autocommit=True)
+    try:
+        a, b = PgIndex(pg_database, "a"), PgIndex(pg_database, "b")
+        try:
+            _corpus(a, remote)
+            _corpus(b, remote)
+            query = remote.encode_query("annual leave")
+            blocker.execute("BEGIN")
+            blocker.execute("LOCK TABLE wiki_chunks IN ACCESS EXCLUSIVE MODE")
+            assert _ask(remote, a, query) is None  # a read of a starts, waits on the lock
+            assert _ask(remote, b, query) is None  # and one of b
+            time.sleep(1)
+            with PgIndex(other_url, "s") as elsewhere:
+                _corpus(elsewhere, remote)
+                deadline, found = time.monotonic() + 20, None
+                while found is None and time.monotonic() < deadline:
+                    found = _ask(remote, elsewhere, query)
+                    time.sleep(0.2)
+        finally:
+            blocker.execute("ROLLBACK")
+            a.close()
+            b.close()
+    finally:
+        blocker.close()
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {other} WITH (FORCE)")
+    assert found is not None, "another database's space was never read in 20 s"
+
+
+def test_an_as_of_search_on_postgres_answers_as_without_the_server(
+        repo: Path, cli, served_runtime: Path, on_postgres: str) -> None:
+    """``wiki search --as-of`` on PostgreSQL with the server on: the throwaway space is
+    ranked in the database, with the same hits as with the server off."""
+    from served_vectors import TOPICS, landed_with_server
+
+    env = landed_with_server(cli, repo, {f"{name}.md": f"# {name.title()}\n\n{text}\n"
+                                         for name, text in TOPICS.items()}, served_runtime)
+    argv = [sys.executable, "-m", "wiki_cli", "search", "--json", "--as-of",
+            "2999-01-01", "travel voucher"]
+    served = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert served.returncode == 0, served.stderr[-2000:]
+    here = subprocess.run(argv, cwd=repo, capture_output=True, text=True,
+                          env={**env, "WIKI_EMBED_SERVER": "off"}, timeout=300)
+    assert here.returncode == 0, here.stderr[-2000:]
+    ranked = [(h["path"], round(h["score"], 4)) for h in json.loads(served.stdout)["hits"]]
+    assert ranked and ranked == [(h["path"], round(h["score"], 4))
+                                 for h in json.loads(here.stdout)["hits"]]
+    assert "vector" in json.loads(served.stdout)["legs"]
+    with psycopg.connect(on_postgres, autocommit=True) as conn:
+        assert not conn.execute("SELECT count(*) FROM wiki_meta WHERE space LIKE '%@%'"
+                                ).fetchone()[0]

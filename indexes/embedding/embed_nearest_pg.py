@@ -8,7 +8,8 @@ narrow filter, an exact scan of the reachable chunks with one (a scope of 10,000
 vector leg of a one-shot command on PostgreSQL"). The embedding server, which encodes
 the command's query anyway and outlives it, keeps the space's chunk matrix as a
 long-running ``wiki serve`` keeps it (:meth:`indexes.pg.vectors.PgVectorStore.matrix`,
-per space stamp) and ranks there (:func:`indexes.sqlite.vectors.nearest`, exact), the
+per space stamp) and ranks there (:func:`indexes.sqlite.vectors.nearest`: exact, sign-bit
+candidates from 50,000 chunks, as ``wiki serve`` ranks), the
 filter's documents kept per condition and ``wiki_stats.version``
 (:meth:`~indexes.pg.vectors.PgVectorStore.row_filter`).
 
@@ -22,7 +23,8 @@ it says ``"hits": null`` at once and reads the matrix in a background thread; th
 ranks in the database meanwhile, so a command never waits for the read (seconds at
 100,000 entries). The server opens a database as a reader (the schema's version
 checked, never prepared: no lock a writer holds is waited for), reads one matrix per
-space at a time whatever stamps it is asked about, keeps the :data:`KEEP` used last,
+space at a time whatever stamps it is asked about (two per database at most, each
+cancelled after :data:`READ_TIMEOUT_S`), keeps the :data:`KEEP` used last,
 lets go of a database's idle connections after a minute, and names no password in an
 error it sends or logs.
 
@@ -48,7 +50,11 @@ KEEP = 4
 ``chunks x dim x 4`` bytes: 232 MB at 151,449 chunks; a throwaway ``--as-of`` space is
 never asked about)."""
 READERS = 2
-"""Matrices read at once (each read holds a connection and builds a whole matrix)."""
+"""Matrices read at once from one database (each read holds a connection and builds a
+whole matrix); reads stuck on one database never hold up another's."""
+READ_TIMEOUT_S = 120
+"""A matrix read (statements and lock waits) that takes longer is cancelled, so one held
+up by a lock frees its place."""
 CONNECTIONS = 2
 """Idle connections the server keeps per database (:mod:`indexes.pg.connections`)."""
 MAX_CONNINFO = 4096
@@ -197,7 +203,8 @@ class SpaceMatrices:
     def _read_later(self, conninfo: str, space: str, model: str, dim: int) -> None:
         key = (conninfo, space, model)
         with self._lock:
-            if key in self._reading or len(self._reading) >= READERS:
+            if key in self._reading or \
+                    sum(other[0] == conninfo for other in self._reading) >= READERS:
                 return  # asked again once that read is done
             self._reading.add(key)
         threading.Thread(target=self._read, args=(key, dim), daemon=True,
@@ -209,7 +216,11 @@ class SpaceMatrices:
         conninfo, space, model = key
         try:
             with PgIndex(conninfo, space, reader=True) as index:
-                index.vectors.matrix(model, dim)  # kept for its stamp, as wiki serve keeps it
+                index.conn.execute(f"SET statement_timeout = '{READ_TIMEOUT_S}s'")
+                try:
+                    index.vectors.matrix(model, dim)  # kept for its stamp, as serve keeps it
+                finally:
+                    index.conn.execute("RESET statement_timeout")
         except Exception as exc:  # a failed read only leaves ranking to the database
             log.warning("could not read the chunk vectors of space %r: %s", space,
                         _said(exc, conninfo))

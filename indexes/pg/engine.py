@@ -133,6 +133,9 @@ class PgIndex:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise IndexUnavailableError(f"{self.path}: cannot prepare the connection: "
                                         f"{scrubbed(first, self.url)}") from None
+        except (IndexUnavailableError, IndexSchemaError):  # a schema of another release
+            self.conn.close()
+            raise
         self.vectors = PgVectorStore(self.conn, space, self.get_meta, self.set_meta,
                                      kept=(url,) if KEPT.size and not transient else None,
                                      shared=not transient)
