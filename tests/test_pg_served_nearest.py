@@ -622,3 +622,30 @@ def test_an_as_of_search_on_postgres_answers_as_without_the_server(
     with psycopg.connect(on_postgres, autocommit=True) as conn:
         assert not conn.execute("SELECT count(*) FROM wiki_meta WHERE space LIKE '%@%'"
                                 ).fetchone()[0]
+
+
+def test_an_open_with_a_statement_timeout_is_cancelled_and_hands_back_a_plain_connection(
+        pg_database: str, remote) -> None:
+    """The server's matrix reads open with ``statement_timeout_s``: one held up by a lock
+    is cancelled, and the connection it hands back to be kept has no timeout left."""
+    from indexes.pg.connections import KEPT
+
+    with PgIndex(pg_database, "s") as index:
+        _corpus(index, remote)
+    KEPT.keep(1)
+    blocker = psycopg.connect(pg_database, autocommit=True)
+    try:
+        blocker.execute("BEGIN")
+        blocker.execute("LOCK TABLE wiki_chunks IN ACCESS EXCLUSIVE MODE")
+        with PgIndex(pg_database, "s", reader=True, statement_timeout_s=1) as index:
+            started = time.monotonic()
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                index.vectors.matrix(MODEL, 384)
+            assert time.monotonic() - started < 10
+        blocker.execute("ROLLBACK")
+        with PgIndex(pg_database, "s") as index:  # the kept connection, reused
+            assert index.conn.execute("SHOW statement_timeout").fetchone()[0] == "0"
+            assert index.conn.execute("SHOW application_name").fetchone()[0] == "wiki"
+    finally:
+        blocker.close()
+        KEPT.keep(0)

@@ -215,12 +215,9 @@ class SpaceMatrices:
 
         conninfo, space, model = key
         try:
-            with PgIndex(conninfo, space, reader=True) as index:
-                index.conn.execute(f"SET statement_timeout = '{READ_TIMEOUT_S}s'")
-                try:
-                    index.vectors.matrix(model, dim)  # kept for its stamp, as serve keeps it
-                finally:
-                    index.conn.execute("RESET statement_timeout")
+            with PgIndex(conninfo, space, reader=True,
+                         statement_timeout_s=READ_TIMEOUT_S) as index:
+                index.vectors.matrix(model, dim)  # kept for its stamp, as serve keeps it
         except Exception as exc:  # a failed read only leaves ranking to the database
             log.warning("could not read the chunk vectors of space %r: %s", space,
                         _said(exc, conninfo))

@@ -9,6 +9,7 @@ spaces are never blocked. Batches go through ``executemany`` (pipelined by psyco
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
@@ -83,7 +84,8 @@ def connect(url: str):
     """A new psycopg connection to ``url`` (autocommit; :meth:`PgIndex.transaction` groups
     writes). Raises :class:`IndexUnavailableError` when it cannot connect."""
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+        return psycopg.connect(url, autocommit=True, connect_timeout=10,
+                               fallback_application_name="wiki")
     except psycopg.Error as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise IndexUnavailableError(f"cannot reach the index database: "
@@ -99,11 +101,14 @@ class PgIndex:
     server) checks the schema version at its first open instead of preparing the schema,
     so it never waits for a writer's locks (:class:`IndexUnavailableError` when the schema
     is not this release's). ``transient``: a throwaway space (``--as-of``), whose chunk
-    matrix no process keeps."""
+    matrix no process keeps. ``statement_timeout_s``: each statement of this open is
+    cancelled after so many seconds (PostgreSQL's ``statement_timeout``, lock waits
+    included: ``psycopg.errors.QueryCanceled``), reset when the connection is handed back."""
 
     def __init__(self, url: str, space: str, *, weights: tuple[float, ...] = DEFAULT_WEIGHTS,
                  chunk_words: int = CHUNK_WORDS, rank: str = "bm25", conn=None,
-                 reader: bool = False, transient: bool = False):
+                 reader: bool = False, transient: bool = False,
+                 statement_timeout_s: int | None = None):
         self.url, self.space = url, space
         self.path = f"{redacted(url)} [{space}]"
         self.weights, self.chunk_words, self.rank = weights, chunk_words, rank
@@ -140,6 +145,9 @@ class PgIndex:
                                      kept=(url,) if KEPT.size and not transient else None,
                                      shared=not transient)
         self.docs = PgDocRows(self.conn, space)
+        self._timeout = statement_timeout_s
+        if statement_timeout_s is not None:
+            self.conn.execute(f"SET statement_timeout = '{int(statement_timeout_s)}s'")
 
     def _check_schema(self) -> None:
         found = self.conn.execute("SELECT max(version) FROM wiki_schema").fetchone()[0]
@@ -179,6 +187,9 @@ class PgIndex:
     def close(self) -> None:
         """Close the connection, or hand it back to be kept (idle and open only; see
         :mod:`indexes.pg.connections`)."""
+        if self._timeout is not None:
+            with contextlib.suppress(psycopg.Error):  # a broken connection is not kept
+                self.conn.execute("RESET statement_timeout")
         if self._kept:
             KEPT.give_back(self.url, self.conn)
         else:
