@@ -204,3 +204,28 @@ def test_status_and_doctor_with_vectors_off_or_pending(cli, wiki, repo, monkeypa
     assert "pending: run `wiki index`" in pending, pending
     assert cli("index").exit_code == 0
     assert "pending" not in cli("status").stdout
+
+
+@pytest.mark.parametrize("url, said", [
+    ("postgresql://wiki:hunter2hunter2@/wiki?host=/nowhere/at/all", "cannot reach"),
+    ("mysql://wiki@localhost/wiki", "only postgresql:// URLs")])
+def test_an_index_database_that_cannot_be_used_is_one_finding(cli, monkeypatch, url: str,
+                                                               said: str) -> None:
+    """The install checks and the repository's other checks still run; the index is an
+    error-level finding with how to fix it (before: one error line, exit 2, no checks)."""
+    assert cli("init").exit_code == 0
+    monkeypatch.setenv("WIKI_INDEX_URL", url)
+    code, checks = _checks(cli)
+    assert code == 1
+    assert checks["index"]["level"] == "error" and said in checks["index"]["message"]
+    assert "hunter2" not in json.dumps(checks)
+    assert "WIKI_INDEX_URL" in checks["index"]["fix"]
+    assert {"git", "embedding model", "wiki branch", "config"} <= set(checks)
+
+
+def test_a_healthy_index_says_where_it_lives(cli, repo: Path) -> None:
+    assert cli("init").exit_code == 0
+    assert cli("index").exit_code == 0
+    _, checks = _checks(cli)
+    assert checks["index"]["level"] == "ok"
+    assert str(Wiki(repo).database_path()) in checks["index"]["message"]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from indexes.embedding import embedders
 from indexes.embedding.embed_spec import installed_default
+from indexes.errors import IndexSchemaError, IndexUnavailableError
 from wiki.answering.embed_settings import current_spec
 from wiki.answering.embedding import model_name
 from wiki.errors import ConfigError, WikiError
@@ -228,6 +229,11 @@ def check_index(wiki, head: str) -> list[Check]:
 
     try:
         info = wiki_status(wiki)
+    except IndexUnavailableError as exc:  # the database, not the index: the other checks go on
+        return [Check("index", ERROR, str(exc), "check WIKI_INDEX_URL and git config "
+                      "wiki.indexUrl (unset both for the SQLite file in the git dir)")]
+    except IndexSchemaError as exc:
+        return [Check("index", ERROR, str(exc), "upgrade wiki")]
     except WikiError as exc:
         return [Check("index", ERROR, str(exc), "run `wiki index --rebuild`")]
     if info.indexed_commit is None:
@@ -239,7 +245,8 @@ def check_index(wiki, head: str) -> list[Check]:
                             f"branch head {head[:12]} (the next read catches up)",
                             "run `wiki index`"))
     else:
-        checks.append(Check("index", OK, f"up to date at {head[:12]} ({info.entries} entries)"))
+        checks.append(Check("index", OK, f"up to date at {head[:12]} ({info.entries} entries, "
+                            f"{info.database})"))
     if info.invalid_entries:
         checks.append(Check("entries", WARNING, f"{info.invalid_entries} invalid entries are "
                             "left out of search", "run `wiki lint --select W007` to list them"))
