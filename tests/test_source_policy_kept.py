@@ -45,21 +45,32 @@ def _names(handle) -> list[str]:
     return sorted(p.name for p in SourcePolicy.load(handle).roots)
 
 
+def _allow(path: Path, tmp: Path, name: str) -> None:
+    """A config file at ``path`` that allows the source root ``tmp/name``."""
+    path.write_text(f"[wiki]\n\tsourceRoots = {tmp / name}\n")
+
+
+def _follows_a_revocation(path: Path, tmp: Path, roots, truth) -> None:
+    """The kept policy and git both allow ``a`` through ``path``; once ``path`` allows
+    ``b`` instead (``a`` revoked), both say so."""
+    assert roots() == truth() == ["a"]
+    _allow(path, tmp, "b")
+    assert roots() == truth()
+
+
 def test_include_in_config_worktree(setup):
     repo, tmp, handle, roots, truth = setup
     inc = tmp / "inc.gitconfig"
-    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    _allow(inc, tmp, "a")
     git(repo, "config", "extensions.worktreeConfig", "true")
     (Path(handle.git_dir) / "config.worktree").write_text(f"[include]\n\tpath = {inc}\n")
-    assert roots() == truth() == ["a"]
-    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")   # user revokes a, allows b
-    assert roots() == truth()
+    _follows_a_revocation(inc, tmp, roots, truth)
 
 
 def test_onbranch_in_config_worktree(setup):
     repo, tmp, handle, roots, truth = setup
     inc = tmp / "inc.gitconfig"
-    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    _allow(inc, tmp, "a")
     git(repo, "config", "extensions.worktreeConfig", "true")
     (Path(handle.git_dir) / "config.worktree").write_text(
         f'[includeIf "onbranch:main"]\n\tpath = {inc}\n')
@@ -71,45 +82,37 @@ def test_onbranch_in_config_worktree(setup):
 def test_include_in_git_config_global_file(setup, monkeypatch):
     repo, tmp, handle, roots, truth = setup
     inc = tmp / "inc.gitconfig"
-    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    _allow(inc, tmp, "a")
     g = tmp / "elsewhere.gitconfig"
     g.write_text(f"[include]\n\tpath = {inc}\n")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(g))
-    assert roots() == truth() == ["a"]
-    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")
-    assert roots() == truth()
+    _follows_a_revocation(inc, tmp, roots, truth)
 
 
 def test_git_config_variable_file(setup, monkeypatch):
     repo, tmp, handle, roots, truth = setup
     f = tmp / "only.gitconfig"
-    f.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    _allow(f, tmp, "a")
     monkeypatch.setenv("GIT_CONFIG", str(f))   # git-config(1): used as --file
-    assert roots() == truth() == ["a"]
-    f.write_text(f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")
-    assert roots() == truth()
+    _follows_a_revocation(f, tmp, roots, truth)
 
 
 def test_include_via_git_config_count(setup, monkeypatch):
     repo, tmp, handle, roots, truth = setup
     inc = tmp / "inc.gitconfig"
-    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    _allow(inc, tmp, "a")
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "include.path")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(inc))
-    assert roots() == truth() == ["a"]
-    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")
-    assert roots() == truth()
+    _follows_a_revocation(inc, tmp, roots, truth)
 
 
 def test_include_via_git_config_parameters(setup, monkeypatch):
     repo, tmp, handle, roots, truth = setup
     inc = tmp / "inc.gitconfig"
-    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    _allow(inc, tmp, "a")
     monkeypatch.setenv("GIT_CONFIG_PARAMETERS", f"'include.path={inc}'")
-    assert roots() == truth() == ["a"]
-    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'b'}\n")
-    assert roots() == truth()
+    _follows_a_revocation(inc, tmp, roots, truth)
 
 
 def test_symlink_retarget(setup):
@@ -155,7 +158,7 @@ def test_hidden_include_real_settle(setup, monkeypatch):
     monkeypatch.setattr(gitrepo, "SETTLED_NS", 2_000_000_000)
     repo, tmp, handle, roots, truth = setup
     inc = tmp / "inc.gitconfig"
-    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    _allow(inc, tmp, "a")
     cfg = Path(handle.git_dir) / "config"
     cfg.write_text(cfg.read_text() + f'[wiki]\n\tnote = "x\\\ny" ;c\n[include]\n\tpath = {inc}\n')
     time.sleep(2.2)
@@ -170,7 +173,7 @@ def test_worktree_include_real_settle(setup, monkeypatch):
     monkeypatch.setattr(gitrepo, "SETTLED_NS", 2_000_000_000)
     repo, tmp, handle, roots, truth = setup
     inc = tmp / "inc.gitconfig"
-    inc.write_text(f"[wiki]\n\tsourceRoots = {tmp/'a'}\n")
+    _allow(inc, tmp, "a")
     git(repo, "config", "extensions.worktreeConfig", "true")
     git(repo, "config", "--worktree", "include.path", str(inc))
     time.sleep(2.2)
